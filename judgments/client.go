@@ -1,0 +1,390 @@
+package judgments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// DefaultTopLogprobs is vLLM's default --max-logprobs, the most top_logprobs a
+// stock server returns.
+const DefaultTopLogprobs = 20
+
+// ErrNoTokenizer means the server has no /tokenize endpoint (404).
+var ErrNoTokenizer = errors.New("server has no /tokenize endpoint")
+
+// StatusError is a non-200 answer from the server, with vLLM's error body.
+type StatusError struct {
+	Endpoint   string
+	Code       int
+	Type       string
+	Param      string
+	Message    string
+	RetryAfter time.Duration // from a Retry-After header, 0 when absent
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("%s: HTTP %d", e.Endpoint, e.Code)
+	if e.Type != "" {
+		msg += " " + e.Type
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	return msg
+}
+
+// Client scores judgments against one OpenAI-compatible server.
+type Client struct {
+	baseURL     string
+	model       string
+	apiKey      string
+	http        *http.Client
+	mode        Mode
+	topLogprobs int
+	timeout     time.Duration
+	idPrefix    string
+
+	mu       sync.Mutex
+	controls Controls // tokenize cache: one /tokenize per control per client
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithModel sets the model name sent in every request.
+func WithModel(m string) ClientOption { return func(c *Client) { c.model = m } }
+
+// WithAPIKey sends "Authorization: Bearer <key>". The key never leaves the client.
+func WithAPIKey(k string) ClientOption { return func(c *Client) { c.apiKey = k } }
+
+// WithHTTPClient replaces the default HTTP client.
+func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
+
+// WithMode sets the scoring mode (default ModeTokenIDs).
+func WithMode(m Mode) ClientOption { return func(c *Client) { c.mode = m } }
+
+// WithTopLogprobs sets top_logprobs in ModeTopLogprobs (default DefaultTopLogprobs).
+func WithTopLogprobs(n int) ClientOption { return func(c *Client) { c.topLogprobs = n } }
+
+// WithRequestTimeout bounds each HTTP request (0 = no bound beyond ctx).
+func WithRequestTimeout(d time.Duration) ClientOption { return func(c *Client) { c.timeout = d } }
+
+// WithRequestIDPrefix sets the X-Request-Id prefix (see RequestID).
+func WithRequestIDPrefix(p string) ClientOption { return func(c *Client) { c.idPrefix = p } }
+
+// NewClient returns a client for the server at baseURL (no trailing /v1).
+func NewClient(baseURL string, opts ...ClientOption) *Client {
+	c := &Client{
+		baseURL:     strings.TrimRight(baseURL, "/"),
+		http:        &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}},
+		mode:        ModeTokenIDs,
+		topLogprobs: DefaultTopLogprobs,
+		idPrefix:    "vetbench",
+		controls:    Controls{},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Mode is the client's scoring mode.
+func (c *Client) Mode() Mode { return c.mode }
+
+// Model is the model name the client sends.
+func (c *Client) Model() string { return c.model }
+
+// BaseURL is the server's base URL.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// HTTPClient is the client's HTTP client, for callers that read other
+// endpoints of the same server (/metrics, /version).
+func (c *Client) HTTPClient() *http.Client { return c.http }
+
+// Authorize adds the client's credentials to a request of the caller's.
+func (c *Client) Authorize(req *http.Request) {
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+}
+
+// Tokenize pins each control string to its token id with POST /tokenize, once
+// per control for the life of the client. A control that is not exactly one
+// token is an error: it cannot be scored by a single next-token logprob.
+func (c *Client) Tokenize(ctx context.Context, controls []string) (Controls, error) {
+	out := Controls{}
+	for i, ctrl := range controls {
+		c.mu.Lock()
+		id, ok := c.controls[ctrl]
+		c.mu.Unlock()
+		if !ok {
+			ids, err := c.tokenize(ctx, ctrl)
+			if err != nil {
+				return nil, err
+			}
+			if len(ids) != 1 {
+				return nil, fmt.Errorf("tokenize %q: %d tokens, want 1: native Choice supports %d options on this tokenizer; got %d",
+					ctrl, len(ids), i, len(controls))
+			}
+			id = ids[0]
+			c.mu.Lock()
+			c.controls[ctrl] = id
+			c.mu.Unlock()
+		}
+		out[ctrl] = id
+	}
+	return out, nil
+}
+
+type tokenizeRequest struct {
+	Model            string `json:"model,omitempty"`
+	Prompt           string `json:"prompt"`
+	AddSpecialTokens bool   `json:"add_special_tokens"`
+}
+
+type tokenizeResponse struct {
+	Count  int   `json:"count"`
+	Tokens []int `json:"tokens"`
+}
+
+func (c *Client) tokenize(ctx context.Context, text string) ([]int, error) {
+	body, err := json.Marshal(tokenizeRequest{Model: c.model, Prompt: text})
+	if err != nil {
+		return nil, err
+	}
+	var resp tokenizeResponse
+	if err := c.post(ctx, "/tokenize", "", body, &resp); err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound {
+			return nil, fmt.Errorf("tokenize %q: %w: %w", text, ErrNoTokenizer, err)
+		}
+		return nil, fmt.Errorf("tokenize %q: %w", text, err)
+	}
+	return resp.Tokens, nil
+}
+
+// ChatRequest is the scoring request on the wire: go-openai's request plus
+// vLLM's fields. The shadowing fields exist because go-openai drops
+// temperature 0 and max_tokens 0 (omitempty); these always reach the server.
+type ChatRequest struct {
+	openai.ChatCompletionRequest
+	MaxTokens              int            `json:"max_tokens"`
+	Temperature            float32        `json:"temperature"`
+	Logprobs               bool           `json:"logprobs"`
+	TopLogprobs            int            `json:"top_logprobs,omitempty"`
+	LogprobTokenIDs        []int          `json:"logprob_token_ids,omitempty"`
+	ReturnTokensAsTokenIDs bool           `json:"return_tokens_as_token_ids,omitempty"`
+	AddGenerationPrompt    bool           `json:"add_generation_prompt"`
+	ChatTemplateKwargs     map[string]any `json:"chat_template_kwargs"`
+}
+
+// BuildRequest builds the scoring request of one question about one item.
+// urls are the item's image data URLs (built once per item).
+func BuildRequest(model string, mode Mode, topLogprobs int, it Item, q Question, controls Controls, urls []string) (ChatRequest, error) {
+	parts, err := Content(it, q, urls)
+	if err != nil {
+		return ChatRequest{}, err
+	}
+	r := ChatRequest{
+		ChatCompletionRequest: openai.ChatCompletionRequest{
+			Model:    model,
+			Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, MultiContent: parts}},
+		},
+		MaxTokens:           1,
+		Temperature:         0,
+		Logprobs:            true,
+		AddGenerationPrompt: true,
+		ChatTemplateKwargs:  map[string]any{"enable_thinking": false},
+	}
+	switch mode {
+	case ModeTokenIDs:
+		for _, ctrl := range q.Controls() {
+			id, ok := controls[ctrl]
+			if !ok {
+				return ChatRequest{}, &CandidateError{Question: q.ID, Control: ctrl, Err: fmt.Errorf("no token id pinned: %w", ErrMissingCandidate)}
+			}
+			r.LogprobTokenIDs = append(r.LogprobTokenIDs, id)
+		}
+		r.ReturnTokensAsTokenIDs = true
+	case ModeTopLogprobs:
+		r.TopLogprobs = topLogprobs
+	default:
+		return ChatRequest{}, fmt.Errorf("unknown scoring mode %q", mode)
+	}
+	return r, nil
+}
+
+// chatLogprobs is the slice of the response that scoring reads, decoded with
+// nullable logprobs: go-openai's float64 would turn a null into a 0 (p = 1).
+type chatLogprobs struct {
+	Choices []struct {
+		Logprobs *struct {
+			Content []struct {
+				Token       string         `json:"token"`
+				TopLogprobs []TokenLogprob `json:"top_logprobs"`
+			} `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+}
+
+// Judgment is one item's answers, in question order.
+type Judgment struct {
+	Item         string
+	Answers      []Answer
+	PromptTokens int
+	Requests     int
+}
+
+// JudgeError is a failed judgment: which item, which question, and why.
+type JudgeError struct {
+	Item     string
+	Question string
+	Err      error
+}
+
+func (e *JudgeError) Error() string {
+	return fmt.Sprintf("item %s: question %s: %v", e.Item, e.Question, e.Err)
+}
+
+func (e *JudgeError) Unwrap() error { return e.Err }
+
+// Judge asks every question of spec about it, one after another, each as its
+// own request carrying all the images. The first failure ends the judgment.
+func (c *Client) Judge(ctx context.Context, spec Spec, controls Controls, it Item) (Judgment, error) {
+	urls := make([]string, len(it.Images))
+	for i, im := range it.Images {
+		urls[i] = im.DataURL()
+	}
+	j := Judgment{Item: it.ID, Answers: make([]Answer, 0, len(spec.Questions))}
+	for _, q := range spec.Questions {
+		a, err := c.ask(ctx, it, q, controls, urls)
+		j.Requests++
+		if err != nil {
+			return j, &JudgeError{Item: it.ID, Question: q.ID, Err: err}
+		}
+		j.PromptTokens += a.PromptTokens
+		j.Answers = append(j.Answers, a)
+	}
+	return j, nil
+}
+
+func (c *Client) ask(ctx context.Context, it Item, q Question, controls Controls, urls []string) (Answer, error) {
+	req, err := BuildRequest(c.model, c.mode, c.topLogprobs, it, q, controls, urls)
+	if err != nil {
+		return Answer{}, err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Answer{}, fmt.Errorf("encode request: %w", err)
+	}
+	var raw json.RawMessage
+	if err := c.post(ctx, "/v1/chat/completions", RequestID(c.idPrefix, it.ID, q.ID), body, &raw); err != nil {
+		return Answer{}, err
+	}
+	var resp openai.ChatCompletionResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return Answer{}, fmt.Errorf("decode chat response: %w", err)
+	}
+	var lp chatLogprobs
+	if err := json.Unmarshal(raw, &lp); err != nil {
+		return Answer{}, fmt.Errorf("decode chat logprobs: %w", err)
+	}
+	if len(lp.Choices) == 0 || lp.Choices[0].Logprobs == nil || len(lp.Choices[0].Logprobs.Content) == 0 {
+		return Answer{}, &CandidateError{Question: q.ID, Err: ErrNoLogprobs}
+	}
+	lps, err := Candidates(q, lp.Choices[0].Logprobs.Content[0].TopLogprobs, controls, c.mode)
+	if err != nil {
+		return Answer{}, err
+	}
+	a, err := Decide(q, lps)
+	if err != nil {
+		return Answer{}, err
+	}
+	a.PromptTokens = resp.Usage.PromptTokens
+	return a, nil
+}
+
+// post sends a JSON body and decodes a 200 answer into out.
+func (c *Client) post(ctx context.Context, path, requestID string, body []byte, out any) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if requestID != "" {
+		req.Header.Set("X-Request-Id", requestID)
+	}
+	c.Authorize(req)
+	res, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return fmt.Errorf("%s: read body: %w", path, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return statusError(path, res, data)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s: decode %d-byte body: %w", path, len(data), err)
+	}
+	return nil
+}
+
+// statusError reads vLLM's error body: {"error": {message, type, param,
+// code}} since 0.10.1, flat before. code may be an int or a string.
+func statusError(path string, res *http.Response, data []byte) *StatusError {
+	e := &StatusError{Endpoint: path, Code: res.StatusCode}
+	if s := res.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			e.RetryAfter = time.Duration(n) * time.Second
+		} else if t, err := http.ParseTime(s); err == nil {
+			e.RetryAfter = max(time.Until(t), 0)
+		}
+	}
+	type info struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+	}
+	var nested struct {
+		Error *info `json:"error"`
+	}
+	var flat info
+	switch {
+	case json.Unmarshal(data, &nested) == nil && nested.Error != nil:
+		flat = *nested.Error
+	case json.Unmarshal(data, &flat) == nil && flat.Message != "":
+	default:
+		flat.Message = strings.TrimSpace(string(data))
+		if len(flat.Message) > 200 {
+			flat.Message = flat.Message[:200] + "…"
+		}
+	}
+	e.Message, e.Type = flat.Message, flat.Type
+	if flat.Param != nil {
+		e.Param = *flat.Param
+	}
+	return e
+}

@@ -1,0 +1,271 @@
+// Package receipts holds the receipt: what one run of one set at one
+// concurrency level measured and answered, as a versioned JSON document.
+// It reads and writes receipts (atomically, validated), compares them, and
+// imports typevet's receipts into the same model.
+package receipts
+
+import (
+	"time"
+
+	"github.com/vetbench/vetbench/judgments"
+)
+
+// Schema names the receipt format; a reader refuses any other value.
+const Schema = "vetbench.receipt/v1"
+
+// Sources of a receipt.
+const (
+	SourceVetbench = "vetbench"
+	SourceTypevet  = "typevet"
+)
+
+// Receipt is one run of one set at one concurrency level.
+type Receipt struct {
+	Schema   string    `json:"schema"`
+	Source   string    `json:"source"`
+	Set      string    `json:"set"`
+	RunID    string    `json:"run_id,omitempty"`
+	Started  time.Time `json:"started_utc"`
+	Finished time.Time `json:"finished_utc"`
+	Target   Target    `json:"target"`
+	Pins     Pins      `json:"pins"`
+	Identity Identity  `json:"identity"`
+	// Stopped is nil for a run that went through the whole set.
+	Stopped    *Stopped   `json:"stopped"`
+	Throughput Throughput `json:"throughput"`
+	// Server holds /metrics deltas over the measured window; nil when the
+	// server exposes none or the scrape was not taken.
+	Server *Server `json:"server,omitempty"`
+	// Checks are the run's self-checks (Little's law, reconciliation).
+	Checks *Checks `json:"checks,omitempty"`
+	// Cost per 1,000 judgments, when an hourly GPU price was stated.
+	Cost    *Cost    `json:"cost,omitempty"`
+	Quality *Quality `json:"quality,omitempty"`
+	Items   []Item   `json:"items"`
+	// Warnings are shown to the reader, never fatal.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Target says what answered: a live server, the twin in a container, or the
+// twin in-process. It never holds credentials.
+type Target struct {
+	Kind     string `json:"kind"` // live | container | inprocess | typevet
+	Endpoint string `json:"endpoint,omitempty"`
+	// Profile and TimeScale describe the twin; TimeScale > 1 means the twin
+	// ran faster than real time and speeds are not real-time figures.
+	Profile   string  `json:"profile,omitempty"`
+	TimeScale float64 `json:"time_scale,omitempty"`
+	Replay    string  `json:"replay,omitempty"`
+}
+
+// Target kinds.
+const (
+	TargetLive      = "live"
+	TargetContainer = "container"
+	TargetInProcess = "inprocess"
+)
+
+// Pins are what the answers depend on besides the prompts and images.
+type Pins struct {
+	Model         string         `json:"model"`
+	ModelRevision string         `json:"model_revision,omitempty"`
+	Served        []ServedModel  `json:"served,omitempty"`
+	ServerBuild   string         `json:"server_build,omitempty"`
+	ScoringMode   string         `json:"scoring_mode"`
+	TopLogprobs   int            `json:"top_logprobs,omitempty"`
+	Controls      map[string]int `json:"control_token_ids,omitempty"`
+	Concurrency   int            `json:"concurrency"`
+	Fixture       FixturePins    `json:"fixture"`
+}
+
+// ServedModel is one entry of /v1/models.
+type ServedModel struct {
+	ID          string `json:"id"`
+	Root        string `json:"root,omitempty"`
+	MaxModelLen int    `json:"max_model_len,omitempty"`
+}
+
+// FixturePins name the slice of the set that was asked.
+type FixturePins struct {
+	Dataset     string            `json:"dataset"`
+	Source      string            `json:"source"` // synthetic | real
+	Seed        int64             `json:"seed"`
+	Items       int               `json:"items"`
+	SliceSHA256 string            `json:"slice_sha256"`
+	Extra       map[string]string `json:"extra,omitempty"`
+}
+
+// Identity is what must be equal for two receipts to be comparable.
+type Identity struct {
+	PromptDigests  map[string]string `json:"prompt_digests"`
+	FixtureDigests map[string]string `json:"fixture_digests,omitempty"`
+	HarnessVersion string            `json:"harness_version,omitempty"`
+	// ServerFlags are as the user stated them (VETBENCH_SERVER_FLAGS).
+	ServerFlags string `json:"server_flags,omitempty"`
+	// CacheConfig are the labels of vllm:cache_config_info, when exposed.
+	CacheConfig map[string]string `json:"cache_config,omitempty"`
+	Digest      string            `json:"digest"`
+}
+
+// Stopped says why a run ended before the end of its set.
+type Stopped struct {
+	// Index is the slice position of the item that stopped the run.
+	Index    int    `json:"index"`
+	Item     string `json:"item"`
+	Question string `json:"question,omitempty"`
+	// Reason is "error", "canceled" or "timeout".
+	Reason     string `json:"reason"`
+	ErrorClass string `json:"error_class,omitempty"`
+	Message    string `json:"message"`
+	// Discarded counts judgments that finished after the stop index; they are
+	// kept in Items with Discarded set but count in no figure.
+	Discarded int `json:"discarded"`
+}
+
+// Throughput is the client's view of the measured window.
+type Throughput struct {
+	Concurrency        int     `json:"concurrency"`
+	WallSeconds        float64 `json:"wall_seconds"`
+	Judgments          int     `json:"judgments"`
+	Images             int     `json:"images"`
+	Requests           int     `json:"requests"`
+	Failed             int     `json:"failed"`
+	Discarded          int     `json:"discarded"`
+	JudgmentsPerSecond float64 `json:"judgments_per_second"`
+	ImagesPerSecond    float64 `json:"images_per_second"`
+	Latency            Latency `json:"latency_seconds"`
+	PromptTokens       int     `json:"prompt_tokens"`
+}
+
+// Latency holds nearest-rank percentiles of per-judgment latency.
+type Latency struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+}
+
+// Item is one judgment's outcome.
+type Item struct {
+	ID string `json:"id"`
+	// Group is the variant (checks), kind (signatures) or class (faces).
+	Group string `json:"group,omitempty"`
+	// Gold maps question id to the labels counted as correct.
+	Gold           map[string][]string `json:"gold,omitempty"`
+	Answers        []judgments.Answer  `json:"answers"`
+	LatencySeconds float64             `json:"latency_seconds"`
+	InputTokens    int                 `json:"input_tokens"`
+	// Error is set when the judgment failed and the run went on; such an
+	// item has no answers (it failed closed).
+	Error     string `json:"error,omitempty"`
+	Discarded bool   `json:"discarded,omitempty"`
+}
+
+// Answer returns the item's answer to question q.
+func (it Item) Answer(q string) (judgments.Answer, bool) {
+	for _, a := range it.Answers {
+		if a.Question == q {
+			return a, true
+		}
+	}
+	return judgments.Answer{}, false
+}
+
+// Server holds /metrics deltas over the measured window (see bench/scrape).
+type Server struct {
+	// Status is "ok", or why the figures are missing ("unknown: ...").
+	Status             string                `json:"status"`
+	PrefixCacheHitRate *float64              `json:"prefix_cache_hit_rate"`
+	MMCacheHitRate     *float64              `json:"mm_cache_hit_rate"`
+	Counters           map[string]float64    `json:"counters,omitempty"`
+	Histograms         map[string]Histogram  `json:"histograms,omitempty"`
+	Gauges             map[string]GaugePair  `json:"gauges,omitempty"`
+	CacheReset         *CacheReset           `json:"cache_reset,omitempty"`
+	Problems           []string              `json:"problems,omitempty"`
+	Extra              map[string]float64    `json:"extra,omitempty"`
+	Engines            map[string]EngineInfo `json:"engines,omitempty"`
+}
+
+// EngineInfo is what one data-parallel engine reported, when there are several.
+type EngineInfo struct {
+	RequestSuccess float64 `json:"request_success"`
+}
+
+// Histogram is a histogram delta: count, sum and two percentile estimates.
+type Histogram struct {
+	Status string  `json:"status"`
+	Count  float64 `json:"count"`
+	Sum    float64 `json:"sum"`
+	// UpperBound percentiles are the upper edge of the first bucket that
+	// reaches the rank (typevet's estimate); Interpolated are linear within
+	// that bucket. Nil when the rank lies in +Inf or count is 0.
+	UpperBound   *Quantiles `json:"bucket_upper_bound,omitempty"`
+	Interpolated *Quantiles `json:"interpolated,omitempty"`
+}
+
+// Quantiles are p50/p95/p99 estimates.
+type Quantiles struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// GaugePair is a gauge read before and after the window.
+type GaugePair struct {
+	Before *float64 `json:"before"`
+	After  *float64 `json:"after"`
+}
+
+// CacheReset records the reset taken before the measured window.
+type CacheReset struct {
+	Requested bool   `json:"requested"`
+	Prefix    bool   `json:"prefix"`
+	MM        bool   `json:"mm"`
+	Note      string `json:"note,omitempty"`
+	Arm       string `json:"arm,omitempty"` // cold | warm
+}
+
+// Checks are the run's measurement self-checks.
+type Checks struct {
+	LittlesLaw     *LittlesLaw     `json:"littles_law,omitempty"`
+	Reconciliation *Reconciliation `json:"reconciliation,omitempty"`
+}
+
+// LittlesLaw compares sampled mean in-flight judgments with throughput × mean latency.
+type LittlesLaw struct {
+	MeanInFlight float64 `json:"mean_in_flight"`
+	Predicted    float64 `json:"predicted"`
+	RelError     float64 `json:"rel_error"`
+	Samples      int     `json:"samples"`
+	OK           bool    `json:"ok"`
+}
+
+// Reconciliation compares the server's counters with what the client sent.
+type Reconciliation struct {
+	ClientRequests     int     `json:"client_requests"`
+	ServerRequests     float64 `json:"server_requests"`
+	ClientPromptTokens int     `json:"client_prompt_tokens"`
+	ServerPromptTokens float64 `json:"server_prompt_tokens"`
+	OK                 bool    `json:"ok"`
+	Verdict            string  `json:"verdict"`
+}
+
+// Cost is the price of judgments at a stated hourly GPU price.
+type Cost struct {
+	GPUHourlyUSD   float64 `json:"gpu_hourly_usd"`
+	SecondsPer1000 float64 `json:"seconds_per_1000_judgments"`
+	USDPer1000     float64 `json:"usd_per_1000_judgments"`
+}
+
+// Quality are per-set answer figures against gold labels.
+type Quality struct {
+	Items               int                `json:"items"`
+	Accuracy            float64            `json:"accuracy"`
+	AccuracyByGroup     map[string]float64 `json:"accuracy_by_group,omitempty"`
+	CannotTellRate      float64            `json:"cannot_tell_rate"`
+	NoulChoiceAgreement *float64           `json:"noul_choice_agreement"`
+	AgreementCounted    int                `json:"agreement_counted"`
+	NoulAccuracy        map[string]float64 `json:"noul_accuracy,omitempty"`
+	ScoreMeanByGroup    map[string]float64 `json:"score_mean_by_group,omitempty"`
+}
