@@ -74,6 +74,9 @@ type Answer struct {
 	// winner's probability for a Choice.
 	Value      float64 `json:"value"`
 	Confidence float64 `json:"confidence"`
+	// Labels are the question's labels in decision order (control i is
+	// label i), so the answer can be replayed or re-scored without the spec.
+	Labels []string `json:"labels"`
 	// Probabilities by label: softmax over the candidates' logprobs only.
 	Probabilities map[string]float64 `json:"probabilities"`
 	// Logprobs are the raw candidate logprobs by label, as the server sent them.
@@ -165,6 +168,7 @@ func Decide(q Question, logprobs []float64) (Answer, error) {
 		Question:      q.ID,
 		Kind:          q.Kind,
 		Label:         q.Options[win].Label,
+		Labels:        q.Labels(),
 		Confidence:    probs[win],
 		Probabilities: make(map[string]float64, len(probs)),
 		Logprobs:      make(map[string]float64, len(probs)),
