@@ -1,0 +1,158 @@
+// Package bench measures judgments against a target: a closed-loop pool
+// keeps c judgments in flight, the measured window is bracketed by /metrics
+// scrapes, and everything lands in a receipt. Its tests are the benchmark
+// suite (BenchmarkJudgments) and the stability tests (TestStability).
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/judgments"
+)
+
+// Judge answers one item; *judgments.Client is one.
+type Judge interface {
+	Judge(ctx context.Context, spec judgments.Spec, controls judgments.Controls, it judgments.Item) (judgments.Judgment, error)
+}
+
+// Result is one finished judgment.
+type Result struct {
+	Index    int
+	Judgment judgments.Judgment
+	Err      error
+	Start    time.Time
+	End      time.Time
+}
+
+// Latency is the judgment's client latency: all its questions' requests.
+func (r Result) Latency() time.Duration { return r.End.Sub(r.Start) }
+
+// Observer is told when each judgment starts and ends (Little's law sampling).
+// Its methods must be cheap and safe for concurrent use.
+type Observer interface {
+	Started(now time.Time)
+	Ended(now time.Time)
+}
+
+// Pool is a closed loop: Concurrency judgments in flight, a new one starts
+// as one finishes, items in slice order, questions of one judgment in order.
+type Pool struct {
+	Concurrency int
+	// StopOnError ends the run at the first failed judgment in slice order,
+	// as typevet does: no new judgments start, in-flight ones finish.
+	StopOnError bool
+	Observer    Observer
+}
+
+// Stream runs the set and sends each result as it finishes; the channel is
+// closed when the last in-flight judgment is done. Cancelling ctx stops new
+// judgments and aborts in-flight requests.
+func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls judgments.Controls) <-chan Result {
+	c := max(p.Concurrency, 1)
+	out := make(chan Result, c)
+	next := make(chan int)
+	stop := make(chan struct{})
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }) }
+
+	go func() { // feeder: hands out indices in slice order until stopped
+		defer close(next)
+		for i := range set.Cases {
+			select {
+			case next <- i:
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				// A stop may race with the feeder's last hand-off; never
+				// start a judgment after the run has stopped.
+				select {
+				case <-stop:
+					continue
+				default:
+				}
+				if ctx.Err() != nil {
+					continue
+				}
+				r := Result{Index: i, Start: time.Now()}
+				if p.Observer != nil {
+					p.Observer.Started(r.Start)
+				}
+				r.Judgment, r.Err = j.Judge(ctx, set.Spec, controls, set.Cases[i].Item)
+				r.End = time.Now()
+				if p.Observer != nil {
+					p.Observer.Ended(r.End)
+				}
+				if r.Err != nil && p.StopOnError {
+					halt()
+				}
+				out <- r
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out
+}
+
+// Outcome is a whole run: results in slice order and why it stopped.
+type Outcome struct {
+	Results []Result // index order; only the judgments that ran
+	Wall    time.Duration
+	// StopIndex is the first slice position that did not finish well when
+	// the run stopped early, else -1.
+	StopIndex int
+	StopErr   error
+	Canceled  bool
+}
+
+// Run runs the pool to the end and gathers the results. Wall time runs from
+// just before the first judgment starts to after the last one ends.
+func (p Pool) Run(ctx context.Context, j Judge, set fixtures.Set, controls judgments.Controls) Outcome {
+	start := time.Now()
+	byIndex := make([]*Result, len(set.Cases))
+	for r := range p.Stream(ctx, j, set, controls) {
+		byIndex[r.Index] = &r
+	}
+	o := Outcome{Wall: time.Since(start), StopIndex: -1}
+	for i, r := range byIndex {
+		if r == nil {
+			// Never started: only a stop or a cancel leaves gaps.
+			if o.StopIndex < 0 {
+				o.StopIndex = i
+				o.StopErr = ctx.Err()
+				o.Canceled = ctx.Err() != nil
+			}
+			continue
+		}
+		o.Results = append(o.Results, *r)
+		if r.Err != nil && o.StopIndex < 0 && (p.StopOnError || isCanceled(ctx, r.Err)) {
+			o.StopIndex = i
+			o.StopErr = r.Err
+			o.Canceled = isCanceled(ctx, r.Err)
+		}
+	}
+	return o
+}
+
+// isCanceled tells a judgment aborted by the run's cancellation from one that
+// failed on its own (a per-request timeout is a failure, not a cancel).
+func isCanceled(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, context.Canceled)
+}

@@ -1,0 +1,105 @@
+package judgments
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func f(v float64) *float64 { return &v }
+
+func TestDecide(t *testing.T) {
+	qs := checksQuestions()
+	noul, choice, score := qs[0], qs[2], qs[3]
+
+	a, err := Decide(noul, []float64{math.Log(0.2), math.Log(0.6)}) // mass outside candidates is ignored
+	require.NoError(t, err)
+	require.Equal(t, "true", a.Label)
+	require.InDelta(t, 0.75, a.Value, 1e-12)
+	require.InDelta(t, 0.25, a.Probabilities["false"], 1e-12)
+	require.Equal(t, []string{"false", "true"}, a.Labels)
+
+	// An exact tie goes to the earlier label.
+	a, err = Decide(noul, []float64{-1, -1})
+	require.NoError(t, err)
+	require.Equal(t, "false", a.Label)
+	require.Equal(t, 0.5, a.Value)
+	a, err = Decide(choice, []float64{-9, -2, -2, -9, -9, -9})
+	require.NoError(t, err)
+	require.Equal(t, "payee_mismatch", a.Label)
+
+	// Score: expected level, label = most probable level.
+	_, err = Decide(score, []float64{0})
+	require.Error(t, err) // wrong count
+	a, err = Decide(score, []float64{math.Log(0.1), math.Log(0.1), math.Log(0.1), math.Log(0.3), math.Log(0.4)})
+	require.NoError(t, err)
+	require.Equal(t, "4", a.Label)
+	require.InDelta(t, 0*0.1+1*0.1+2*0.1+3*0.3+4*0.4, a.Value, 1e-12)
+	require.InDelta(t, 0.4, a.Confidence, 1e-12)
+
+	// Large magnitudes stay finite (log-sum-exp).
+	a, err = Decide(noul, []float64{-9999, -0.0001})
+	require.NoError(t, err)
+	require.Equal(t, 1.0, a.Value)
+
+	_, err = Decide(noul, []float64{math.NaN(), 0})
+	require.ErrorIs(t, err, ErrNonFinite)
+	_, err = Decide(noul, []float64{math.Inf(1), 0})
+	require.ErrorIs(t, err, ErrNonFinite)
+}
+
+func TestMargin(t *testing.T) {
+	a := Answer{Probabilities: map[string]float64{"a": 0.5, "b": 0.3, "c": 0.2}}
+	require.InDelta(t, 0.2, a.Margin(), 1e-12)
+}
+
+func TestCandidates(t *testing.T) {
+	noul := checksQuestions()[0]
+	ctrl := Controls{"0": 100, "1": 101}
+	for _, tc := range []struct {
+		name    string
+		mode    Mode
+		entries []TokenLogprob
+		want    []float64
+		err     error
+		control string
+	}{
+		{"ids", ModeTokenIDs, []TokenLogprob{{"token_id:100", f(-2)}, {"token_id:101", f(-0.1)}}, []float64{-2, -0.1}, nil, ""},
+		{"ids any order", ModeTokenIDs, []TokenLogprob{{"token_id:101", f(-0.1)}, {"token_id:100", f(-2)}}, []float64{-2, -0.1}, nil, ""},
+		{"ids missing", ModeTokenIDs, []TokenLogprob{{"token_id:100", f(-2)}}, nil, ErrMissingCandidate, "1"},
+		{"ids duplicate", ModeTokenIDs, []TokenLogprob{{"token_id:100", f(-2)}, {"token_id:100", f(-2)}, {"token_id:101", f(-1)}}, nil, ErrDuplicateCandidate, "0"},
+		{"ids null", ModeTokenIDs, []TokenLogprob{{"token_id:100", nil}, {"token_id:101", f(-1)}}, nil, ErrNonFinite, "0"},
+		{"ids text", ModeTokenIDs, []TokenLogprob{{"0", f(-2)}, {"token_id:101", f(-1)}}, nil, ErrUnexpectedToken, ""},
+		{"ids unrequested", ModeTokenIDs, []TokenLogprob{{"token_id:7", f(-2)}, {"token_id:100", f(-2)}, {"token_id:101", f(-1)}}, nil, ErrUnexpectedToken, ""},
+		{"empty", ModeTokenIDs, nil, nil, ErrMissingCandidate, "0"},
+		{"top", ModeTopLogprobs, []TokenLogprob{{"The", f(-0.5)}, {"1", f(-1)}, {"0", f(-3)}, {" 0", f(-4)}}, []float64{-3, -1}, nil, ""},
+		{"top missing", ModeTopLogprobs, []TokenLogprob{{"The", f(-0.5)}, {"1", f(-1)}}, nil, ErrMissingCandidate, "0"},
+		{"top duplicate", ModeTopLogprobs, []TokenLogprob{{"1", f(-1)}, {"1", f(-1)}, {"0", f(-3)}}, nil, ErrDuplicateCandidate, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Candidates(noul, tc.entries, ctrl, tc.mode)
+			if tc.err == nil {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, got)
+				return
+			}
+			require.ErrorIs(t, err, tc.err)
+			var ce *CandidateError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "payee_matches", ce.Question)
+			require.Equal(t, tc.control, ce.Control)
+			require.Nil(t, got)
+		})
+	}
+	_, err := Candidates(noul, nil, Controls{"0": 1}, ModeTokenIDs)
+	require.ErrorIs(t, err, ErrMissingCandidate, "an unpinned control")
+}
+
+func TestParseMode(t *testing.T) {
+	m, err := ParseMode("top_logprobs")
+	require.NoError(t, err)
+	require.Equal(t, ModeTopLogprobs, m)
+	_, err = ParseMode("guess")
+	require.ErrorContains(t, err, `unknown scoring mode "guess"`)
+}
