@@ -1,0 +1,135 @@
+// Package metrics turns a receipt's figures into Go benchmark metrics
+// (b.ReportMetric) and prints the benchstat unit metadata that says which
+// direction is better and which counts are exact, so `go tool benchstat`
+// compares runs without being told anything else.
+package metrics
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/vetbench/vetbench/bench/scrape"
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// Units reported by vetbench benchmarks. No spaces (ReportMetric panics on
+// whitespace); "-sec" so benchstat scales them as times.
+const (
+	JudgmentsPerSec = "judgments/s"      // kept judgments ÷ wall time
+	ImagesPerSec    = "images/s"         // images judged ÷ wall time
+	P50Sec          = "p50-sec"          // client judgment latency, nearest rank
+	P95Sec          = "p95-sec"          //
+	P99Sec          = "p99-sec"          //
+	PrefixHitRatio  = "prefix-hit-ratio" // Δhits/Δqueries of the local prefix cache (tokens)
+	MMHitRatio      = "mm-hit-ratio"     // Δhits/Δqueries of the multimodal cache (items)
+	QueueSec        = "queue-sec"        // mean server queue time per request
+	Preemptions     = "preemptions"      // server preemptions in the window (a count)
+	MovedItems      = "moved-items"      // items whose verdict moved against the golden receipt
+)
+
+// Directions of benchstat's better= key.
+const (
+	Higher = "higher"
+	Lower  = "lower"
+)
+
+// Unit is a custom unit and its benchstat metadata.
+type Unit struct {
+	Name   string
+	Better string // Higher or Lower
+	// Exact marks counts: benchstat then assumes no noise (assume=exact), so
+	// any change is significant.
+	Exact bool
+}
+
+// Line is the unit's metadata line, e.g. "Unit p95-sec better=lower".
+func (u Unit) Line() string {
+	s := fmt.Sprintf("Unit %s better=%s", u.Name, u.Better)
+	if u.Exact {
+		s += " assume=exact"
+	}
+	return s
+}
+
+// Units lists every unit vetbench reports, in report order.
+func Units() []Unit {
+	return []Unit{
+		{Name: JudgmentsPerSec, Better: Higher},
+		{Name: ImagesPerSec, Better: Higher},
+		{Name: P50Sec, Better: Lower},
+		{Name: P95Sec, Better: Lower},
+		{Name: P99Sec, Better: Lower},
+		{Name: PrefixHitRatio, Better: Higher},
+		{Name: MMHitRatio, Better: Higher},
+		{Name: QueueSec, Better: Lower},
+		{Name: Preemptions, Better: Lower, Exact: true},
+		{Name: MovedItems, Better: Lower, Exact: true},
+	}
+}
+
+// WriteUnits prints one metadata line per unit. Print it once before the
+// benchmark lines (TestMain, when -test.bench is set); benchfmt reads Unit
+// lines anywhere in the stream.
+func WriteUnits(w io.Writer) error {
+	for _, u := range Units() {
+		if _, err := fmt.Fprintln(w, u.Line()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Metric is one figure in one unit.
+type Metric struct {
+	Value float64
+	Unit  string
+}
+
+// FromReceipt returns the receipt's figures as metrics. A figure the
+// receipt does not have (no server scrape, no latencies, a null hit rate)
+// is left out, never reported as 0: benchstat would read a 0 as a change.
+func FromReceipt(r *receipts.Receipt) []Metric {
+	if r == nil {
+		return nil
+	}
+	tp := r.Throughput
+	var out []Metric
+	if tp.WallSeconds > 0 {
+		out = append(out, Metric{tp.JudgmentsPerSecond, JudgmentsPerSec}, Metric{tp.ImagesPerSecond, ImagesPerSec})
+	}
+	if tp.Latency.N > 0 {
+		out = append(out, Metric{tp.Latency.P50, P50Sec}, Metric{tp.Latency.P95, P95Sec}, Metric{tp.Latency.P99, P99Sec})
+	}
+	srv := r.Server
+	if srv == nil {
+		return out
+	}
+	if srv.PrefixCacheHitRate != nil {
+		out = append(out, Metric{*srv.PrefixCacheHitRate, PrefixHitRatio})
+	}
+	if srv.MMCacheHitRate != nil {
+		out = append(out, Metric{*srv.MMCacheHitRate, MMHitRatio})
+	}
+	if q, ok := srv.Histograms[scrape.HistQueue]; ok && q.Status == scrape.StatusOK && q.Count > 0 {
+		out = append(out, Metric{q.Sum / q.Count, QueueSec})
+	}
+	if p, ok := srv.Counters[scrape.Preemptions]; ok {
+		out = append(out, Metric{p, Preemptions})
+	}
+	return out
+}
+
+// Moved is the count of items whose verdict differs from the golden receipt.
+func Moved(n int) Metric { return Metric{float64(n), MovedItems} }
+
+// Reporter is what *testing.B offers.
+type Reporter interface {
+	ReportMetric(n float64, unit string)
+}
+
+// Report reports every metric on b; call it once, after the timed loop.
+func Report(b Reporter, ms []Metric) {
+	for _, m := range ms {
+		b.ReportMetric(m.Value, m.Unit)
+	}
+}

@@ -1,0 +1,146 @@
+package metrics
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+
+	"github.com/vetbench/vetbench/bench/scrape"
+	"github.com/vetbench/vetbench/receipts"
+)
+
+func f(v float64) *float64 { return &v }
+
+// receipt is typevet's CEDAR c16 run with the server figures of the
+// scrape testdata.
+func receipt() *receipts.Receipt {
+	return &receipts.Receipt{
+		Throughput: receipts.Throughput{
+			WallSeconds: 13.363, Judgments: 60, Images: 120,
+			JudgmentsPerSecond: 4.489868611455695, ImagesPerSecond: 8.97973722291139,
+			Latency: receipts.Latency{N: 60, P50: 3.4076462700031698, P95: 3.9685543871019036, P99: 3.9721462880261242},
+		},
+		Server: &receipts.Server{
+			Status:             scrape.StatusOK,
+			PrefixCacheHitRate: f(0.5459789782449279),
+			MMCacheHitRate:     f(260.0 / 360),
+			Counters:           map[string]float64{scrape.Preemptions: 3},
+			Histograms: map[string]receipts.Histogram{
+				scrape.HistQueue: {Status: scrape.StatusOK, Count: 180, Sum: 4.5},
+			},
+		},
+	}
+}
+
+func TestFromReceipt(t *testing.T) {
+	got := FromReceipt(receipt())
+	require.Equal(t, []Metric{
+		{4.489868611455695, JudgmentsPerSec},
+		{8.97973722291139, ImagesPerSec},
+		{3.4076462700031698, P50Sec},
+		{3.9685543871019036, P95Sec},
+		{3.9721462880261242, P99Sec},
+		{0.5459789782449279, PrefixHitRatio},
+		{260.0 / 360, MMHitRatio},
+		{4.5 / 180, QueueSec},
+		{3, Preemptions},
+	}, got)
+
+	// Missing figures are left out, not zero.
+	r := receipt()
+	r.Server.PrefixCacheHitRate = nil
+	r.Server.Histograms[scrape.HistQueue] = receipts.Histogram{Status: "unknown: bucket edges changed"}
+	delete(r.Server.Counters, scrape.Preemptions)
+	units := unitsOf(FromReceipt(r))
+	require.NotContains(t, units, PrefixHitRatio)
+	require.NotContains(t, units, QueueSec)
+	require.NotContains(t, units, Preemptions)
+	require.Contains(t, units, MMHitRatio)
+
+	r.Server = nil
+	require.Equal(t, []string{JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
+	require.Nil(t, FromReceipt(nil))
+}
+
+func unitsOf(ms []Metric) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Unit)
+	}
+	return out
+}
+
+// TestBenchstatReadsMetrics reports the metrics through a real
+// testing.B, prints the result line as `go test -bench` does after the
+// unit lines, and reads it all back with benchfmt: every unit must parse,
+// carry its direction and exactness, and keep its value.
+func TestBenchstatReadsMetrics(t *testing.T) {
+	ms := append(FromReceipt(receipt()), Moved(2))
+	// No timed loop: the figures come from the receipt, and without one
+	// testing.Benchmark returns at once instead of filling -benchtime.
+	res := testing.Benchmark(func(b *testing.B) {
+		Report(b, ms) // panics on a unit with whitespace
+	})
+
+	var out bytes.Buffer
+	out.WriteString("goos: linux\ngoarch: amd64\npkg: github.com/vetbench/vetbench/bench\n")
+	require.NoError(t, WriteUnits(&out))
+	out.WriteString("BenchmarkJudgments/set=signatures/c=16-2\t" + res.String() + "\n")
+
+	r := benchfmt.NewReader(strings.NewReader(out.String()), "bench.txt")
+	var results []*benchfmt.Result
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.SyntaxError:
+			t.Fatalf("benchfmt: %v", rec)
+		case *benchfmt.Result:
+			results = append(results, rec.Clone())
+		}
+	}
+	require.NoError(t, r.Err())
+	require.Len(t, results, 1)
+
+	units := r.Units()
+	for _, u := range Units() {
+		better := units.Get(u.Name, "better")
+		require.NotNil(t, better, "unit %s has no better= metadata", u.Name)
+		want := 1
+		if u.Better == Lower {
+			want = -1
+		}
+		require.Equal(t, want, units.GetBetter(u.Name), u.Name)
+		if u.Exact {
+			require.Equal(t, benchmath.AssumeExact, units.GetAssumption(u.Name), u.Name)
+		} else {
+			require.Equal(t, benchmath.AssumeNothing, units.GetAssumption(u.Name), u.Name)
+		}
+	}
+
+	res0 := results[0]
+	require.Equal(t, "Judgments/set=signatures/c=16-2", string(res0.Name))
+	for _, m := range ms {
+		v, ok := res0.Value(m.Unit)
+		require.True(t, ok, "unit %s missing from the result line", m.Unit)
+		require.InDelta(t, m.Value, v, 1e-3*max(1, m.Value), m.Unit) // printed to 4 significant figures
+	}
+}
+
+func TestUnitLines(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, WriteUnits(&out))
+	require.Equal(t, `Unit judgments/s better=higher
+Unit images/s better=higher
+Unit p50-sec better=lower
+Unit p95-sec better=lower
+Unit p99-sec better=lower
+Unit prefix-hit-ratio better=higher
+Unit mm-hit-ratio better=higher
+Unit queue-sec better=lower
+Unit preemptions better=lower assume=exact
+Unit moved-items better=lower assume=exact
+`, out.String())
+}

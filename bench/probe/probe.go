@@ -1,0 +1,153 @@
+// Package probe asks a vLLM server who it is (/v1/models, /version) and
+// empties its caches before a cold measurement (/reset_prefix_cache,
+// /reset_mm_cache, /reset_encoder_cache). What it learns goes into the
+// receipt's Pins and Server.CacheReset, so two runs against different
+// models, builds or cache states cannot be compared without anyone noticing.
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// maxBody bounds what probe reads from any answer; these are tiny JSON bodies.
+const maxBody = 1 << 20
+
+// Info is what the server says about itself.
+type Info struct {
+	// Served is /v1/models, in the server's order (base model first, then
+	// LoRA adapters).
+	Served []receipts.ServedModel
+	// Version is vLLM's version from /version; empty when the server has no
+	// /version (then Notes says so).
+	Version string
+	// Notes are facts worth showing that are not errors.
+	Notes []string
+}
+
+// Server reads /v1/models and /version. authorize may be nil; it adds the
+// caller's credentials (the API key guards /v1/*).
+func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func(*http.Request)) (Info, error) {
+	base := strings.TrimRight(baseURL, "/")
+	shown := redact(base)
+	var info Info
+
+	var models struct {
+		Data []struct {
+			ID          string `json:"id"`
+			Root        string `json:"root"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	status, body, err := call(ctx, hc, http.MethodGet, base+"/v1/models", authorize)
+	if err != nil {
+		return info, err
+	}
+	if status != http.StatusOK {
+		return info, fmt.Errorf("GET %s/v1/models: HTTP %d: %s", shown, status, snippet(body))
+	}
+	if err := json.Unmarshal(body, &models); err != nil {
+		return info, fmt.Errorf("GET %s/v1/models: decode %d-byte body: %w", shown, len(body), err)
+	}
+	if len(models.Data) == 0 {
+		return info, fmt.Errorf("GET %s/v1/models: the server lists no model", shown)
+	}
+	for i, m := range models.Data {
+		if m.ID == "" {
+			return info, fmt.Errorf("GET %s/v1/models: data[%d] has no id", shown, i)
+		}
+		info.Served = append(info.Served, receipts.ServedModel{ID: m.ID, Root: m.Root, MaxModelLen: m.MaxModelLen})
+	}
+
+	status, body, err = call(ctx, hc, http.MethodGet, base+"/version", authorize)
+	switch {
+	case err != nil:
+		return info, err
+	case status == http.StatusNotFound:
+		info.Notes = append(info.Notes, "the server has no /version: build unknown (not vLLM?)")
+	case status != http.StatusOK:
+		return info, fmt.Errorf("GET %s/version: HTTP %d: %s", shown, status, snippet(body))
+	default:
+		var v struct {
+			Version string `json:"version"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			return info, fmt.Errorf("GET %s/version: decode %d-byte body: %w", shown, len(body), err)
+		}
+		if v.Version == "" {
+			return info, fmt.Errorf("GET %s/version: no version in %s", shown, snippet(body))
+		}
+		info.Version = v.Version
+	}
+	return info, nil
+}
+
+// Check fails unless model is one of the served ids: a run configured for one
+// model and answered by another must not produce a receipt.
+func (i Info) Check(model string) error {
+	ids := make([]string, len(i.Served))
+	for n, m := range i.Served {
+		ids[n] = m.ID
+	}
+	if !slices.Contains(ids, model) {
+		return fmt.Errorf("model %q is not served (the server lists %q)", model, ids)
+	}
+	return nil
+}
+
+// Pin records the probe in a receipt's pins.
+func (i Info) Pin(p *receipts.Pins) {
+	p.Served = slices.Clone(i.Served)
+	p.ServerBuild = i.Version
+}
+
+// call sends one request with no body and returns the status and body.
+func call(ctx context.Context, hc *http.Client, method, target string, authorize func(*http.Request)) (int, []byte, error) {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", method, redact(target), err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if authorize != nil {
+		authorize(req)
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		// *url.Error already names the (redacted) URL.
+		return 0, nil, fmt.Errorf("%s: %w", method, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: read body: %w", method, redact(target), err)
+	}
+	return res.StatusCode, body, nil
+}
+
+// redact hides a password in a URL's user info: errors end up in logs.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

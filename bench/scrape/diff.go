@@ -1,0 +1,465 @@
+package scrape
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// Diff turns two readings into the window's figures. It never fails: what it
+// cannot compute is left out and said in Status and Problems.
+//
+//   - Status "ok": every figure was computed.
+//   - Status "partial: …": some figures are missing (a series absent, bucket
+//     edges changed, …); each one is named in Problems, the rest stand.
+//   - Status "unknown: …": no deltas at all — a reading failed, or the
+//     server restarted or reset its counters inside the window (a counter
+//     went backwards, a <name>_created stamp or the process start time
+//     changed), so no delta can be trusted. Gauges, being point readings,
+//     are kept.
+//
+// Counters and histograms are summed over every label (model_name, engine,
+// finished_reason, …); <name>_created samples are creation timestamps and are
+// only compared, never summed. Hit rates are Δhits/Δqueries, nil when there
+// were no queries.
+func Diff(before, after Snapshot) receipts.Server {
+	var why []string
+	if before.Err != nil {
+		why = append(why, "before reading: "+before.Err.Error())
+	} else if before.Families == nil {
+		why = append(why, "before reading: not taken")
+	}
+	if after.Err != nil {
+		why = append(why, "after reading: "+after.Err.Error())
+	} else if after.Families == nil {
+		why = append(why, "after reading: not taken")
+	}
+	if len(why) > 0 {
+		return receipts.Server{Status: "unknown: scrape failed: " + strings.Join(why, "; "), Problems: why}
+	}
+	for _, s := range []struct {
+		which string
+		snap  Snapshot
+	}{{"before", before}, {"after", after}} {
+		if !hasVLLM(s.snap) {
+			why = append(why, fmt.Sprintf("%s reading (%s) has no vllm: metrics", s.which, s.snap.URL))
+		}
+	}
+	if len(why) > 0 {
+		return receipts.Server{Status: "unknown: not a vLLM /metrics page: " + strings.Join(why, "; "), Problems: why}
+	}
+
+	d := &differ{before: before, after: after}
+	srv := receipts.Server{Gauges: d.gauges()}
+	d.checkRestart()
+
+	counters := map[string]float64{}
+	var success []seriesDelta
+	for _, spec := range counterSpecs() {
+		deltas, ok := d.counter(spec)
+		if !ok {
+			continue
+		}
+		counters[spec.key] = sum(deltas)
+		if spec.key == RequestSuccess {
+			success = deltas
+		}
+	}
+	extra := map[string]float64{}
+	for _, spec := range externalSpecs() {
+		if deltas, ok := d.counter(spec); ok {
+			extra[spec.key] = sum(deltas)
+		}
+	}
+	for reason, v := range groupBy(success, "finished_reason") {
+		if reason != "" {
+			extra[ExtraRequestSuccessPrefix+reason] = v
+		}
+	}
+	if rate := d.hitRate(extra, ExtraExternalHits, ExtraExternalQueries, "external prefix cache"); rate != nil {
+		extra[ExtraExternalHitRate] = *rate
+	}
+	histograms := map[string]receipts.Histogram{}
+	for _, spec := range histogramSpecs() {
+		if h, ok := d.histogram(spec); ok {
+			histograms[spec.key] = h
+		}
+	}
+
+	srv.Problems = d.problems
+	if len(d.restart) > 0 {
+		srv.Status = "unknown: server restarted or counters reset during the window"
+		return srv
+	}
+	srv.Counters = counters
+	srv.Histograms = histograms
+	srv.PrefixCacheHitRate = d.hitRate(counters, PrefixCacheHits, PrefixCacheQueries, "prefix cache")
+	srv.MMCacheHitRate = d.hitRate(counters, MMCacheHits, MMCacheQueries, "mm cache")
+	srv.Problems = d.problems // hitRate may add one
+	if len(extra) > 0 {
+		srv.Extra = extra
+	}
+	if engines := groupBy(success, "engine"); len(engines) > 1 {
+		srv.Engines = map[string]receipts.EngineInfo{}
+		for e, v := range engines {
+			srv.Engines[e] = receipts.EngineInfo{RequestSuccess: v}
+		}
+	}
+	srv.Status = StatusOK
+	if n := len(d.problems); n > 0 {
+		srv.Status = fmt.Sprintf("partial: %d problem(s), see problems", n)
+	}
+	return srv
+}
+
+type differ struct {
+	before, after Snapshot
+	problems      []string
+	// restart holds evidence that the server restarted or reset counters.
+	restart []string
+}
+
+func (d *differ) problemf(format string, args ...any) {
+	d.problems = append(d.problems, fmt.Sprintf(format, args...))
+}
+
+func (d *differ) resetf(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	d.problems = append(d.problems, s)
+	d.restart = append(d.restart, s)
+}
+
+// checkRestart compares what identifies the server process: its start time
+// and the model it serves.
+func (d *differ) checkRestart() {
+	b, errB := gaugeValues(d.before, processStartTimeGauge)
+	a, errA := gaugeValues(d.after, processStartTimeGauge)
+	if errB == nil && errA == nil && len(b) == 1 && len(a) == 1 {
+		for k := range a {
+			if bv, ok := b[k]; ok && bv.value != a[k].value {
+				d.resetf("%s changed from %s to %s: the server restarted", processStartTimeGauge, num(bv.value), num(a[k].value))
+			}
+		}
+	}
+	mb, ma := ModelNames(d.before), ModelNames(d.after)
+	if !slices.Equal(mb, ma) {
+		d.resetf("model_name labels changed from %q to %q: a different server or model answered", mb, ma)
+	}
+}
+
+// seriesDelta is one series' change over the window.
+type seriesDelta struct {
+	labels map[string]string
+	delta  float64
+}
+
+func sum(ds []seriesDelta) float64 {
+	var t float64
+	for _, d := range ds {
+		t += d.delta
+	}
+	return t
+}
+
+func groupBy(ds []seriesDelta, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, d := range ds {
+		out[d.labels[label]] += d.delta
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// counter returns the per-series deltas of one counter, or false with the
+// reason recorded.
+func (d *differ) counter(spec counterSpec) ([]seriesDelta, bool) {
+	fb, nameB, errB := findCounter(d.before, spec.name)
+	fa, nameA, errA := findCounter(d.after, spec.name)
+	for _, err := range []error{errB, errA} {
+		if err != nil {
+			d.problemf("%v", err)
+			return nil, false
+		}
+	}
+	switch {
+	case fb == nil && fa == nil:
+		if !spec.optional {
+			d.problemf("%s_total absent from both readings", spec.name)
+		}
+		return nil, false
+	case fb == nil:
+		d.problemf("%s present only in the after reading", nameA)
+		return nil, false
+	case fa == nil:
+		d.problemf("%s present only in the before reading", nameB)
+		return nil, false
+	}
+	sb, errB := scalarSeries(fb)
+	sa, errA := scalarSeries(fa)
+	for _, err := range []error{errB, errA} {
+		if err != nil {
+			d.problemf("%s: %v", nameA, err)
+			return nil, false
+		}
+	}
+	createdB, createdA := createdSeries(d.before, spec.name), createdSeries(d.after, spec.name)
+	ok := true
+	var out []seriesDelta
+	for _, k := range unionKeys(sb, sa) {
+		pb, inB := sb[k]
+		pa, inA := sa[k]
+		switch {
+		case !inA:
+			d.problemf("%s%s present only in the before reading", nameB, k)
+			ok = false
+			continue
+		case !inB:
+			d.problemf("%s%s present only in the after reading: its value before the window is unknown", nameA, k)
+			ok = false
+			continue
+		case math.IsNaN(pb.value) || math.IsNaN(pa.value):
+			d.problemf("%s%s is NaN", nameA, k)
+			ok = false
+			continue
+		case pa.value < pb.value:
+			d.resetf("%s%s went backwards (%s before, %s after): counters were reset", nameA, k, num(pb.value), num(pa.value))
+			ok = false
+			continue
+		}
+		if !d.sameCreated(createdB, createdA, spec.name, k) {
+			ok = false
+			continue
+		}
+		out = append(out, seriesDelta{labels: pa.labels, delta: pa.value - pb.value})
+	}
+	return out, ok
+}
+
+// sameCreated checks a series' <name>_created stamp; a changed (or
+// appeared/vanished) stamp means the series was recreated, so its delta
+// would mix two lives.
+func (d *differ) sameCreated(b, a map[string]point, name, key string) bool {
+	cb, inB := b[key]
+	ca, inA := a[key]
+	switch {
+	case !inB && !inA:
+		return true
+	case inB != inA:
+		d.resetf("%s_created%s present in only one reading: the series was recreated", name, key)
+		return false
+	case cb.value != ca.value:
+		d.resetf("%s_created%s changed (%s before, %s after): the series was recreated", name, key, num(cb.value), num(ca.value))
+		return false
+	}
+	return true
+}
+
+// findCounter looks a counter up under its exposed name <name>_total, or the
+// bare name when that is typed counter (a stub or an OpenMetrics-minded
+// exporter). Both at once is ambiguous. A family of another type under the
+// _total name is refused: that is how a _created gauge or an unrelated
+// histogram would be summed into a count.
+func findCounter(s Snapshot, name string) (*dto.MetricFamily, string, error) {
+	total := s.Families[name+"_total"]
+	bare := s.Families[name]
+	if bare != nil && bare.GetType() != dto.MetricType_COUNTER {
+		bare = nil
+	}
+	switch {
+	case total != nil && bare != nil:
+		return nil, "", fmt.Errorf("both %s_total and %s are exposed as counters: ambiguous", name, name)
+	case total != nil:
+		if t := total.GetType(); t != dto.MetricType_COUNTER && t != dto.MetricType_UNTYPED {
+			return nil, "", fmt.Errorf("%s_total is a %s, not a counter", name, strings.ToLower(t.String()))
+		}
+		return total, name + "_total", nil
+	case bare != nil:
+		return bare, name, nil
+	}
+	return nil, "", nil
+}
+
+func createdSeries(s Snapshot, name string) map[string]point {
+	f := s.Families[name+"_created"]
+	if f == nil {
+		return nil
+	}
+	pts, err := scalarSeries(f)
+	if err != nil {
+		return nil
+	}
+	return pts
+}
+
+// point is one scalar sample.
+type point struct {
+	labels map[string]string
+	value  float64
+}
+
+// scalarSeries returns a counter, gauge or untyped family's samples keyed by
+// their label set.
+func scalarSeries(f *dto.MetricFamily) (map[string]point, error) {
+	out := map[string]point{}
+	for _, m := range f.GetMetric() {
+		var v float64
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			v = m.GetCounter().GetValue()
+		case dto.MetricType_GAUGE:
+			v = m.GetGauge().GetValue()
+		case dto.MetricType_UNTYPED:
+			v = m.GetUntyped().GetValue()
+		default:
+			return nil, fmt.Errorf("%s is a %s, not a scalar", f.GetName(), strings.ToLower(f.GetType().String()))
+		}
+		lb := labelMap(m)
+		k := labelKey(lb, "")
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("%s%s exposed twice", f.GetName(), k)
+		}
+		out[k] = point{labels: lb, value: v}
+	}
+	return out, nil
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	lb := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		lb[l.GetName()] = l.GetValue()
+	}
+	return lb
+}
+
+// labelKey renders a label set as {a="x",b="y"}, sorted, leaving out skip.
+func labelKey(lb map[string]string, skip string) string {
+	keys := slices.Sorted(maps.Keys(lb))
+	var b strings.Builder
+	b.WriteByte('{')
+	first := true
+	for _, k := range keys {
+		if k == skip {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(&b, "%s=%q", k, lb[k])
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func unionKeys[V any](a, b map[string]V) []string {
+	set := map[string]struct{}{}
+	for k := range a {
+		set[k] = struct{}{}
+	}
+	for k := range b {
+		set[k] = struct{}{}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// hitRate is Δhits/Δqueries from m, nil when either is missing or there were
+// no queries; hits above queries is recorded as a problem, not clipped.
+func (d *differ) hitRate(m map[string]float64, hitsKey, queriesKey, what string) *float64 {
+	hits, okH := m[hitsKey]
+	queries, okQ := m[queriesKey]
+	if !okH || !okQ || queries <= 0 {
+		return nil
+	}
+	if hits > queries {
+		d.problemf("%s: %s hits exceed %s queries", what, num(hits), num(queries))
+		return nil
+	}
+	return ptr(hits / queries)
+}
+
+// gauges reads each gauge in both readings.
+func (d *differ) gauges() map[string]receipts.GaugePair {
+	out := map[string]receipts.GaugePair{}
+	for _, spec := range gaugeSpecs() {
+		var pair receipts.GaugePair
+		for _, r := range []struct {
+			which string
+			snap  Snapshot
+			dst   **float64
+		}{{"before", d.before, &pair.Before}, {"after", d.after, &pair.After}} {
+			pts, err := gaugeValues(r.snap, spec.name)
+			switch {
+			case err != nil:
+				d.problemf("%s reading: %v", r.which, err)
+			case pts == nil:
+				d.problemf("%s absent from the %s reading", spec.name, r.which)
+			case len(pts) > 0:
+				v := math.Inf(-1)
+				if !spec.max {
+					v = 0
+				}
+				for _, p := range pts {
+					if spec.max {
+						v = max(v, p.value)
+					} else {
+						v += p.value
+					}
+				}
+				*r.dst = ptr(v)
+			}
+		}
+		out[spec.key] = pair
+	}
+	return out
+}
+
+// gaugeValues returns a gauge's series; nil, nil when the family is absent.
+func gaugeValues(s Snapshot, name string) (map[string]point, error) {
+	f := s.Families[name]
+	if f == nil {
+		return nil, nil
+	}
+	if t := f.GetType(); t != dto.MetricType_GAUGE && t != dto.MetricType_UNTYPED {
+		return nil, fmt.Errorf("%s is a %s, not a gauge", name, strings.ToLower(t.String()))
+	}
+	return scalarSeries(f)
+}
+
+func hasVLLM(s Snapshot) bool {
+	for name := range s.Families {
+		if strings.HasPrefix(name, "vllm:") {
+			return true
+		}
+	}
+	return false
+}
+
+// ModelNames returns the distinct model_name label values on vllm: series,
+// sorted: the model the server says it was measuring.
+func ModelNames(s Snapshot) []string {
+	set := map[string]struct{}{}
+	for name, f := range s.Families {
+		if !strings.HasPrefix(name, "vllm:") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "model_name" {
+					set[l.GetValue()] = struct{}{}
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// num formats a sample value the way an exposition would show it.
+func num(v float64) string { return fmt.Sprintf("%g", v) }
