@@ -63,6 +63,8 @@ const (
 	TargetLive      = "live"
 	TargetContainer = "container"
 	TargetInProcess = "inprocess"
+	// TargetTypevet marks a receipt imported from typevet (a live vLLM).
+	TargetTypevet = "typevet"
 )
 
 // Pins are what the answers depend on besides the prompts and images.
@@ -105,6 +107,11 @@ type Identity struct {
 	// CacheConfig are the labels of vllm:cache_config_info, when exposed.
 	CacheConfig map[string]string `json:"cache_config,omitempty"`
 	Digest      string            `json:"digest"`
+	// Upstream keeps identity facts the writing system recorded about
+	// itself (typevet: its identity_digest and issue), verbatim. They are
+	// shown, never compared: they cover code and run details that do not
+	// decide answers.
+	Upstream map[string]string `json:"upstream,omitempty"`
 }
 
 // Stopped says why a run ended before the end of its set.
@@ -219,11 +226,13 @@ type GaugePair struct {
 
 // CacheReset records the reset taken before the measured window.
 type CacheReset struct {
-	Requested bool   `json:"requested"`
-	Prefix    bool   `json:"prefix"`
-	MM        bool   `json:"mm"`
-	Note      string `json:"note,omitempty"`
-	Arm       string `json:"arm,omitempty"` // cold | warm
+	Requested bool `json:"requested"`
+	Prefix    bool `json:"prefix"`
+	MM        bool `json:"mm"`
+	// Encoder is /reset_encoder_cache (cached vision-encoder outputs).
+	Encoder bool   `json:"encoder"`
+	Note    string `json:"note,omitempty"`
+	Arm     string `json:"arm,omitempty"` // cold | warm
 }
 
 // Checks are the run's measurement self-checks.
@@ -239,6 +248,18 @@ type LittlesLaw struct {
 	RelError     float64 `json:"rel_error"`
 	Samples      int     `json:"samples"`
 	OK           bool    `json:"ok"`
+	// Concurrency is the pool size the sampler was told (see bench/audit).
+	Concurrency int `json:"concurrency,omitempty"`
+	// WindowSeconds is the sampler's own window, Open to Close.
+	WindowSeconds float64 `json:"window_seconds,omitempty"`
+	// Saturation is mean in-flight ÷ concurrency from the moment the pool
+	// first filled until the feeder ran out of work; nil when the pool never
+	// had to refill (no more judgments than slots) or Drain was not marked.
+	Saturation *float64 `json:"saturation"`
+	// IdleFraction is the share of the window with nothing in flight.
+	IdleFraction float64 `json:"idle_fraction"`
+	// Problems say why OK is false, one sentence each.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Reconciliation compares the server's counters with what the client sent.
@@ -249,6 +270,12 @@ type Reconciliation struct {
 	ServerPromptTokens float64 `json:"server_prompt_tokens"`
 	OK                 bool    `json:"ok"`
 	Verdict            string  `json:"verdict"`
+	// ClientUnanswered are requests sent whose answer the client never got
+	// (timeouts, transport errors, 5xx): the server may or may not have
+	// finished them, so they widen the accepted server count.
+	ClientUnanswered int `json:"client_unanswered,omitempty"`
+	// Detail says what differs, in numbers.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Cost is the price of judgments at a stated hourly GPU price.
@@ -268,4 +295,20 @@ type Quality struct {
 	AgreementCounted    int                `json:"agreement_counted"`
 	NoulAccuracy        map[string]float64 `json:"noul_accuracy,omitempty"`
 	ScoreMeanByGroup    map[string]float64 `json:"score_mean_by_group,omitempty"`
+	// Unscored counts items that neither failed nor were discarded but
+	// carry no verdict answer or no verdict gold; they are in no figure.
+	Unscored int `json:"unscored,omitempty"`
+	// NoulROCAUC and NoulECE are typevet's per-Noul ranking and calibration
+	// figures against the Noul's gold (Mann–Whitney AUC with average ranks;
+	// ECE over 10 equal-width bins of P(true)). A Noul whose gold has one
+	// class only has no AUC.
+	NoulROCAUC map[string]float64 `json:"noul_roc_auc,omitempty"`
+	NoulECE    map[string]float64 `json:"noul_ece,omitempty"`
+	// NoulAcceptRateByGroup is, per Noul and group, the share of P(true) >=
+	// 0.5 (typevet's noul_accept_rate by kind, the skilled-forgery false
+	// accept).
+	NoulAcceptRateByGroup map[string]map[string]float64 `json:"noul_accept_rate_by_group,omitempty"`
+	// VerdictCounts counts verdict labels per group (typevet's
+	// verdict_counts by kind; kind accuracy and false-clear rates follow).
+	VerdictCounts map[string]map[string]int `json:"verdict_counts,omitempty"`
 }
