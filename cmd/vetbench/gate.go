@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const gateUsage = `usage: vetbench gate [flags] BASELINE CANDIDATE
+       vetbench gate -run [flags] BASELINE CANDIDATE
+
+Compares the speed of a candidate with a baseline's. BASELINE and
+CANDIDATE are files of "go test -bench" output (several runs each, e.g.
+-count 10). With -run, each may instead be a target to benchmark now: an
+endpoint URL (run with VETBENCH_ENDPOINT set to it) or "inprocess" (the
+default in-process twin); runs of two targets are interleaved
+(A B B A A B …) so drift of the machine hits both alike. Outputs are kept
+under -out.
+
+For every benchmark × unit with a known direction (Unit <u> better=higher
+or better=lower lines; sec/op, B/op, allocs/op built in) the gate fails
+when the candidate's median is worse by more than -margin and a
+Mann-Whitney U test gives p < -alpha, held family-wise across the gated
+metrics (Holm), so an unchanged candidate fails at most -alpha of the
+time however many metrics there are. The go tool benchstat tables are
+shown for reading; the decision does not parse them.
+
+Exit status: 0 pass, 1 the candidate is slower, 2 could not decide (bad
+input, too few runs, nothing to gate).
+
+flags:
+`
+
+// execFunc runs name with args in the current directory; env nil
+// inherits the environment.
+type execFunc func(ctx context.Context, env []string, stdout, stderr io.Writer, name string, args ...string) error
+
+func osExec(ctx context.Context, env []string, stdout, stderr io.Writer, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd.Run()
+}
+
+type gateOpts struct {
+	run       bool
+	count     int
+	bench     string
+	pkg       string
+	benchtime string
+	out       string
+	benchstat bool
+	asJSON    bool
+	policy    speedPolicy
+}
+
+func runGate(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		io.WriteString(e.stderr, gateUsage)
+		fs.PrintDefaults()
+	}
+	var o gateOpts
+	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
+	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
+	fs.StringVar(&o.bench, "bench", ".", "benchmark `pattern` (go test -bench) with -run")
+	fs.StringVar(&o.pkg, "pkg", "./bench", "benchmark `package` with -run")
+	fs.StringVar(&o.benchtime, "benchtime", "", "go test -benchtime with -run (default: go's)")
+	fs.StringVar(&o.out, "out", "", "`dir` for the outputs of -run (default: a new temporary dir)")
+	fs.BoolVar(&o.benchstat, "benchstat", true, "show go tool benchstat tables")
+	fs.BoolVar(&o.asJSON, "json", false, "print the decision as JSON (schema vetbench.gate/v1)")
+	fs.Float64Var(&o.policy.Margin, "margin", 0.05, "relative `change` in the bad direction that fails when significant (0.05 = 5%)")
+	fs.Float64Var(&o.policy.Alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
+	fs.BoolVar(&o.policy.Holm, "holm", true, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
+	o.policy.Confidence = 0.95
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitNoVerdict
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return exitNoVerdict
+	}
+	if o.policy.Margin < 0 || o.policy.Alpha <= 0 || o.policy.Alpha >= 1 {
+		fmt.Fprintln(e.stderr, "vetbench gate: -margin must be >= 0 and -alpha in (0,1)")
+		return exitNoVerdict
+	}
+	files := pos
+	if o.run {
+		files, err = runTargets(ctx, e, o, pos[0], pos[1])
+		if err != nil {
+			fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
+			return exitNoVerdict
+		}
+	}
+	base, err := loadFile(files[0])
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench gate: baseline: %v\n", err)
+		return exitNoVerdict
+	}
+	cand, err := loadFile(files[1])
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench gate: candidate: %v\n", err)
+		return exitNoVerdict
+	}
+	if o.benchstat && !o.asJSON {
+		showBenchstat(ctx, e, base, cand, files)
+	}
+	rep := decideSpeed(base, cand, o.policy)
+	if o.asJSON {
+		err = writeJSON(e.stdout, rep)
+	} else {
+		err = rep.writeText(e.stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
+		return exitNoVerdict
+	}
+	switch {
+	case len(rep.Problems) > 0:
+		return exitNoVerdict
+	case !rep.Passed:
+		return exitFail
+	}
+	return exitPass
+}
+
+func loadFile(path string) (*samples, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return loadSamples(f, path)
+}
+
+// showBenchstat prints benchstat's tables for the two files. Config keys
+// whose values differ between the files (target, endpoint…) are ignored,
+// else benchstat would split the tables and compare nothing. It is for
+// display only: a failure is a note, never a verdict.
+func showBenchstat(ctx context.Context, e *env, base, cand *samples, files []string) {
+	var ignore []string
+	for k, vs := range base.config {
+		if !slices.Equal(vs, cand.config[k]) || len(vs) > 1 {
+			ignore = append(ignore, k)
+		}
+	}
+	for k := range cand.config {
+		if _, ok := base.config[k]; !ok {
+			ignore = append(ignore, k)
+		}
+	}
+	slices.Sort(ignore)
+	args := []string{"tool", "benchstat"}
+	if len(ignore) > 0 {
+		args = append(args, "-ignore", strings.Join(ignore, ","))
+	}
+	args = append(args, "baseline="+files[0], "candidate="+files[1])
+	var out, errb bytes.Buffer
+	if err := e.exec(ctx, nil, &out, &errb, "go", args...); err != nil {
+		fmt.Fprintf(e.stderr, "vetbench gate: go tool benchstat unavailable (%v); the decision below does not need it\n%s", err, errb.String())
+		return
+	}
+	e.stdout.Write(out.Bytes())
+	io.WriteString(e.stdout, "\n")
+}
+
+// target is one side of -run: a file to read or something to benchmark.
+type target struct {
+	arg      string
+	file     string // set when arg is an existing file
+	endpoint string // set for a live endpoint; "" with file "" = in-process
+}
+
+func parseTarget(arg string) (target, error) {
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		return target{arg: arg, file: arg}, nil
+	}
+	if arg == "inprocess" {
+		return target{arg: arg}, nil
+	}
+	u, err := url.Parse(arg)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", arg)
+	}
+	if u.User != nil {
+		// Credentials belong in the environment (VETBENCH_API_KEY), never
+		// on a command line that shows up in logs.
+		return target{}, fmt.Errorf("endpoint %s holds credentials; pass them in the environment", u.Redacted())
+	}
+	return target{arg: arg, endpoint: arg}, nil
+}
+
+func (t target) live() bool { return t.file == "" }
+
+// runTargets benchmarks the live sides and returns the two files to gate.
+// With two live sides it runs -count rounds of one run each, in the order
+// A B, B A, A B…, so slow drift of the machine or the server hits both.
+func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, error) {
+	if o.count < 1 {
+		return nil, fmt.Errorf("-count %d: want at least 1", o.count)
+	}
+	ta, err := parseTarget(a)
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	tb, err := parseTarget(b)
+	if err != nil {
+		return nil, fmt.Errorf("candidate: %w", err)
+	}
+	out := o.out
+	if out == "" {
+		if out, err = os.MkdirTemp("", "vetbench-gate-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	files := []string{ta.file, tb.file}
+	sides := []*target{&ta, &tb}
+	names := []string{"baseline", "candidate"}
+	var outs [2]*os.File
+	for i, t := range sides {
+		if !t.live() {
+			continue
+		}
+		files[i] = filepath.Join(out, names[i]+".txt")
+		f, err := os.Create(files[i])
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		outs[i] = f
+	}
+	fmt.Fprintf(e.stderr, "vetbench gate: writing benchmark output to %s\n", out)
+	run := func(i, count int) error {
+		t := sides[i]
+		args := []string{"test", o.pkg, "-run", "^$", "-bench", o.bench, "-count", strconv.Itoa(count)}
+		if o.benchtime != "" {
+			args = append(args, "-benchtime", o.benchtime)
+		}
+		env := childEnv(os.Environ(), t.endpoint)
+		fmt.Fprintf(e.stderr, "vetbench gate: %s: go %s (target %s)\n", names[i], strings.Join(args, " "), t.arg)
+		if err := e.exec(ctx, env, outs[i], e.stderr, "go", args...); err != nil {
+			return fmt.Errorf("%s run: %w", names[i], err)
+		}
+		return nil
+	}
+	switch {
+	case ta.live() && tb.live():
+		for round := range o.count {
+			order := []int{0, 1}
+			if round%2 == 1 {
+				order = []int{1, 0}
+			}
+			for _, i := range order {
+				if err := run(i, 1); err != nil {
+					return nil, err
+				}
+			}
+		}
+	case ta.live():
+		if err := run(0, o.count); err != nil {
+			return nil, err
+		}
+	case tb.live():
+		if err := run(1, o.count); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range outs {
+		if f != nil {
+			if err := f.Sync(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return files, nil
+}
+
+// childEnv is environ with VETBENCH_ENDPOINT set to endpoint, or removed
+// for the in-process twin.
+func childEnv(environ []string, endpoint string) []string {
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "VETBENCH_ENDPOINT=")
+	})
+	if endpoint != "" {
+		out = append(out, "VETBENCH_ENDPOINT="+endpoint)
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+// Command vetbench decides whether a candidate (model, vLLM pin, server
+// flags) may ship: it compares the candidate's answers and speed with a
+// baseline's and exits non-zero when the candidate is worse.
+//
+// Usage:
+//
+//	vetbench compare [flags] BASELINE CANDIDATE   answers, item by item
+//	vetbench gate [flags] BASELINE CANDIDATE      speed, with statistics
+//
+// BASELINE and CANDIDATE of compare are receipts (vetbench or typevet
+// format, told apart by their keys) or directories of receipts (a sweep:
+// set by set, level by level); compare -levels DIR checks every level of
+// one sweep against its c=1 receipt. Those of gate are files of `go test
+// -bench` output, or with -run endpoints to benchmark.
+//
+// Exit status: 0 the candidate passed; 1 the gate failed (the candidate
+// is worse); 2 the inputs could not be compared (unreadable, identity
+// mismatch not allowed, too few samples, usage).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitPass      = 0
+	exitFail      = 1
+	exitNoVerdict = 2
+)
+
+// command is one subcommand. run gets the arguments after its name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *env, args []string) int
+}
+
+// env is what a subcommand may touch; tests fill it with buffers and
+// fakes.
+type env struct {
+	stdout, stderr io.Writer
+	// exec runs a program (go test, go tool benchstat) and writes its
+	// standard output to stdout.
+	exec execFunc
+}
+
+// commands is the command table; a new subcommand is one more entry and
+// one more file.
+func commands() map[string]command {
+	return map[string]command{
+		"compare": {"compare answers of a candidate receipt (or sweep) with a baseline's", runCompare},
+		"gate":    {"compare speed of a candidate with a baseline (go test -bench output)", runGate},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := vetbench(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, exec: osExec}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// vetbench runs one command line and returns the exit status.
+func vetbench(ctx context.Context, e *env, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stderr, cmds)
+		return exitNoVerdict
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "vetbench: unknown command %q\n", args[0])
+		usage(e.stderr, cmds)
+		return exitNoVerdict
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	var b strings.Builder
+	b.WriteString("usage: vetbench <command> [flags] ...\n\ncommands:\n")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-8s %s\n", n, cmds[n].summary)
+	}
+	b.WriteString("\nexit status: 0 pass, 1 the candidate is worse, 2 could not compare\n")
+	io.WriteString(w, b.String())
+}

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+)
+
+// samples are one side's benchmark results: values per benchmark and
+// unit, in the order first seen, and the unit metadata (better=, assume=).
+type samples struct {
+	name   string
+	units  benchfmt.UnitMetadataMap
+	values map[string]map[string][]float64
+	names  []string            // benchmarks, first-seen order
+	unitsO map[string][]string // units per benchmark, first-seen order
+	config map[string][]string // file config key -> distinct values
+}
+
+// loadSamples reads go test -bench output. A malformed benchmark line is
+// an error: a gate that silently drops samples could pass a regression.
+func loadSamples(r io.Reader, name string) (*samples, error) {
+	s := &samples{name: name, values: map[string]map[string][]float64{}, unitsO: map[string][]string{}, config: map[string][]string{}}
+	rd := benchfmt.NewReader(r, name)
+	var bad []string
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.SyntaxError:
+			bad = append(bad, rec.Error())
+		case *benchfmt.Result:
+			bench := string(rec.Name.Full())
+			if _, ok := s.values[bench]; !ok {
+				s.values[bench] = map[string][]float64{}
+				s.names = append(s.names, bench)
+			}
+			for _, v := range rec.Values {
+				if _, ok := s.values[bench][v.Unit]; !ok {
+					s.unitsO[bench] = append(s.unitsO[bench], v.Unit)
+				}
+				s.values[bench][v.Unit] = append(s.values[bench][v.Unit], v.Value)
+			}
+			for _, c := range rec.Config {
+				if !c.File {
+					continue
+				}
+				if val := string(c.Value); !slices.Contains(s.config[c.Key], val) {
+					s.config[c.Key] = append(s.config[c.Key], val)
+				}
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("%s: malformed benchmark lines:\n  %s", name, strings.Join(bad, "\n  "))
+	}
+	s.units = rd.Units()
+	if len(s.names) == 0 {
+		return nil, fmt.Errorf("%s: no benchmark results", name)
+	}
+	return s, nil
+}
+
+// speedPolicy says when the candidate is slower.
+type speedPolicy struct {
+	// Margin is the relative change in the bad direction beyond which a
+	// significant change fails (0.05 = 5%).
+	Margin float64 `json:"margin"`
+	// Alpha is the significance level of the Mann-Whitney U test.
+	Alpha float64 `json:"alpha"`
+	// Confidence is the level of the shown intervals.
+	Confidence float64 `json:"confidence"`
+	// Holm applies Holm's step-down correction across the gated metrics,
+	// so Alpha bounds the chance that an unchanged candidate fails at all
+	// (family-wise), not per metric: a gate over 8 metrics at 0.05 each
+	// would otherwise fail equal candidates far more often than 5%.
+	Holm bool `json:"holm"`
+}
+
+// Metric verdicts.
+const (
+	verdictWorse     = "worse"
+	verdictBetter    = "better"
+	verdictSame      = "same"
+	verdictNotGated  = "not_gated"
+	verdictMissing   = "missing_in_candidate"
+	verdictNew       = "new_in_candidate"
+	verdictFewRuns   = "too_few_runs"
+	verdictDirection = "direction_conflict"
+)
+
+// metricResult is one benchmark × unit decision.
+type metricResult struct {
+	Benchmark string   `json:"benchmark"`
+	Unit      string   `json:"unit"`
+	Better    string   `json:"better"` // higher, lower or "" (not gated)
+	Baseline  *summary `json:"baseline"`
+	Candidate *summary `json:"candidate"`
+	// Delta is candidate/baseline − 1 of the centers; null when the
+	// baseline center is 0.
+	Delta   *float64 `json:"delta"`
+	P       *float64 `json:"p"`
+	Verdict string   `json:"verdict"`
+	// Significant says p is below alpha after the Holm correction.
+	Significant bool     `json:"significant"`
+	Warnings    []string `json:"warnings,omitempty"`
+
+	dir   int
+	exact bool
+}
+
+type summary struct {
+	Center float64 `json:"center"`
+	Lo     float64 `json:"lo"`
+	Hi     float64 `json:"hi"`
+	N      int     `json:"n"`
+	Range  string  `json:"range"` // benchstat's ±x%
+}
+
+// speedReport is the gate's decision (its -json form).
+type speedReport struct {
+	Schema   string         `json:"schema"`
+	Policy   speedPolicy    `json:"policy"`
+	Metrics  []metricResult `json:"metrics"`
+	Gated    int            `json:"gated"`
+	Worse    int            `json:"worse"`
+	Failures []string       `json:"failures"`
+	// Problems are why no verdict could be given (exit 2).
+	Problems []string `json:"problems"`
+	Passed   bool     `json:"passed"`
+}
+
+// decideSpeed compares every benchmark × unit with a known direction.
+// It fails a metric whose candidate center is worse than the baseline's
+// by more than the margin with p < alpha (Mann-Whitney U, no assumption
+// on the distribution; exact comparison for assume=exact units).
+func decideSpeed(base, cand *samples, p speedPolicy) *speedReport {
+	rep := &speedReport{Schema: "vetbench.gate/v1", Policy: p, Metrics: []metricResult{}, Failures: []string{}, Problems: []string{}}
+	thr := &benchmath.Thresholds{CompareAlpha: p.Alpha}
+	for _, bench := range base.names {
+		for _, unit := range base.unitsO[bench] {
+			m := metricResult{Benchmark: bench, Unit: unit}
+			dir, conflict := direction(base.units, cand.units, unit)
+			m.Better = map[int]string{1: "higher", -1: "lower"}[dir]
+			assume := base.units.GetAssumption(unit)
+			bs := benchmath.NewSample(slices.Clone(base.values[bench][unit]), thr)
+			m.Baseline = summarize(assume, bs, p.Confidence)
+			cv, ok := cand.values[bench][unit]
+			switch {
+			case conflict:
+				m.Verdict = verdictDirection
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: baseline and candidate declare different better= directions", bench, unit))
+			case !ok:
+				m.Verdict = verdictMissing
+				if dir != 0 {
+					rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: missing from the candidate", bench, unit))
+				}
+			default:
+				cs := benchmath.NewSample(slices.Clone(cv), thr)
+				m.Candidate = summarize(assume, cs, p.Confidence)
+				cmp := assume.Compare(bs, cs)
+				pv := cmp.P
+				m.P = &pv
+				for _, w := range cmp.Warnings {
+					m.Warnings = append(m.Warnings, w.Error())
+				}
+				switch {
+				case m.Baseline.Center != 0:
+					d := m.Candidate.Center/m.Baseline.Center - 1
+					m.Delta = &d
+				case m.Candidate.Center == 0:
+					d := 0.0
+					m.Delta = &d
+				}
+				m.dir, m.exact = dir, assume == benchmath.AssumeExact
+			}
+			rep.Metrics = append(rep.Metrics, m)
+		}
+	}
+	significance(rep.Metrics, p)
+	for i := range rep.Metrics {
+		if m := &rep.Metrics[i]; m.Verdict == "" {
+			judge(m, p, rep)
+		}
+	}
+	for _, bench := range cand.names {
+		for _, unit := range cand.unitsO[bench] {
+			if _, ok := base.values[bench][unit]; ok {
+				continue
+			}
+			assume := cand.units.GetAssumption(unit)
+			m := metricResult{Benchmark: bench, Unit: unit, Verdict: verdictNew,
+				Candidate: summarize(assume, benchmath.NewSample(slices.Clone(cand.values[bench][unit]), thr), p.Confidence)}
+			rep.Metrics = append(rep.Metrics, m)
+		}
+	}
+	if rep.Gated == 0 && len(rep.Problems) == 0 {
+		rep.Problems = append(rep.Problems, "nothing to gate: no benchmark metric with a known direction is present on both sides (declare units with `Unit <unit> better=higher|lower`)")
+	}
+	rep.Passed = len(rep.Failures) == 0 && len(rep.Problems) == 0
+	return rep
+}
+
+// significance marks which compared metrics are significant: p < alpha,
+// or with Holm, p_(k) < alpha/(m−k) over the m gated metrics sorted by p,
+// stopping at the first that is not. Exact units (assume=exact) differ or
+// not; they take no part in the correction.
+func significance(ms []metricResult, p speedPolicy) {
+	var idx []int
+	for i, m := range ms {
+		if m.Verdict != "" || m.P == nil || m.dir == 0 {
+			continue
+		}
+		if m.exact {
+			ms[i].Significant = m.Candidate.Center != m.Baseline.Center
+			continue
+		}
+		idx = append(idx, i)
+	}
+	if !p.Holm {
+		for _, i := range idx {
+			ms[i].Significant = *ms[i].P < p.Alpha
+		}
+		return
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(*ms[a].P, *ms[b].P) })
+	for k, i := range idx {
+		if *ms[i].P >= p.Alpha/float64(len(idx)-k) {
+			break
+		}
+		ms[i].Significant = true
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// judge classes one metric present on both sides.
+func judge(m *metricResult, p speedPolicy, rep *speedReport) {
+	if m.dir == 0 {
+		m.Verdict = verdictNotGated
+		return
+	}
+	rep.Gated++
+	n1, n2 := m.Baseline.N, m.Candidate.N
+	if !m.exact && minUTestP(n1, n2) >= p.Alpha {
+		m.Verdict = verdictFewRuns
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: %d and %d runs can never reach p < %g; use -count 6 or more", m.Benchmark, m.Unit, n1, n2, p.Alpha))
+		return
+	}
+	b, c := m.Baseline.Center, m.Candidate.Center
+	// bad > 0 means the candidate moved in the worse direction.
+	var bad float64
+	switch {
+	case m.Delta != nil:
+		bad = -float64(m.dir) * *m.Delta
+	case (c-b)*float64(m.dir) < 0:
+		bad = math.Inf(1) // from 0 to worse
+	default:
+		bad = math.Inf(-1)
+	}
+	switch {
+	case m.Significant && bad > p.Margin:
+		m.Verdict = verdictWorse
+		rep.Worse++
+		rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: candidate %s worse (%s → %s, p=%.3f)", m.Benchmark, m.Unit, pct(m.Delta), fmtVal(b), fmtVal(c), *m.P))
+	case m.Significant && -bad > p.Margin:
+		m.Verdict = verdictBetter
+	default:
+		m.Verdict = verdictSame
+	}
+}
+
+// direction merges the better= metadata of both sides: +1 higher is
+// better, −1 lower is better, 0 unknown. Built-in defaults apply (sec/op,
+// B/op, allocs/op lower; B/s higher).
+func direction(a, b benchfmt.UnitMetadataMap, unit string) (dir int, conflict bool) {
+	da, db := a.GetBetter(unit), b.GetBetter(unit)
+	switch {
+	case da == db:
+		return da, false
+	case da == 0:
+		return db, false
+	case db == 0:
+		return da, false
+	}
+	return 0, true
+}
+
+// minUTestP is the smallest two-sided p-value a Mann-Whitney U test can
+// give with n1 and n2 samples: 2 / C(n1+n2, n1).
+func minUTestP(n1, n2 int) float64 {
+	if n1 == 0 || n2 == 0 {
+		return 1
+	}
+	lc, _ := math.Lgamma(float64(n1 + n2 + 1))
+	l1, _ := math.Lgamma(float64(n1 + 1))
+	l2, _ := math.Lgamma(float64(n2 + 1))
+	return math.Min(1, 2/math.Exp(lc-l1-l2))
+}
+
+func summarize(a benchmath.Assumption, s *benchmath.Sample, confidence float64) *summary {
+	sm := a.Summary(s, confidence)
+	lo, hi := sm.Lo, sm.Hi
+	// Too few samples give an infinite interval; JSON cannot hold that.
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		lo, hi = sm.Center, sm.Center
+	}
+	return &summary{Center: sm.Center, Lo: lo, Hi: hi, N: len(s.Values), Range: "±" + sm.PctRangeString()}
+}
+
+func pct(d *float64) string {
+	if d == nil {
+		return "changed from 0"
+	}
+	return fmt.Sprintf("%+.2f%%", 100**d)
+}
+
+func fmtVal(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+// writeText renders the decision table and the verdict.
+func (r *speedReport) writeText(w io.Writer) error {
+	var b strings.Builder
+	corr := "per metric"
+	if r.Policy.Holm {
+		corr = "family-wise, Holm"
+	}
+	fmt.Fprintf(&b, "speed gate: a metric fails when the candidate is worse by more than %.1f%% with p < %g (Mann-Whitney U, %s)\n\n", 100*r.Policy.Margin, r.Policy.Alpha, corr)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "benchmark\tunit\tbetter\tbaseline\tcandidate\tdelta\tp\tverdict")
+	for _, m := range r.Metrics {
+		p := "-"
+		switch {
+		case m.exact:
+			p = "exact"
+		case m.P != nil:
+			p = fmt.Sprintf("%.3f", *m.P)
+		}
+		delta := "-"
+		if m.Candidate != nil && m.Baseline != nil {
+			delta = pct(m.Delta)
+		}
+		better := m.Better
+		if better == "" {
+			better = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Benchmark, m.Unit, better, showSummary(m.Baseline), showSummary(m.Candidate), delta, p, strings.ToUpper(m.Verdict))
+	}
+	tw.Flush()
+	b.WriteString("\n")
+	switch {
+	case len(r.Problems) > 0:
+		fmt.Fprintf(&b, "NO VERDICT (%d):\n", len(r.Problems))
+		for _, s := range r.Problems {
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
+		if len(r.Failures) > 0 {
+			fmt.Fprintf(&b, "and %d failures:\n", len(r.Failures))
+			for _, s := range r.Failures {
+				fmt.Fprintf(&b, "  %s\n", s)
+			}
+		}
+	case len(r.Failures) > 0:
+		fmt.Fprintf(&b, "FAIL: %d of %d gated metrics:\n", len(r.Failures), r.Gated)
+		for _, s := range r.Failures {
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
+	default:
+		fmt.Fprintf(&b, "PASS: %d gated metrics, none worse by more than %.1f%%\n", r.Gated, 100*r.Policy.Margin)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func showSummary(s *summary) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s %s n=%d", fmtVal(s.Center), s.Range, s.N)
+}

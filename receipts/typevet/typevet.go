@@ -1,0 +1,824 @@
+// Package typevet reads the receipts of typevet, the Python system whose
+// H100 runs vetbench benchmarks, into vetbench's receipt model, so that
+// typevet's history can be a baseline.
+//
+// It reads the image-set receipts (faces and signatures "pairs", checks
+// "cases") using only the fields those files hold. What typevet does not
+// record stays empty and counts as unverified in identity comparisons:
+// control token ids, server flags, cache config and harness version (and
+// the model revision in the 0.4.0 face receipt). Score answers whose level
+// distribution the file omits are value-only: compared on level and
+// expected level, with no probabilities.
+package typevet
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/internal/jsontree"
+)
+
+// maxBytes bounds what Import reads.
+const maxBytes = 256 << 20
+
+// Import reads one typevet receipt. name is the file name used in errors,
+// which read "typevet: NAME: PATH: problem", e.g.
+// typevet: face_match_vllm_receipt.json: pairs[12]: missing field "same_person_confidence".
+func Import(r io.Reader, name string) (*receipts.Receipt, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("typevet: read %s: %w", name, err)
+	}
+	if len(data) > maxBytes {
+		return nil, fail(name, "", "larger than %d bytes", maxBytes)
+	}
+	return decode(data, name)
+}
+
+// ReadFile imports the typevet receipt at path.
+func ReadFile(path string) (*receipts.Receipt, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("typevet: %w", err)
+	}
+	return decode(data, path)
+}
+
+// Format names a receipt's format as sniffed from its top-level keys.
+type Format string
+
+// Formats ReadAny tells apart.
+const (
+	FormatVetbench Format = "vetbench"
+	FormatTypevet  Format = "typevet"
+)
+
+// Sniff tells a vetbench receipt ("schema" key) from a typevet one
+// ("backend" and "pins" keys, no "schema") by its top-level keys.
+func Sniff(data []byte) (Format, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return "", fmt.Errorf("not a JSON object: %w", err)
+	}
+	if _, ok := top["schema"]; ok {
+		return FormatVetbench, nil
+	}
+	_, backend := top["backend"]
+	_, pins := top["pins"]
+	if backend && pins {
+		return FormatTypevet, nil
+	}
+	return "", errors.New("neither a vetbench receipt (no \"schema\") nor a typevet receipt (no \"backend\" and \"pins\")")
+}
+
+// ReadAny reads a vetbench receipt or imports a typevet receipt, whichever
+// path holds.
+func ReadAny(path string) (*receipts.Receipt, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read receipt: %w", err)
+	}
+	f, err := Sniff(data)
+	if err != nil {
+		if !json.Valid(data) {
+			// The vetbench reader names the line, column and field.
+			_, derr := receipts.Decode(data, path)
+			return nil, derr
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f == FormatTypevet {
+		return decode(data, path)
+	}
+	return receipts.Decode(data, path)
+}
+
+// ReadDir reads every *.json receipt of either format in dir.
+func ReadDir(dir string) ([]*receipts.Receipt, error) {
+	return receipts.ReadDirWith(dir, ReadAny)
+}
+
+func fail(file, path, format string, args ...any) error {
+	return fmt.Errorf("typevet: %w", &receipts.SchemaError{File: file, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func decode(data []byte, name string) (*receipts.Receipt, error) {
+	tree, err := jsontree.Decode(data)
+	if err != nil {
+		var je *jsontree.Error
+		if errors.As(err, &je) {
+			return nil, fmt.Errorf("typevet: %w", &receipts.SchemaError{File: name, Path: je.Path, Line: je.Line, Column: je.Column, Msg: je.Msg})
+		}
+		return nil, fail(name, "", "%v", err)
+	}
+	root, ok := tree.(*jsontree.Object)
+	if !ok {
+		return nil, fail(name, "", "want an object, got %s", jsontree.KindOf(tree))
+	}
+	top := &object{o: root, file: name}
+	im := importer{file: name, top: top}
+	rc, err := im.run()
+	if err != nil {
+		return nil, err
+	}
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("typevet: %s: imported receipt is invalid: %w", name, err)
+	}
+	return rc, nil
+}
+
+type importer struct {
+	file string
+	top  *object
+	lay  layout
+	rc   *receipts.Receipt
+}
+
+func (im *importer) run() (*receipts.Receipt, error) {
+	top := im.top
+	backend, err := top.str("backend")
+	if err != nil {
+		return nil, err
+	}
+	if backend != "vllm" {
+		// The llama.cpp backend scores over the full vocabulary; vetbench
+		// has no scoring mode for it.
+		return nil, fail(im.file, "backend", "%q is not supported (only vllm)", backend)
+	}
+	model, err := top.str("model")
+	if err != nil {
+		return nil, err
+	}
+	identity, err := top.obj("identity")
+	if err != nil {
+		return nil, err
+	}
+	digests, err := identity.obj("prompt_digests")
+	if err != nil {
+		return nil, err
+	}
+	if err := im.pickLayout(digests); err != nil {
+		return nil, err
+	}
+	rc := &receipts.Receipt{
+		Schema:   receipts.Schema,
+		Source:   receipts.SourceTypevet,
+		Set:      im.lay.set,
+		Target:   receipts.Target{Kind: receipts.TargetTypevet},
+		Identity: receipts.Identity{PromptDigests: map[string]string{}, Upstream: map[string]string{}},
+	}
+	im.rc = rc
+	for _, q := range digests.o.Keys {
+		d, err := digests.str(q)
+		if err != nil {
+			return nil, err
+		}
+		rc.Identity.PromptDigests[q] = d
+	}
+	if v, ok, err := identity.optStr("identity_digest"); err != nil {
+		return nil, err
+	} else if ok {
+		rc.Identity.Upstream["identity_digest"] = v
+	}
+	if v, ok, err := identity.optStr("run_id"); err != nil {
+		return nil, err
+	} else if ok {
+		rc.RunID = v
+	}
+	if issue, ok := top.o.Get("issue"); ok {
+		rc.Identity.Upstream["issue"] = scalarString(issue)
+	}
+	rc.Identity.Upstream["backend"] = backend
+	rc.Pins.Model = model
+	// typevet on vLLM always asks for the candidates by token id
+	// (logprob_token_ids); it records no token ids.
+	rc.Pins.ScoringMode = string(judgments.ModeTokenIDs)
+	wall, err := top.num("wall_seconds")
+	if err != nil {
+		return nil, err
+	}
+	if err := im.pins(wall); err != nil {
+		return nil, err
+	}
+	if err := im.items(); err != nil {
+		return nil, err
+	}
+	if err := im.stopped(); err != nil {
+		return nil, err
+	}
+	if err := im.throughput(wall); err != nil {
+		return nil, err
+	}
+	if err := im.quality(); err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
+// pickLayout finds the set whose questions are the prompt digests' keys.
+func (im *importer) pickLayout(digests *object) error {
+	keys := slices.Sorted(slices.Values(digests.o.Keys))
+	for _, l := range layouts() {
+		if slices.Equal(keys, slices.Sorted(slices.Values(l.questions()))) {
+			if _, ok := im.top.o.Get(l.list); !ok {
+				return fail(im.file, "", "missing field %q (a %s receipt by its questions)", l.list, l.set)
+			}
+			im.lay = l
+			return nil
+		}
+	}
+	return fail(im.file, "identity.prompt_digests", "questions %v match no typevet set (faces, checks, signatures)", digests.o.Keys)
+}
+
+func (im *importer) pins(wall float64) error {
+	p, err := im.top.obj("pins")
+	if err != nil {
+		return err
+	}
+	rc := im.rc
+	if rc.Pins.Fixture.Dataset, err = p.str("dataset"); err != nil {
+		return err
+	}
+	rc.Pins.Fixture.Source = im.lay.source
+	seed, err := p.integer(im.lay.seed)
+	if err != nil {
+		return err
+	}
+	rc.Pins.Fixture.Seed = int64(seed)
+	if im.lay.slice != "" {
+		if rc.Pins.Fixture.SliceSHA256, err = p.str(im.lay.slice); err != nil {
+			return err
+		}
+	}
+	if rev, ok, err := p.optStr("model_revision"); err != nil {
+		return err
+	} else if ok {
+		rc.Pins.ModelRevision = rev
+	}
+	if fin, ok, err := p.optStr("finished_utc"); err != nil {
+		return err
+	} else if ok {
+		t, perr := time.Parse(time.RFC3339Nano, fin)
+		if perr != nil {
+			return fail(im.file, p.at("finished_utc"), "not an ISO 8601 time: %q", fin)
+		}
+		rc.Finished = t.UTC()
+		rc.Started = rc.Finished.Add(-time.Duration(wall * float64(time.Second)))
+	}
+	if c, ok, err := p.optInt("concurrency"); err != nil {
+		return err
+	} else if ok {
+		rc.Pins.Concurrency = c
+	}
+	server, err := p.obj("server")
+	if err != nil {
+		return err
+	}
+	if rc.Pins.ServerBuild, err = server.str("build_info"); err != nil {
+		return err
+	}
+	served, err := server.list("served")
+	if err != nil {
+		return err
+	}
+	for i := range served.items {
+		s, err := served.obj(i)
+		if err != nil {
+			return err
+		}
+		var m receipts.ServedModel
+		if m.ID, err = s.str("id"); err != nil {
+			return err
+		}
+		if m.Root, err = s.str("root"); err != nil {
+			return err
+		}
+		if m.MaxModelLen, err = s.integer("max_model_len"); err != nil {
+			return err
+		}
+		rc.Pins.Served = append(rc.Pins.Served, m)
+	}
+	// The remaining scalar pins name the slice (archive digests, slice
+	// sizes, generator settings): kept verbatim as fixture extras.
+	skip := map[string]bool{"dataset": true, "finished_utc": true, "concurrency": true, "model_revision": true, "server": true, im.lay.seed: true, im.lay.slice: true}
+	for _, k := range p.o.Keys {
+		if skip[k] {
+			continue
+		}
+		v := p.o.Values[k]
+		switch v.(type) {
+		case string, json.Number, bool:
+		default:
+			return fail(im.file, p.at(k), "want a scalar pin, got %s", jsontree.KindOf(v))
+		}
+		if rc.Pins.Fixture.Extra == nil {
+			rc.Pins.Fixture.Extra = map[string]string{}
+		}
+		rc.Pins.Fixture.Extra[k] = scalarString(v)
+	}
+	return nil
+}
+
+func (im *importer) items() error {
+	l := im.lay
+	list, err := im.top.list(l.list)
+	if err != nil {
+		return err
+	}
+	rc := im.rc
+	rc.Pins.Fixture.Items = len(list.items)
+	if l.renderID != "" {
+		rc.Identity.FixtureDigests = map[string]string{}
+	}
+	for i := range list.items {
+		it, err := list.obj(i)
+		if err != nil {
+			return err
+		}
+		item, err := im.item(it)
+		if err != nil {
+			return err
+		}
+		if l.renderID != "" {
+			// fixtures.ItemDigest is sha256 over the images' raw sha256s;
+			// for one image that is sha256 of the render digest's bytes.
+			hexsum, err := it.str(l.renderID)
+			if err != nil {
+				return err
+			}
+			raw, derr := hex.DecodeString(hexsum)
+			if derr != nil || len(raw) != sha256.Size {
+				return fail(im.file, it.at(l.renderID), "%q is not a hex sha256", hexsum)
+			}
+			sum := sha256.Sum256(raw)
+			rc.Identity.FixtureDigests[item.ID] = hex.EncodeToString(sum[:])
+		}
+		rc.Items = append(rc.Items, item)
+	}
+	return nil
+}
+
+func (im *importer) item(it *object) (receipts.Item, error) {
+	l := im.lay
+	var item receipts.Item
+	var err error
+	if item.ID, err = it.str(l.id); err != nil {
+		return item, err
+	}
+	if l.group != "" {
+		if item.Group, err = it.str(l.group); err != nil {
+			return item, err
+		}
+	}
+	gold, group, err := l.gold(it)
+	if err != nil {
+		return item, err
+	}
+	item.Gold = gold
+	if group != "" {
+		item.Group = group
+	}
+	for _, n := range l.nouls {
+		a, err := noulAnswer(it, n)
+		if err != nil {
+			return item, err
+		}
+		item.Answers = append(item.Answers, a)
+	}
+	a, err := choiceAnswer(it, l.verdict)
+	if err != nil {
+		return item, err
+	}
+	item.Answers = append(item.Answers, a)
+	if a, err = scoreAnswer(it, l.score); err != nil {
+		return item, err
+	}
+	item.Answers = append(item.Answers, a)
+	if item.LatencySeconds, err = it.num("latency_seconds"); err != nil {
+		return item, err
+	}
+	if item.InputTokens, err = it.integer("input_tokens"); err != nil {
+		return item, err
+	}
+	return item, nil
+}
+
+func noulAnswer(it *object, n noulField) (judgments.Answer, error) {
+	p, err := it.num(n.field)
+	if err != nil {
+		return judgments.Answer{}, err
+	}
+	if p < 0 || p > 1 {
+		return judgments.Answer{}, fail(it.file, it.at(n.field), "%v is not a probability", p)
+	}
+	label := "false"
+	if p > 1-p { // the earlier label (false) wins an exact tie, as in Decide
+		label = "true"
+	}
+	return judgments.Answer{
+		Question:      n.question,
+		Kind:          judgments.Noul,
+		Label:         label,
+		Value:         p,
+		Confidence:    max(p, 1-p),
+		Labels:        []string{"false", "true"},
+		Probabilities: map[string]float64{"false": 1 - p, "true": p},
+	}, nil
+}
+
+func choiceAnswer(it *object, question string) (judgments.Answer, error) {
+	verdict, err := it.str("verdict")
+	if err != nil {
+		return judgments.Answer{}, err
+	}
+	probs, err := it.obj("verdict_probabilities")
+	if err != nil {
+		return judgments.Answer{}, err
+	}
+	a := judgments.Answer{Question: question, Kind: judgments.Choice, Label: verdict, Probabilities: map[string]float64{}}
+	for _, k := range probs.o.Keys {
+		v, err := probs.num(k)
+		if err != nil {
+			return a, err
+		}
+		a.Labels = append(a.Labels, k)
+		a.Probabilities[k] = v
+		a.Confidence = max(a.Confidence, v)
+	}
+	p, ok := a.Probabilities[verdict]
+	if !ok {
+		return a, fail(it.file, it.at("verdict"), "%q is not a key of verdict_probabilities", verdict)
+	}
+	a.Value = p
+	return a, nil
+}
+
+func scoreAnswer(it *object, s scoreField) (judgments.Answer, error) {
+	score, err := it.num(s.prefix + "_score")
+	if err != nil {
+		return judgments.Answer{}, err
+	}
+	level, err := it.integer(s.prefix + "_level")
+	if err != nil {
+		return judgments.Answer{}, err
+	}
+	if level < 0 || level >= s.levels {
+		return judgments.Answer{}, fail(it.file, it.at(s.prefix+"_level"), "%d is not a level 0..%d", level, s.levels-1)
+	}
+	a := judgments.Answer{Question: s.question, Kind: judgments.Score, Label: strconv.Itoa(level), Value: score}
+	for i := range s.levels {
+		a.Labels = append(a.Labels, strconv.Itoa(i))
+	}
+	probs, ok, err := it.optObj(s.prefix + "_probabilities")
+	if err != nil || !ok {
+		// Value-only: the level distribution was not recorded.
+		return a, err
+	}
+	a.Probabilities = map[string]float64{}
+	for _, l := range a.Labels {
+		v, err := probs.num(l)
+		if err != nil {
+			return a, err
+		}
+		a.Probabilities[l] = v
+		a.Confidence = max(a.Confidence, v)
+	}
+	if len(probs.o.Keys) != s.levels {
+		return a, fail(it.file, it.at(s.prefix+"_probabilities"), "%d levels, want %d", len(probs.o.Keys), s.levels)
+	}
+	return a, nil
+}
+
+func (im *importer) stopped() error {
+	v, ok := im.top.o.Get("stopped")
+	if !ok {
+		return fail(im.file, "", "missing field %q", "stopped")
+	}
+	if v == nil {
+		return nil
+	}
+	s, err := im.top.obj("stopped")
+	if err != nil {
+		return err
+	}
+	st := &receipts.Stopped{Reason: "error"}
+	if st.Index, err = s.integer("index"); err != nil {
+		return err
+	}
+	if st.Item, err = s.str(im.lay.id); err != nil {
+		return err
+	}
+	if st.ErrorClass, err = s.str("error_class"); err != nil {
+		return err
+	}
+	if st.Message, err = s.str("message"); err != nil {
+		return err
+	}
+	if st.Discarded, err = s.integer("discarded"); err != nil {
+		return err
+	}
+	im.rc.Stopped = st
+	return nil
+}
+
+func (im *importer) throughput(wall float64) error {
+	rc := im.rc
+	t := &rc.Throughput
+	n := len(rc.Items)
+	for _, it := range rc.Items {
+		t.PromptTokens += it.InputTokens
+	}
+	t.Requests = n * len(im.lay.questions())
+	tb, ok, err := im.top.optObj("throughput")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// typevet 0.4.0 receipts predate the concurrency pool: one
+		// judgment at a time, no throughput block. The figures below are
+		// derived from wall_seconds and the items' latencies.
+		if rc.Pins.Concurrency == 0 {
+			rc.Pins.Concurrency = 1
+		}
+		rc.Warnings = append(rc.Warnings, "typevet receipt has no throughput block: concurrency taken as 1 (typevet 0.4.0 ran one judgment at a time); rates and percentiles derived from wall_seconds and item latencies")
+		t.Concurrency = rc.Pins.Concurrency
+		t.WallSeconds = wall
+		t.Judgments = n
+		t.Images = n * im.lay.images
+		if wall > 0 {
+			t.JudgmentsPerSecond = float64(n) / wall
+			t.ImagesPerSecond = float64(t.Images) / wall
+		}
+		t.Latency = nearestRank(rc.Items)
+		if m, ok, err := im.meanLatency(); err != nil {
+			return err
+		} else if ok {
+			t.Latency.Mean = m
+		}
+		return nil
+	}
+	if t.Concurrency, err = tb.integer("concurrency"); err != nil {
+		return err
+	}
+	if rc.Pins.Concurrency == 0 {
+		rc.Pins.Concurrency = t.Concurrency
+	} else if rc.Pins.Concurrency != t.Concurrency {
+		return fail(im.file, tb.at("concurrency"), "%d, but pins.concurrency is %d", t.Concurrency, rc.Pins.Concurrency)
+	}
+	if t.WallSeconds, err = tb.num("wall_seconds"); err != nil {
+		return err
+	}
+	if t.Judgments, err = tb.integer("judgments"); err != nil {
+		return err
+	}
+	if t.Images, err = tb.integer("images"); err != nil {
+		return err
+	}
+	if t.JudgmentsPerSecond, _, err = tb.optNum("judgments_per_second"); err != nil {
+		return err
+	}
+	if t.ImagesPerSecond, _, err = tb.optNum("images_per_second"); err != nil {
+		return err
+	}
+	if t.Discarded, err = tb.integer("discarded"); err != nil {
+		return err
+	}
+	lat, err := tb.obj("latency_seconds")
+	if err != nil {
+		return err
+	}
+	if t.Latency.N, err = lat.integer("n"); err != nil {
+		return err
+	}
+	for _, q := range []struct {
+		key string
+		dst *float64
+	}{{"p50", &t.Latency.P50}, {"p95", &t.Latency.P95}, {"p99", &t.Latency.P99}} {
+		if *q.dst, _, err = lat.optNum(q.key); err != nil {
+			return err
+		}
+	}
+	if m, ok, err := im.meanLatency(); err != nil {
+		return err
+	} else if ok {
+		t.Latency.Mean = m
+	} else {
+		t.Latency.Mean = nearestRank(rc.Items).Mean
+	}
+	sv, ok, err := tb.optObj("server")
+	if err != nil || !ok {
+		return err
+	}
+	rc.Server, err = server(sv)
+	return err
+}
+
+// meanLatency is typevet's unrounded mean from its metrics block.
+func (im *importer) meanLatency() (float64, bool, error) {
+	m, ok, err := im.top.optObj("metrics")
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return m.optNum("mean_latency_seconds")
+}
+
+// nearestRank computes typevet's client percentiles (index ceil(q·n)−1)
+// and the mean over the items' latencies.
+func nearestRank(items []receipts.Item) receipts.Latency {
+	var xs []float64
+	for _, it := range items {
+		xs = append(xs, it.LatencySeconds)
+	}
+	l := receipts.Latency{N: len(xs)}
+	if len(xs) == 0 {
+		return l
+	}
+	slices.Sort(xs)
+	rank := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(xs)))) - 1
+		return xs[max(i, 0)]
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	l.Mean = sum / float64(len(xs))
+	l.P50, l.P95, l.P99 = rank(0.50), rank(0.95), rank(0.99)
+	return l
+}
+
+func server(sv *object) (*receipts.Server, error) {
+	s := &receipts.Server{Status: "ok"}
+	for _, name := range []string{"e2e", "queue", "prefill"} {
+		v, ok := sv.o.Get(name)
+		if !ok {
+			continue
+		}
+		if s.Histograms == nil {
+			s.Histograms = map[string]receipts.Histogram{}
+		}
+		if str, isStr := v.(string); isStr {
+			s.Histograms[name] = receipts.Histogram{Status: str}
+			continue
+		}
+		h, err := sv.obj(name)
+		if err != nil {
+			return nil, err
+		}
+		var out receipts.Histogram
+		out.Status = "ok"
+		if out.Count, err = h.num("count"); err != nil {
+			return nil, err
+		}
+		if out.Sum, err = h.num("sum"); err != nil {
+			return nil, err
+		}
+		q := &receipts.Quantiles{}
+		for _, p := range []struct {
+			key string
+			dst **float64
+		}{{"p50", &q.P50}, {"p95", &q.P95}, {"p99", &q.P99}} {
+			// A rank beyond the last finite bucket edge is "+Inf": no
+			// estimate, left nil.
+			if x, ok, err := h.optNum(p.key); err != nil {
+				if raw, _ := h.o.Get(p.key); raw != "+Inf" {
+					return nil, err
+				}
+			} else if ok {
+				*p.dst = &x
+			}
+		}
+		out.UpperBound = q
+		s.Histograms[name] = out
+	}
+	if v, ok, err := sv.optNum("prefix_cache_hit_rate"); err != nil {
+		if raw, _ := sv.o.Get("prefix_cache_hit_rate"); !isUnknown(raw) {
+			return nil, err
+		}
+	} else if ok {
+		s.PrefixCacheHitRate = &v
+	}
+	if c, ok, err := sv.optObj("counters"); err != nil {
+		return nil, err
+	} else if ok {
+		s.Counters = map[string]float64{}
+		for _, k := range c.o.Keys {
+			v, ok, err := c.optNum(k)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				s.Problems = append(s.Problems, fmt.Sprintf("counter %s: not recorded", k))
+				continue
+			}
+			s.Counters[k] = v
+		}
+		// The mm cache hit rate is the ratio of two recorded counters,
+		// as vetbench's scrape computes it.
+		if q := s.Counters["mm_cache_queries"]; q > 0 {
+			if h, ok := s.Counters["mm_cache_hits"]; ok {
+				r := h / q
+				s.MMCacheHitRate = &r
+			}
+		}
+	}
+	if g, ok, err := sv.optObj("gauges"); err != nil {
+		return nil, err
+	} else if ok {
+		s.Gauges = map[string]receipts.GaugePair{}
+		for _, k := range g.o.Keys {
+			pair, err := g.obj(k)
+			if err != nil {
+				return nil, err
+			}
+			var gp receipts.GaugePair
+			if v, ok, err := pair.optNum("before"); err != nil {
+				return nil, err
+			} else if ok {
+				gp.Before = &v
+			}
+			if v, ok, err := pair.optNum("after"); err != nil {
+				return nil, err
+			} else if ok {
+				gp.After = &v
+			}
+			s.Gauges[k] = gp
+		}
+	}
+	return s, nil
+}
+
+func isUnknown(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.HasPrefix(s, "unknown")
+}
+
+func (im *importer) quality() error {
+	m, ok, err := im.top.optObj("metrics")
+	if err != nil || !ok {
+		return err
+	}
+	q := &receipts.Quality{Items: len(im.rc.Items)}
+	if q.Accuracy, _, err = m.optNum("accuracy"); err != nil {
+		return err
+	}
+	if q.CannotTellRate, _, err = m.optNum("cannot_tell_rate"); err != nil {
+		return err
+	}
+	if byVariant, ok, err := m.optObj("accuracy_by_variant"); err != nil {
+		return err
+	} else if ok {
+		q.AccuracyByGroup = map[string]float64{}
+		for _, k := range byVariant.o.Keys {
+			if q.AccuracyByGroup[k], err = byVariant.num(k); err != nil {
+				return err
+			}
+		}
+	}
+	if agr, ok, err := m.optObj("noul_choice_agreement"); err != nil {
+		return err
+	} else if ok {
+		if r, ok, err := agr.optNum("rate"); err != nil {
+			return err
+		} else if ok {
+			q.NoulChoiceAgreement = &r
+		}
+		// checks count "counted", signatures "decided".
+		for _, k := range []string{"counted", "decided"} {
+			if c, ok, err := agr.optInt(k); err != nil {
+				return err
+			} else if ok {
+				q.AgreementCounted = c
+			}
+		}
+	}
+	im.rc.Quality = q
+	return nil
+}
+
+func scalarString(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case json.Number:
+		return string(v)
+	case bool:
+		return strconv.FormatBool(v)
+	}
+	var b bytes.Buffer
+	fmt.Fprint(&b, v)
+	return b.String()
+}

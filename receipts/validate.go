@@ -1,0 +1,461 @@
+package receipts
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/vetbench/vetbench/judgments"
+)
+
+// SumTolerance is how far an answer's probabilities may sum from 1.
+const SumTolerance = 1e-6
+
+// maxValidationErrors caps how many problems Validate lists.
+const maxValidationErrors = 20
+
+// Validate reports what makes a receipt unusable, naming each field by
+// its path. The error joins one *SchemaError per problem (at most 20).
+func (r *Receipt) Validate() error { return r.validate("") }
+
+type problems struct {
+	file string
+	errs []error
+	more int
+}
+
+func (p *problems) add(path, format string, args ...any) {
+	if len(p.errs) >= maxValidationErrors {
+		p.more++
+		return
+	}
+	p.errs = append(p.errs, &SchemaError{File: p.file, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *problems) err() error {
+	if p.more > 0 {
+		p.errs = append(p.errs, &SchemaError{File: p.file, Msg: fmt.Sprintf("… and %d more problems", p.more)})
+	}
+	return errors.Join(p.errs...)
+}
+
+func (r *Receipt) validate(file string) error {
+	p := &problems{file: file}
+	if r == nil {
+		p.add("", "no receipt")
+		return p.err()
+	}
+	if r.Schema != Schema {
+		p.add("schema", "%q is not %q", r.Schema, Schema)
+	}
+	switch r.Source {
+	case SourceVetbench, SourceTypevet:
+	default:
+		p.add("source", "unknown source %q (want %s or %s)", r.Source, SourceVetbench, SourceTypevet)
+	}
+	if r.Set == "" {
+		p.add("set", "empty")
+	}
+	if !r.Started.IsZero() && !r.Finished.IsZero() && r.Finished.Before(r.Started) {
+		p.add("finished_utc", "%s is before started_utc %s", r.Finished, r.Started)
+	}
+	r.validateTarget(p)
+	r.validatePins(p)
+	r.validateIdentity(p)
+	r.validateThroughput(p)
+	r.validateServer(p)
+	r.validateItems(p)
+	r.validateStopped(p)
+	return p.err()
+}
+
+func (r *Receipt) validateTarget(p *problems) {
+	switch r.Target.Kind {
+	case TargetLive, TargetContainer, TargetInProcess, TargetTypevet:
+	default:
+		p.add("target.kind", "unknown target kind %q", r.Target.Kind)
+	}
+	if bad(r.Target.TimeScale) || r.Target.TimeScale < 0 {
+		p.add("target.time_scale", "%v is not a finite number >= 0", r.Target.TimeScale)
+	}
+	if r.Target.Endpoint != "" {
+		if u, err := url.Parse(r.Target.Endpoint); err == nil && u.User != nil {
+			p.add("target.endpoint", "holds credentials; receipts never do")
+		}
+	}
+}
+
+func (r *Receipt) validatePins(p *problems) {
+	pins := r.Pins
+	if pins.Model == "" {
+		p.add("pins.model", "empty")
+	}
+	if _, err := judgments.ParseMode(pins.ScoringMode); err != nil {
+		p.add("pins.scoring_mode", "%v", err)
+	}
+	if pins.TopLogprobs < 0 || (pins.ScoringMode == string(judgments.ModeTopLogprobs) && pins.TopLogprobs < 1) {
+		p.add("pins.top_logprobs", "%d; top_logprobs mode needs k >= 1", pins.TopLogprobs)
+	}
+	for _, k := range sortedKeys(pins.Controls) {
+		if pins.Controls[k] < 0 {
+			p.add(joinKey("pins.control_token_ids", k), "negative token id %d", pins.Controls[k])
+		}
+	}
+	if pins.Concurrency < 1 {
+		p.add("pins.concurrency", "%d is below 1", pins.Concurrency)
+	}
+	for i, s := range pins.Served {
+		if s.ID == "" {
+			p.add(joinIndex("pins.served", i)+".id", "empty")
+		}
+		if s.MaxModelLen < 0 {
+			p.add(joinIndex("pins.served", i)+".max_model_len", "negative")
+		}
+	}
+	if pins.Fixture.Items < 0 {
+		p.add("pins.fixture.items", "negative")
+	}
+	if s := pins.Fixture.SliceSHA256; s != "" && !isDigest(s) {
+		p.add("pins.fixture.slice_sha256", "%q is not a hex sha256", s)
+	}
+}
+
+func isDigest(s string) bool { return len(s) == 64 && isHex(s) }
+
+func (r *Receipt) validateIdentity(p *problems) {
+	id := r.Identity
+	if len(id.PromptDigests) == 0 {
+		p.add("identity.prompt_digests", "empty")
+	}
+	for _, k := range sortedKeys(id.PromptDigests) {
+		if !isDigest(id.PromptDigests[k]) {
+			p.add(joinKey("identity.prompt_digests", k), "%q is not a hex sha256", id.PromptDigests[k])
+		}
+	}
+	for _, k := range sortedKeys(id.FixtureDigests) {
+		if !isDigest(id.FixtureDigests[k]) {
+			p.add(joinKey("identity.fixture_digests", k), "%q is not a hex sha256", id.FixtureDigests[k])
+		}
+	}
+	if id.Digest != "" {
+		if want := r.IdentityDigest(); id.Digest != want {
+			p.add("identity.digest", "%s does not match the identity fields (computed %s): the receipt was edited", short(id.Digest), short(want))
+		}
+	}
+}
+
+func (r *Receipt) validateThroughput(p *problems) {
+	t := r.Throughput
+	if t.Concurrency < 1 {
+		p.add("throughput.concurrency", "%d is below 1", t.Concurrency)
+	} else if t.Concurrency != r.Pins.Concurrency {
+		p.add("throughput.concurrency", "%d but pins.concurrency is %d", t.Concurrency, r.Pins.Concurrency)
+	}
+	type num struct {
+		path string
+		v    float64
+	}
+	for _, f := range []num{
+		{"throughput.wall_seconds", t.WallSeconds},
+		{"throughput.judgments_per_second", t.JudgmentsPerSecond},
+		{"throughput.images_per_second", t.ImagesPerSecond},
+		{"throughput.latency_seconds.mean", t.Latency.Mean},
+		{"throughput.latency_seconds.p50", t.Latency.P50},
+		{"throughput.latency_seconds.p95", t.Latency.P95},
+		{"throughput.latency_seconds.p99", t.Latency.P99},
+	} {
+		if bad(f.v) || f.v < 0 {
+			p.add(f.path, "%v is not a finite number >= 0", f.v)
+		}
+	}
+	type count struct {
+		path string
+		n    int
+	}
+	for _, c := range []count{
+		{"throughput.judgments", t.Judgments},
+		{"throughput.images", t.Images},
+		{"throughput.requests", t.Requests},
+		{"throughput.failed", t.Failed},
+		{"throughput.discarded", t.Discarded},
+		{"throughput.prompt_tokens", t.PromptTokens},
+		{"throughput.latency_seconds.n", t.Latency.N},
+	} {
+		if c.n < 0 {
+			p.add(c.path, "negative (%d)", c.n)
+		}
+	}
+	if t.Latency.P95 < t.Latency.P50 {
+		p.add("throughput.latency_seconds.p95", "%v is below p50 %v", t.Latency.P95, t.Latency.P50)
+	}
+	if t.Latency.P99 < t.Latency.P95 {
+		p.add("throughput.latency_seconds.p99", "%v is below p95 %v", t.Latency.P99, t.Latency.P95)
+	}
+}
+
+func (r *Receipt) validateServer(p *problems) {
+	s := r.Server
+	if s == nil {
+		return
+	}
+	rate := func(path string, v *float64) {
+		if v != nil && (bad(*v) || *v < 0 || *v > 1) {
+			p.add(path, "%v is outside [0,1]", *v)
+		}
+	}
+	rate("server.prefix_cache_hit_rate", s.PrefixCacheHitRate)
+	rate("server.mm_cache_hit_rate", s.MMCacheHitRate)
+	for _, k := range sortedKeys(s.Counters) {
+		if bad(s.Counters[k]) {
+			p.add(joinKey("server.counters", k), "not finite")
+		}
+	}
+	for _, k := range sortedKeys(s.Histograms) {
+		h := s.Histograms[k]
+		if bad(h.Count) || h.Count < 0 || bad(h.Sum) || h.Sum < 0 {
+			p.add(joinKey("server.histograms", k), "count %v and sum %v must be finite and >= 0", h.Count, h.Sum)
+		}
+	}
+}
+
+func (r *Receipt) validateStopped(p *problems) {
+	discarded := 0
+	for _, it := range r.Items {
+		if it.Discarded {
+			discarded++
+		}
+	}
+	s := r.Stopped
+	if s == nil {
+		if discarded > 0 {
+			p.add("stopped", "null, but %d items are marked discarded", discarded)
+		}
+		if r.Throughput.Discarded != 0 {
+			p.add("throughput.discarded", "%d, but the run did not stop", r.Throughput.Discarded)
+		}
+		return
+	}
+	switch s.Reason {
+	case "error", "canceled", "timeout":
+	default:
+		p.add("stopped.reason", "unknown reason %q (want error, canceled or timeout)", s.Reason)
+	}
+	if s.Item == "" {
+		p.add("stopped.item", "empty")
+	}
+	if s.Index < 0 || (r.Pins.Fixture.Items > 0 && s.Index >= r.Pins.Fixture.Items) {
+		p.add("stopped.index", "%d is outside the slice of %d items", s.Index, r.Pins.Fixture.Items)
+	}
+	// typevet drops what finished after the stop; vetbench keeps it
+	// marked, so only vetbench receipts can be checked item by item.
+	if r.Source == SourceVetbench && s.Discarded != discarded {
+		p.add("stopped.discarded", "%d, but %d items are marked discarded", s.Discarded, discarded)
+	}
+	if r.Throughput.Discarded != s.Discarded {
+		p.add("throughput.discarded", "%d, but stopped.discarded is %d", r.Throughput.Discarded, s.Discarded)
+	}
+}
+
+func (r *Receipt) validateItems(p *problems) {
+	seen := map[string]int{}
+	// first answer seen per question, to check kinds and labels agree.
+	shapes := map[string]judgments.Answer{}
+	for i, it := range r.Items {
+		path := joinIndex("items", i)
+		if it.ID == "" {
+			p.add(path+".id", "empty")
+		} else if j, dup := seen[it.ID]; dup {
+			p.add(path+".id", "duplicate item id %q (also items[%d])", it.ID, j)
+		} else {
+			seen[it.ID] = i
+		}
+		if bad(it.LatencySeconds) || it.LatencySeconds < 0 {
+			p.add(path+".latency_seconds", "%v is not a finite number >= 0", it.LatencySeconds)
+		}
+		if it.InputTokens < 0 {
+			p.add(path+".input_tokens", "negative (%d)", it.InputTokens)
+		}
+		switch {
+		case it.Error != "" && len(it.Answers) > 0:
+			p.add(path+".answers", "a failed item has no answers (it fails closed)")
+		case it.Error == "" && !it.Discarded && len(it.Answers) == 0:
+			p.add(path+".answers", "empty, and the item holds no error")
+		}
+		for _, q := range sortedKeys(it.Gold) {
+			if q == "" || len(it.Gold[q]) == 0 {
+				p.add(joinKey(path+".gold", q), "empty")
+			}
+		}
+		qs := map[string]bool{}
+		for j, a := range it.Answers {
+			apath := joinIndex(path+".answers", j)
+			if qs[a.Question] {
+				p.add(apath+".question", "duplicate question %q", a.Question)
+			}
+			qs[a.Question] = true
+			validateAnswer(p, apath, a)
+			if first, ok := shapes[a.Question]; !ok {
+				shapes[a.Question] = a
+			} else if first.Kind != a.Kind || !slices.Equal(first.Labels, a.Labels) {
+				p.add(apath, "question %q is a %s with labels %v here but a %s with labels %v in an earlier item", a.Question, a.Kind, a.Labels, first.Kind, first.Labels)
+			}
+		}
+	}
+}
+
+// ValueOnly reports an answer recorded without probabilities: a Score
+// imported from a typevet receipt that omitted its level distribution.
+// It is compared on its label (level) and value only.
+func ValueOnly(a judgments.Answer) bool { return len(a.Probabilities) == 0 }
+
+func validateAnswer(p *problems, path string, a judgments.Answer) {
+	if a.Question == "" {
+		p.add(path+".question", "empty")
+	}
+	switch a.Kind {
+	case judgments.Noul, judgments.Choice, judgments.Score:
+	default:
+		p.add(path+".kind", "unknown kind %q", a.Kind)
+		return
+	}
+	if len(a.Labels) < 2 {
+		p.add(path+".labels", "%d labels, want at least 2", len(a.Labels))
+		return
+	}
+	labels := map[string]int{}
+	for i, l := range a.Labels {
+		if l == "" {
+			p.add(joinIndex(path+".labels", i), "empty label")
+		}
+		if _, dup := labels[l]; dup {
+			p.add(joinIndex(path+".labels", i), "duplicate label %q", l)
+		}
+		labels[l] = i
+	}
+	switch a.Kind {
+	case judgments.Noul:
+		if !slices.Equal(a.Labels, []string{"false", "true"}) {
+			p.add(path+".labels", "%v; a noul has labels [false true]", a.Labels)
+		}
+	case judgments.Score:
+		for i, l := range a.Labels {
+			if l != strconv.Itoa(i) {
+				p.add(joinIndex(path+".labels", i), "%q; score levels are \"0\"..\"%d\"", l, len(a.Labels)-1)
+				break
+			}
+		}
+	}
+	_, labelOK := labels[a.Label]
+	if !labelOK {
+		p.add(path+".label", "%q is not one of the labels %v", a.Label, a.Labels)
+	}
+	if a.PromptTokens < 0 {
+		p.add(path+".prompt_tokens", "negative (%d)", a.PromptTokens)
+	}
+	if bad(a.Confidence) || a.Confidence < 0 || a.Confidence > 1 {
+		p.add(path+".confidence", "%v is outside [0,1]", a.Confidence)
+	}
+	if ValueOnly(a) {
+		if a.Kind != judgments.Score {
+			p.add(path+".probabilities", "empty; only a score may be recorded by value alone")
+			return
+		}
+		if hi := float64(len(a.Labels) - 1); bad(a.Value) || a.Value < 0 || a.Value > hi {
+			p.add(path+".value", "%v is outside [0,%v]", a.Value, hi)
+		}
+		return
+	}
+	ok := true
+	for _, l := range a.Labels {
+		if _, has := a.Probabilities[l]; !has {
+			p.add(path+".probabilities", "no entry for label %q", l)
+			ok = false
+		}
+	}
+	sum, top := 0.0, math.Inf(-1)
+	for _, l := range sortedKeys(a.Probabilities) {
+		v := a.Probabilities[l]
+		if _, has := labels[l]; !has {
+			p.add(joinKey(path+".probabilities", l), "not one of the labels %v", a.Labels)
+			ok = false
+		}
+		if bad(v) || v < 0 || v > 1 {
+			p.add(joinKey(path+".probabilities", l), "%v is not a probability in [0,1]", v)
+			ok = false
+			continue
+		}
+		sum += v
+		top = max(top, v)
+	}
+	if !ok {
+		return
+	}
+	if math.Abs(sum-1) > SumTolerance {
+		p.add(path+".probabilities", "sum to %v, not 1 within %g", sum, SumTolerance)
+	}
+	if labelOK && a.Probabilities[a.Label] < top {
+		p.add(path+".label", "%q (p=%v) is not the argmax of its probabilities (max %v)", a.Label, a.Probabilities[a.Label], top)
+	}
+	if math.Abs(a.Confidence-top) > 1e-9 {
+		p.add(path+".confidence", "%v, but the top probability is %v", a.Confidence, top)
+	}
+	switch a.Kind {
+	case judgments.Noul:
+		if math.Abs(a.Value-a.Probabilities["true"]) > 1e-9 {
+			p.add(path+".value", "%v, but P(true) is %v", a.Value, a.Probabilities["true"])
+		}
+	case judgments.Choice:
+		if labelOK && math.Abs(a.Value-a.Probabilities[a.Label]) > 1e-9 {
+			p.add(path+".value", "%v, but the winner's probability is %v", a.Value, a.Probabilities[a.Label])
+		}
+	case judgments.Score:
+		want := 0.0
+		for i, l := range a.Labels {
+			want += float64(i) * a.Probabilities[l]
+		}
+		if math.Abs(a.Value-want) > 1e-6 {
+			p.add(path+".value", "%v, but the expected level is %v", a.Value, want)
+		}
+	}
+	validateLogprobs(p, path, a)
+}
+
+// validateLogprobs checks raw logprobs, when recorded, against the
+// probabilities they were turned into (softmax over the candidates).
+func validateLogprobs(p *problems, path string, a judgments.Answer) {
+	if len(a.Logprobs) == 0 {
+		return
+	}
+	top := math.Inf(-1)
+	for _, l := range sortedKeys(a.Logprobs) {
+		v := a.Logprobs[l]
+		if _, has := a.Probabilities[l]; !has {
+			p.add(joinKey(path+".logprobs", l), "not one of the labels %v", a.Labels)
+			return
+		}
+		if bad(v) {
+			p.add(joinKey(path+".logprobs", l), "not finite")
+			return
+		}
+		top = max(top, v)
+	}
+	if len(a.Logprobs) != len(a.Labels) {
+		p.add(path+".logprobs", "%d entries for %d labels", len(a.Logprobs), len(a.Labels))
+		return
+	}
+	sum := 0.0
+	for _, v := range a.Logprobs {
+		sum += math.Exp(v - top)
+	}
+	for _, l := range sortedKeys(a.Logprobs) {
+		want := math.Exp(a.Logprobs[l]-top) / sum
+		if math.Abs(want-a.Probabilities[l]) > SumTolerance {
+			p.add(joinKey(path+".probabilities", l), "%v, but its logprob gives %v", a.Probabilities[l], want)
+		}
+	}
+}
+
+func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
