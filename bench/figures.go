@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"sort"
 
+	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
@@ -124,9 +126,18 @@ func errorClass(err error) string {
 	var ce *judgments.CandidateError
 	switch {
 	case errors.As(err, &ce):
-		for _, s := range []error{judgments.ErrMissingCandidate, judgments.ErrDuplicateCandidate, judgments.ErrNonFinite, judgments.ErrUnexpectedToken, judgments.ErrNoLogprobs} {
-			if errors.Is(err, s) {
-				return fmt.Sprintf("CandidateError(%s)", s)
+		for _, s := range []struct {
+			err  error
+			name string
+		}{
+			{judgments.ErrMissingCandidate, "ErrMissingCandidate"},
+			{judgments.ErrDuplicateCandidate, "ErrDuplicateCandidate"},
+			{judgments.ErrNonFinite, "ErrNonFinite"},
+			{judgments.ErrUnexpectedToken, "ErrUnexpectedToken"},
+			{judgments.ErrNoLogprobs, "ErrNoLogprobs"},
+		} {
+			if errors.Is(err, s.err) {
+				return "CandidateError(" + s.name + ")"
 			}
 		}
 		return "CandidateError"
@@ -138,4 +149,90 @@ func errorClass(err error) string {
 		return "Canceled"
 	}
 	return fmt.Sprintf("%T", errors.Unwrap(err))
+}
+
+// Merge pools several passes of one point into one receipt for reporting:
+// judgments and wall time add up, latency percentiles come from every kept
+// judgment, server counters and histogram counts add up and hit rates are
+// recomputed from the sums. Items and answers are the last pass's.
+func Merge(recs []*receipts.Receipt) *receipts.Receipt {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := *recs[len(recs)-1]
+	var lat []float64
+	t := receipts.Throughput{Concurrency: out.Throughput.Concurrency}
+	var srv *receipts.Server
+	for _, r := range recs {
+		rt := r.Throughput
+		t.WallSeconds += rt.WallSeconds
+		t.Judgments += rt.Judgments
+		t.Images += rt.Images
+		t.Requests += rt.Requests
+		t.Failed += rt.Failed
+		t.Discarded += rt.Discarded
+		t.PromptTokens += rt.PromptTokens
+		for _, it := range r.Items {
+			if it.Error == "" && !it.Discarded {
+				lat = append(lat, it.LatencySeconds)
+			}
+		}
+		srv = mergeServer(srv, r.Server)
+	}
+	t.Latency = LatencyOf(lat)
+	if t.WallSeconds > 0 {
+		t.JudgmentsPerSecond = float64(t.Judgments) / t.WallSeconds
+		t.ImagesPerSecond = float64(t.Images) / t.WallSeconds
+	}
+	out.Throughput = t
+	out.Server = srv
+	return &out
+}
+
+// mergeServer adds b's counters and histogram counts to a; a figure either
+// side lacks, or a pass whose scrape was not ok, leaves the sum unknown.
+func mergeServer(a, b *receipts.Server) *receipts.Server {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		c := *b
+		c.Counters = maps.Clone(b.Counters)
+		c.Histograms = maps.Clone(b.Histograms)
+		return &c
+	}
+	if b.Status != a.Status {
+		a.Status = b.Status
+	}
+	for k, v := range a.Counters {
+		if bv, ok := b.Counters[k]; ok {
+			a.Counters[k] = v + bv
+		} else {
+			delete(a.Counters, k)
+		}
+	}
+	for k, h := range a.Histograms {
+		bh, ok := b.Histograms[k]
+		if !ok || bh.Status != h.Status {
+			delete(a.Histograms, k)
+			continue
+		}
+		h.Count += bh.Count
+		h.Sum += bh.Sum
+		h.UpperBound, h.Interpolated = nil, nil // percentiles of a sum are not sums
+		a.Histograms[k] = h
+	}
+	a.PrefixCacheHitRate = ratio(a.Counters, scrape.PrefixCacheHits, scrape.PrefixCacheQueries)
+	a.MMCacheHitRate = ratio(a.Counters, scrape.MMCacheHits, scrape.MMCacheQueries)
+	return a
+}
+
+func ratio(c map[string]float64, num, den string) *float64 {
+	n, ok1 := c[num]
+	d, ok2 := c[den]
+	if !ok1 || !ok2 || d <= 0 {
+		return nil
+	}
+	r := n / d
+	return &r
 }

@@ -31,11 +31,15 @@ type Result struct {
 // Latency is the judgment's client latency: all its questions' requests.
 func (r Result) Latency() time.Duration { return r.End.Sub(r.Start) }
 
-// Observer is told when each judgment starts and ends (Little's law sampling).
-// Its methods must be cheap and safe for concurrent use.
+// Observer is told when the measured window opens (Open), when a worker takes a pool slot (Start), frees it after
+// handing its result over (End), and when the last item has been handed out
+// (Drain); *audit.Sampler is one (Little's law). Its methods must be cheap
+// and safe for concurrent use.
 type Observer interface {
-	Started(now time.Time)
-	Ended(now time.Time)
+	Open()
+	Start()
+	End()
+	Drain()
 }
 
 // Pool is a closed loop: Concurrency judgments in flight, a new one starts
@@ -46,6 +50,10 @@ type Pool struct {
 	// as typevet does: no new judgments start, in-flight ones finish.
 	StopOnError bool
 	Observer    Observer
+	// held runs after a judgment's latency clock stops and before its slot
+	// is freed. Only tests set it: time spent there is time the latency
+	// figures do not see, which Little's law must catch.
+	held func()
 }
 
 // Stream runs the set and sends each result as it finishes; the channel is
@@ -61,6 +69,9 @@ func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls ju
 
 	go func() { // feeder: hands out indices in slice order until stopped
 		defer close(next)
+		if p.Observer != nil {
+			defer p.Observer.Drain()
+		}
 		for i := range set.Cases {
 			select {
 			case next <- i:
@@ -88,19 +99,22 @@ func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls ju
 				if ctx.Err() != nil {
 					continue
 				}
-				r := Result{Index: i, Start: time.Now()}
 				if p.Observer != nil {
-					p.Observer.Started(r.Start)
+					p.Observer.Start()
 				}
+				r := Result{Index: i, Start: time.Now()}
 				r.Judgment, r.Err = j.Judge(ctx, set.Spec, controls, set.Cases[i].Item)
 				r.End = time.Now()
-				if p.Observer != nil {
-					p.Observer.Ended(r.End)
+				if p.held != nil {
+					p.held()
 				}
 				if r.Err != nil && p.StopOnError {
 					halt()
 				}
 				out <- r
+				if p.Observer != nil {
+					p.Observer.End()
+				}
 			}
 		}()
 	}
@@ -126,6 +140,9 @@ type Outcome struct {
 // just before the first judgment starts to after the last one ends.
 func (p Pool) Run(ctx context.Context, j Judge, set fixtures.Set, controls judgments.Controls) Outcome {
 	start := time.Now()
+	if p.Observer != nil {
+		p.Observer.Open()
+	}
 	byIndex := make([]*Result, len(set.Cases))
 	for r := range p.Stream(ctx, j, set, controls) {
 		byIndex[r.Index] = &r

@@ -4,6 +4,7 @@
 //
 // Usage:
 //
+//	vetbench run [flags]                          measure, write receipts
 //	vetbench compare [flags] BASELINE CANDIDATE   answers, item by item
 //	vetbench gate [flags] BASELINE CANDIDATE      speed, with statistics
 //
@@ -49,6 +50,15 @@ type env struct {
 	// exec runs a program (go test, go tool benchstat) and writes its
 	// standard output to stdout.
 	exec execFunc
+	// getenv reads the environment (os.Getenv when nil).
+	getenv func(string) string
+}
+
+func (e *env) lookup(k string) string {
+	if e.getenv == nil {
+		return os.Getenv(k)
+	}
+	return e.getenv(k)
 }
 
 // commands is the command table; a new subcommand is one more entry and
@@ -57,6 +67,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"compare": {"compare answers of a candidate receipt (or sweep) with a baseline's", runCompare},
 		"gate":    {"compare speed of a candidate with a baseline (go test -bench output)", runGate},
+		"run":     {"measure sets at concurrency levels on the configured target; write receipts", runRun},
 	}
 }
 

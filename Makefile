@@ -1,0 +1,40 @@
+# vetbench: `make bench` runs the benchmark suite on the embedded twin and
+# writes receipts; `make test` runs every test. Both need only Go (and Docker
+# for the container twin; without a daemon the twin runs in-process).
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
+GO ?= go
+OUT ?= out
+# -count and friends for `make bench`, e.g. make bench BENCH_FLAGS='-count 10'
+BENCH_FLAGS ?= -count 1
+BENCH ?= .
+export TESTCONTAINERS_RYUK_DISABLED ?= true
+
+.PHONY: bench test variance gate image vet fmt
+
+## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout
+##        and $(OUT)/bench.txt, one receipt per point in $(OUT)/receipts
+bench:
+	@mkdir -p $(OUT)
+	VETBENCH_OUT=$${VETBENCH_OUT:-$(CURDIR)/$(OUT)/receipts} \
+	  $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS) | tee $(OUT)/bench.txt
+
+## test: vet, formatting, and every test (container tests need Docker under CI=true)
+test: vet
+	$(GO) test -count=1 -timeout 20m ./...
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## variance: run the suite COUNT times (default 10) and print benchstat's
+##           median ± 95% CI per set (rows) and level (columns)
+variance:
+	@mkdir -p $(OUT)
+	COUNT=$(or $(COUNT),10) BENCH='$(BENCH)' OUT=$(OUT)/variance.txt scripts/variance
+
+## gate: speed gate between two benchmark outputs, e.g.
+##       make gate BASE=baseline/bench.txt CAND=out/bench.txt
+gate:
+	scripts/gate $(BASE) $(CAND)

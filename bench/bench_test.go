@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/vetbench/vetbench/bench/audit"
+	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// BenchmarkJudgments measures every set at every concurrency level
+// (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS). One op is one pass over
+// the set; the reported figures cover the measured windows of all passes
+// (warmup, cache resets and /metrics reads are outside them), so ns/op is
+// hidden. Each point's last receipt is written to VETBENCH_OUT.
+func BenchmarkJudgments(b *testing.B) {
+	s := getSuite(b)
+	for _, name := range s.env.Sets {
+		for _, c := range s.env.Levels {
+			for _, arm := range s.env.Arms {
+				bname := fmt.Sprintf("set=%s/c=%d", name, c)
+				if len(s.env.Arms) > 1 {
+					bname += "/arm=" + arm
+				}
+				b.Run(bname, func(b *testing.B) {
+					ctx := s.context(b)
+					sess := s.session(b, name)
+					p := Point{Concurrency: c, Arm: arm, Warmup: 1}
+					var recs []*receipts.Receipt
+					for b.Loop() {
+						rec, err := sess.Measure(ctx, p)
+						if rec != nil {
+							writeReceipt(b, ReceiptPath(s.outDir(), name, p), rec)
+						}
+						if err != nil {
+							b.Fatalf("%v (receipt written to %s)", err, ReceiptPath(s.outDir(), name, p))
+						}
+						// L = λW itself must hold; the pool-health figures beside it
+						// (saturation, idle share) stay warnings in the receipt.
+						if ll := rec.Checks.LittlesLaw; ll != nil && ll.RelError > audit.Tolerance {
+							b.Errorf("Little's law does not hold: %v", ll.Problems)
+						}
+						recs = append(recs, rec)
+					}
+					b.ReportMetric(0, "ns/op")
+					merged := Merge(recs)
+					metrics.Report(b, metrics.FromReceipt(merged))
+					if moved, ok := movedAgainstGolden(s, name, c, recs[len(recs)-1]); ok {
+						metrics.Report(b, []metrics.Metric{metrics.Moved(moved)})
+					}
+				})
+			}
+		}
+	}
+}
+
+// movedAgainstGolden counts moved verdicts against the point's golden, when
+// there is one of the same identity (a live server has none).
+func movedAgainstGolden(s *suite, set string, c int, rec *receipts.Receipt) (int, bool) {
+	golden, err := receipts.ReadFile(s.goldenPath(set, c))
+	if err != nil {
+		return 0, false
+	}
+	rep, err := receipts.Compare(receipts.Normalize(golden), receipts.Normalize(rec), receipts.DefaultPolicy())
+	if errors.Is(err, receipts.ErrIdentityMismatch) || err != nil {
+		return 0, false
+	}
+	return rep.VerdictsMoved.Total(), true
+}

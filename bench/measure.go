@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vetbench/vetbench/bench/audit"
+	"github.com/vetbench/vetbench/bench/probe"
+	"github.com/vetbench/vetbench/bench/scrape"
+	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// HarnessVersion names this harness in every receipt's identity: a change in
+// how prompts are built or answers scored must bump it.
+const HarnessVersion = "vetbench/0.1"
+
+// ErrStopped wraps the reason of a run that ended before its set did.
+var ErrStopped = errors.New("run stopped early")
+
+// Session is one target and one set, ready to be measured: the server probed
+// and the controls tokenized once per run, never per judgment.
+type Session struct {
+	Target   *Target
+	Env      Env
+	Set      fixtures.Set
+	Client   *judgments.Client
+	Info     probe.Info
+	Controls judgments.Controls
+	// Notes are facts about the session worth a line in the receipt.
+	Notes []string
+	held  func() // see Pool.held; tests only
+}
+
+// NewSession probes the target and pins the control tokens.
+func NewSession(ctx context.Context, t *Target, set fixtures.Set, env Env) (*Session, error) {
+	if err := set.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	info, err := probe.Server(ctx, hc, t.BaseURL, t.authorize)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s target: %w", t.Kind, err)
+	}
+	model := t.Model
+	if model == "" && len(info.Served) > 0 {
+		model = info.Served[0].ID
+	}
+	if err := info.Check(model); err != nil {
+		return nil, fmt.Errorf("%s target: %w", t.Kind, err)
+	}
+	s := &Session{Target: t, Env: env, Set: set, Info: info, Notes: info.Notes}
+	s.Client = judgments.NewClient(t.BaseURL,
+		judgments.WithModel(model),
+		judgments.WithAPIKey(t.APIKey),
+		judgments.WithHTTPClient(hc),
+		judgments.WithMode(env.Mode),
+		judgments.WithTopLogprobs(env.TopLogprobs),
+		judgments.WithRequestTimeout(env.RequestTimeout),
+		judgments.WithRequestIDPrefix("vetbench-"+newRunID()[:8]),
+	)
+	s.Controls, err = s.Client.Tokenize(ctx, set.Spec.Controls())
+	if err != nil {
+		// Text-matched scoring needs no ids; a server without /tokenize is
+		// fine there, and the receipt says the ids are not pinned.
+		if env.Mode != judgments.ModeTopLogprobs || !errors.Is(err, judgments.ErrNoTokenizer) {
+			return nil, fmt.Errorf("pin control tokens: %w", err)
+		}
+		s.Controls = nil
+		s.Notes = append(s.Notes, "server has no /tokenize: control token ids not pinned (top_logprobs matches on text)")
+	}
+	return s, nil
+}
+
+// Point is one measured point of a sweep.
+type Point struct {
+	Concurrency int
+	// Arm is "cold" (reset the server's caches before the window, when the
+	// server allows it) or "warm" (keep whatever the caches hold).
+	Arm string
+	// Warmup judgments run before the window, outside every figure.
+	Warmup int
+}
+
+// Measure runs the set once at the point and returns its receipt. The
+// receipt is returned whenever anything ran, also with an error: a run that
+// stops early (failed judgment, timeout, cancelled ctx) still yields what it
+// measured, with its Stopped block, and the error wraps ErrStopped.
+func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, error) {
+	c := max(p.Concurrency, 1)
+	rec := s.receipt(c)
+	hc := s.Client.HTTPClient()
+	auth := s.Target.authorize
+
+	// Warmup: connections, server-side compilation; outside the window.
+	for range p.Warmup {
+		if _, err := s.Client.Judge(ctx, s.Set.Spec, s.Controls, s.Set.Cases[0].Item); err != nil {
+			rec.Stopped = &receipts.Stopped{Index: 0, Item: s.Set.Cases[0].ID, Reason: "error",
+				ErrorClass: errorClass(err), Message: "warmup: " + err.Error()}
+			if ctx.Err() != nil {
+				rec.Stopped.Reason = "canceled"
+			}
+			rec.Finished = time.Now().UTC()
+			return rec, fmt.Errorf("%w: warmup: %w", ErrStopped, err)
+		}
+	}
+
+	reset := probe.WarmArm()
+	if p.Arm != "warm" {
+		var err error
+		reset, err = probe.ResetCaches(ctx, hc, s.Target.BaseURL, auth)
+		if err != nil {
+			return nil, fmt.Errorf("reset caches: %w", err)
+		}
+	}
+
+	metricsURL := s.Target.BaseURL + "/metrics"
+	before, _ := scrape.Fetch(ctx, hc, metricsURL, scrape.WithAuthorize(auth))
+	sampler := audit.NewSampler(c)
+	pool := Pool{Concurrency: c, StopOnError: !s.Env.ContinueOnError, Observer: sampler, held: s.held}
+	o := pool.Run(ctx, s.Client, s.Set, s.Controls)
+	occ := sampler.Close()
+	// The closing scrape must happen even after Ctrl-C: what was measured is kept.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	after, _ := scrape.Fetch(sctx, hc, metricsURL, scrape.WithAuthorize(auth))
+
+	items, tp, stopped := tally(s.Set, o, c)
+	rec.Items, rec.Throughput, rec.Stopped = items, tp, stopped
+	rec.Finished = time.Now().UTC()
+
+	// Diff records a failed reading in Status and Problems; never guessed.
+	server := scrape.Diff(before, after)
+	server.CacheReset = &reset
+	rec.Server = &server
+	if rec.Identity.CacheConfig = scrape.CacheConfig(before); rec.Identity.CacheConfig == nil {
+		rec.Identity.CacheConfig = scrape.CacheConfig(after)
+	}
+	if p.Arm != "warm" && !reset.Prefix {
+		rec.Warnings = append(rec.Warnings, "cold arm, but the prefix cache was not reset: "+reset.Note)
+	}
+
+	var timed []float64
+	unanswered := 0
+	for _, r := range o.Results {
+		timed = append(timed, r.Latency().Seconds())
+		unanswered += r.Judgment.Requests - len(r.Judgment.Answers)
+	}
+	ll := audit.LittlesLaw(occ, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(timed), MeanLatencySeconds: LatencyOf(timed).Mean})
+	rc := audit.Reconcile(audit.ClientCounts{Requests: tp.Requests, PromptTokens: tp.PromptTokens, Unanswered: unanswered}, rec.Server)
+	rec.Checks = &receipts.Checks{LittlesLaw: &ll, Reconciliation: &rc}
+	if s.Env.GPUHourlyUSD > 0 && tp.Judgments > 0 {
+		cost, err := audit.CostOf(s.Env.GPUHourlyUSD, tp)
+		switch {
+		case err != nil:
+			rec.Warnings = append(rec.Warnings, "cost: "+err.Error())
+		case s.Target.TimeScale > 1:
+			rec.Warnings = append(rec.Warnings, fmt.Sprintf("cost not computed: the twin ran %gx faster than real time", s.Target.TimeScale))
+		default:
+			rec.Cost = &cost
+		}
+	}
+	q := receipts.ComputeQuality(items, receipts.QualityRules{Verdict: s.Set.Verdict, CannotTell: s.Set.CannotTell, Agreement: s.Set.Agreement})
+	rec.Quality = &q
+	if !ll.OK {
+		rec.Warnings = append(rec.Warnings, "little's law: "+strings.Join(ll.Problems, "; "))
+	}
+	if !rc.OK {
+		rec.Warnings = append(rec.Warnings, "reconciliation: "+rc.Verdict+": "+rc.Detail)
+	}
+	rec.Identity.Digest = rec.IdentityDigest()
+
+	if stopped != nil {
+		return rec, fmt.Errorf("%w at item %d (%s): %s: %w", ErrStopped, stopped.Index, stopped.Item, stopped.Reason, o.StopErr)
+	}
+	return rec, nil
+}
+
+// receipt starts a receipt with everything known before the run.
+func (s *Session) receipt(c int) *receipts.Receipt {
+	rec := &receipts.Receipt{
+		Schema:  receipts.Schema,
+		Source:  receipts.SourceVetbench,
+		Set:     s.Set.Name,
+		RunID:   newRunID(),
+		Started: time.Now().UTC(),
+		Target:  s.Target.Receipt(),
+		Pins: receipts.Pins{
+			Model:         s.Client.Model(),
+			ModelRevision: s.Env.ModelRevision,
+			ScoringMode:   string(s.Client.Mode()),
+			Controls:      s.Controls,
+			Concurrency:   c,
+			Fixture: receipts.FixturePins{
+				Dataset:     s.Set.Pins.Dataset,
+				Source:      s.Set.Pins.Source,
+				Seed:        s.Set.Pins.Seed,
+				Items:       len(s.Set.Cases),
+				SliceSHA256: s.Set.SliceSHA256(),
+				Extra:       s.Set.Pins.Extra,
+			},
+		},
+		Identity: receipts.Identity{
+			PromptDigests:  s.Set.Spec.PromptDigests(),
+			FixtureDigests: s.Set.Digests(),
+			HarnessVersion: HarnessVersion,
+			ServerFlags:    s.Env.ServerFlags,
+		},
+		Warnings: append([]string(nil), s.Notes...),
+	}
+	if s.Client.Mode() == judgments.ModeTopLogprobs {
+		rec.Pins.TopLogprobs = s.Env.TopLogprobs
+	}
+	s.Info.Pin(&rec.Pins)
+	return rec
+}
+
+// ReceiptPath is where a point's receipt goes: <dir>/<set>_c<N>[_warm].json.
+func ReceiptPath(dir, set string, p Point) string {
+	name := fmt.Sprintf("%s_c%d", set, max(p.Concurrency, 1))
+	if p.Arm == "warm" {
+		name += "_warm"
+	}
+	return filepath.Join(dir, name+".json")
+}
+
+func newRunID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/stub"
+)
+
+// inProcess starts a twin with opts and a session on the checks set (or the
+// first rows of it) for tests that need a twin of their own.
+func inProcess(t *testing.T, set fixtures.Set, env Env, opts ...stub.Option) *Session {
+	t.Helper()
+	tg, err := StartStub(append([]stub.Option{stub.WithDevMode(true)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tg.Close() })
+	sess, err := NewSession(t.Context(), tg, set, env)
+	require.NoError(t, err)
+	return sess
+}
+
+func testEnv(t *testing.T) Env {
+	e, err := EnvFrom(func(string) string { return "" })
+	require.NoError(t, err)
+	e.RequestTimeout = 10 * time.Second
+	return e
+}
+
+func firstCases(set fixtures.Set, n int) fixtures.Set {
+	set.Cases = set.Cases[:min(n, len(set.Cases))]
+	return set
+}
+
+// A clean run writes a receipt that validates and round-trips, with every
+// figure and self-check filled in.
+func TestMeasureReceipt(t *testing.T) {
+	s := getSuite(t)
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 28), testEnv(t))
+	rec, err := sess.Measure(t.Context(), Point{Concurrency: 4, Warmup: 1})
+	require.NoError(t, err)
+	require.Nil(t, rec.Stopped)
+	require.Equal(t, 28, rec.Throughput.Judgments)
+	require.Equal(t, 28*4, rec.Throughput.Requests)
+	require.Positive(t, rec.Throughput.JudgmentsPerSecond)
+	require.Equal(t, "token_ids", rec.Pins.ScoringMode)
+	require.Len(t, rec.Pins.Controls, 6)
+	require.Equal(t, receipts.TargetInProcess, rec.Target.Kind)
+	require.Len(t, rec.Identity.PromptDigests, 4)
+	require.NotEmpty(t, rec.Identity.Digest)
+	require.NotNil(t, rec.Quality)
+	require.Equal(t, "ok", rec.Server.Status, rec.Server.Problems)
+	require.True(t, rec.Server.CacheReset.Prefix, "dev mode: the cold arm reset the prefix cache")
+	require.True(t, rec.Checks.LittlesLaw.OK, rec.Checks.LittlesLaw.Problems)
+	require.True(t, rec.Checks.Reconciliation.OK, rec.Checks.Reconciliation.Detail)
+	require.Equal(t, float64(rec.Throughput.Requests), rec.Server.Counters["request_success"])
+
+	path := filepath.Join(t.TempDir(), "checks_c4.json")
+	require.NoError(t, receipts.WriteFile(path, rec))
+	back, err := receipts.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, rec.Items, back.Items)
+	require.Equal(t, rec.Throughput, back.Throughput)
+	require.Equal(t, rec.Identity.Digest, back.Identity.Digest)
+}
+
+// A broken answer fails its judgment closed and stops the run at that item;
+// the receipt still holds what ran, with a stopped block. Under
+// ContinueOnError the item is recorded as failed and the run goes on.
+func TestMeasureFaults(t *testing.T) {
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 21)
+	target := set.Cases[9].ID
+	for _, tc := range []struct {
+		fault string
+		class string
+		want  error
+	}{
+		{"missing-candidate", "ErrMissingCandidate", judgments.ErrMissingCandidate},
+		{"nan", "ErrNonFinite", judgments.ErrNonFinite},
+		{"no-logprobs", "ErrNoLogprobs", judgments.ErrNoLogprobs},
+		{"http500", "StatusError(500)", nil},
+		{"http429", "StatusError(429)", nil},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			f, err := stub.ParseFault(tc.fault + ":match=|" + target + "|verdict")
+			require.NoError(t, err)
+			sess := inProcess(t, set, testEnv(t), stub.WithFaults(f))
+			rec, err := sess.Measure(t.Context(), Point{Concurrency: 4})
+			require.ErrorIs(t, err, ErrStopped)
+			if tc.want != nil {
+				require.ErrorIs(t, err, tc.want)
+			}
+			require.NotNil(t, rec)
+			require.Equal(t, 9, rec.Stopped.Index)
+			require.Equal(t, target, rec.Stopped.Item)
+			require.Equal(t, "verdict", rec.Stopped.Question)
+			require.Equal(t, "error", rec.Stopped.Reason)
+			require.Contains(t, rec.Stopped.ErrorClass, tc.class)
+			require.Equal(t, 9, rec.Throughput.Judgments)
+			for _, it := range rec.Items {
+				if it.ID == target {
+					require.Empty(t, it.Answers, "no verdict is invented")
+				}
+			}
+			require.NoError(t, rec.Validate())
+
+			env := testEnv(t)
+			env.ContinueOnError = true
+			sess = inProcess(t, set, env, stub.WithFaults(f))
+			rec, err = sess.Measure(t.Context(), Point{Concurrency: 4})
+			require.NoError(t, err)
+			require.Nil(t, rec.Stopped)
+			require.Equal(t, 20, rec.Throughput.Judgments)
+			require.Equal(t, 1, rec.Throughput.Failed)
+			require.True(t, rec.Checks.Reconciliation.OK, rec.Checks.Reconciliation.Detail)
+		})
+	}
+}
+
+// A per-request timeout ends the run cleanly with reason "timeout".
+func TestMeasureTimeout(t *testing.T) {
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 8)
+	f, err := stub.ParseFault("slow:match=|" + set.Cases[3].ID + "|,delay=3s")
+	require.NoError(t, err)
+	env := testEnv(t)
+	env.RequestTimeout = 200 * time.Millisecond
+	sess := inProcess(t, set, env, stub.WithFaults(f))
+	rec, err := sess.Measure(t.Context(), Point{Concurrency: 2})
+	require.ErrorIs(t, err, ErrStopped)
+	require.Equal(t, "timeout", rec.Stopped.Reason)
+	require.Equal(t, 3, rec.Stopped.Index)
+}
+
+// Ctrl-C mid-run: the receipt is still valid and written, with a stopped
+// block that says the run was cancelled.
+func TestMeasureCancel(t *testing.T) {
+	s := getSuite(t)
+	set := s.set(t, "checks")
+	sess := inProcess(t, set, testEnv(t), stub.WithProfileName("h100-gemma4-31b"), stub.WithTimeScale(20))
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	rec, err := sess.Measure(ctx, Point{Concurrency: 4})
+	require.ErrorIs(t, err, ErrStopped)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, "canceled", rec.Stopped.Reason)
+	require.Positive(t, rec.Throughput.Judgments)
+	require.Less(t, rec.Throughput.Judgments, len(set.Cases))
+	require.Equal(t, rec.Stopped.Index, rec.Throughput.Judgments)
+
+	path := filepath.Join(t.TempDir(), "partial.json")
+	require.NoError(t, receipts.WriteFile(path, rec))
+	back, err := receipts.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, rec.Stopped, back.Stopped)
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temp file left behind")
+}
+
+// Positive control for TestStability: a twin that moves one confident
+// verdict and shifts one Noul by 0.01 fails the golden comparison, naming
+// both; the same twin without the changes passes.
+func TestStabilityCatchesMovedAnswers(t *testing.T) {
+	s := getSuite(t)
+	golden, err := receipts.ReadFile(s.goldenPath("checks", 1))
+	require.NoError(t, err, "the checks c=1 golden is committed")
+
+	var flipItem, flipTo, noulItem string
+	var noulP float64
+	for _, it := range golden.Items {
+		v, _ := it.Answer("verdict")
+		if flipItem == "" && v.Margin() > 0.9 {
+			flipItem = it.ID
+			for _, l := range v.Labels {
+				if l != v.Label {
+					flipTo = l
+					break
+				}
+			}
+		}
+		n, _ := it.Answer("payee_matches")
+		if noulItem == "" && it.ID != flipItem && n.Value > 0.02 && n.Value < 0.98 {
+			noulItem, noulP = it.ID, n.Value
+		}
+	}
+	require.NotEmpty(t, flipItem)
+	require.NotEmpty(t, noulItem, "a Noul that can move by 0.01 either way")
+	delta := 0.01
+	if noulP > 0.5 {
+		delta = -0.01
+	}
+	shift := logitShift(noulP, delta)
+	verdict, _ := s.set(t, "checks").Spec.Question("verdict")
+	adjust := func(item, question string, logits map[int]float64) {
+		switch {
+		case item == flipItem && question == "verdict":
+			top := math.Inf(-1)
+			for _, l := range logits {
+				top = max(top, l)
+			}
+			logits[controlID(t, verdict, flipTo)] = top + 8
+		case item == noulItem && question == "payee_matches":
+			id, _ := stub.ControlTokenID("1")
+			logits[id] += shift
+		}
+	}
+
+	set := s.set(t, "checks")
+	clean := inProcess(t, set, testEnv(t))
+	rec, err := clean.Measure(t.Context(), Point{Concurrency: 1})
+	require.NoError(t, err)
+	rep, err := receipts.Compare(receipts.Normalize(golden), receipts.Normalize(rec), receipts.DefaultPolicy())
+	require.NoError(t, err)
+	require.False(t, rep.Failed(), "clean control: %v", rep.Failures())
+
+	mutated := inProcess(t, set, testEnv(t), stub.WithAdjust(adjust))
+	rec, err = mutated.Measure(t.Context(), Point{Concurrency: 1})
+	require.NoError(t, err)
+	rep, err = receipts.Compare(receipts.Normalize(golden), receipts.Normalize(rec), receipts.DefaultPolicy())
+	require.NoError(t, err)
+	require.True(t, rep.Failed())
+	failures := strings.Join(rep.Failures(), "\n")
+	require.Contains(t, failures, flipItem)
+	require.Contains(t, failures, "verdict")
+	require.Contains(t, failures, noulItem)
+	require.Contains(t, failures, "payee_matches")
+	require.Len(t, rep.Failures(), 2, failures)
+	require.Equal(t, 1, rep.VerdictsMoved.Confident)
+	require.InDelta(t, 0.01, rep.MaxNoulDelta, 1e-6)
+}
+
+// controlID is the twin's token id of the control bound to label in q.
+func controlID(t *testing.T, q judgments.Question, label string) int {
+	for i, l := range q.Labels() {
+		if l == label {
+			id, ok := stub.ControlTokenID(judgments.Control(i))
+			require.True(t, ok)
+			return id
+		}
+	}
+	t.Fatalf("no label %q in %s", label, q.ID)
+	return 0
+}
