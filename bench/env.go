@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/stub"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -26,8 +27,8 @@ type Env struct {
 	// VETBENCH_STUB_TIME_SCALE).
 	Profile   string
 	TimeScale float64
-	// Slowdown multiplies the twin's step time (VETBENCH_STUB_SLOWDOWN, e.g.
-	// 1.2): a candidate made slower on purpose, to see the speed gate fire.
+	// Slowdown multiplies the twin's server-side time (VETBENCH_STUB_SLOWDOWN,
+	// e.g. 1.2): a candidate made slower on purpose, to see the speed gate fire.
 	Slowdown float64
 	// Faults are twin fault specs (VETBENCH_STUB_FAULTS, ';'-separated, see
 	// stub.ParseFault), to see how a run fails.
@@ -145,6 +146,26 @@ func EnvFrom(getenv func(string) string) (Env, error) {
 			bad("VETBENCH_STUB_TIME_SCALE", v, fmt.Errorf("want a number > 0"))
 		}
 		e.TimeScale = f
+	}
+	if v := getenv("VETBENCH_STUB_SLOWDOWN"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			bad("VETBENCH_STUB_SLOWDOWN", v, fmt.Errorf("want a factor > 0, such as 1.2"))
+		}
+		e.Slowdown = f
+	}
+	if v := getenv("VETBENCH_STUB_FAULTS"); v != "" {
+		for _, spec := range strings.Split(v, ";") {
+			if spec = strings.TrimSpace(spec); spec == "" {
+				continue
+			}
+			f, err := stub.ParseFault(spec)
+			if err != nil {
+				bad("VETBENCH_STUB_FAULTS", v, err)
+				continue
+			}
+			e.Faults = append(e.Faults, f)
+		}
 	}
 	if usd, ok, err := audit.GPUHourly(getenv); err != nil {
 		errs = append(errs, err)

@@ -42,3 +42,15 @@ func TestTargetReceiptHidesSecrets(t *testing.T) {
 	r := tg.Receipt()
 	require.Equal(t, "http://gpu-box:8000", r.Endpoint)
 }
+
+func TestEnvTwinKnobs(t *testing.T) {
+	e, err := EnvFrom(envOf(map[string]string{"VETBENCH_STUB_SLOWDOWN": "1.2", "VETBENCH_STUB_FAULTS": "http500:every=3; nan:match=r01",
+		"VETBENCH_STUB_PROFILE": "h100-gemma4-31b", "VETBENCH_STUB_TIME_SCALE": "10"}))
+	require.NoError(t, err)
+	require.Equal(t, 1.2, e.Slowdown)
+	require.Len(t, e.Faults, 2)
+	require.Equal(t, 10.0, e.TimeScale)
+	_, err = EnvFrom(envOf(map[string]string{"VETBENCH_STUB_SLOWDOWN": "0", "VETBENCH_STUB_FAULTS": "boom"}))
+	require.ErrorContains(t, err, "VETBENCH_STUB_SLOWDOWN")
+	require.ErrorContains(t, err, `unknown kind "boom"`)
+}

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 
+	"github.com/testcontainers/testcontainers-go"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/stub"
 )
@@ -66,7 +68,7 @@ func OpenTarget(ctx context.Context, env Env, opts ...stub.Option) (*Target, err
 	kind := env.Stub
 	if kind == "" {
 		kind = receipts.TargetInProcess
-		if dockerAvailable(ctx) == nil {
+		if stub.DockerAvailable(ctx) == nil {
 			kind = receipts.TargetContainer
 		}
 	}
@@ -110,5 +112,35 @@ func StartStub(opts ...stub.Option) (*Target, error) {
 		Profile:   rs.Profile().Name,
 		TimeScale: rs.TimeScale(),
 		close:     rs.Close,
+	}, nil
+}
+
+func startContainer(ctx context.Context, env Env, opts ...stub.Option) (*Target, error) {
+	custom := make([]testcontainers.ContainerCustomizer, len(opts))
+	for i, o := range opts {
+		custom[i] = o
+	}
+	ctr, err := stub.RunContainer(ctx, custom...)
+	if err != nil {
+		if ctr != nil {
+			_ = ctr.Terminate(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("start twin container: %w", err)
+	}
+	base, err := ctr.BaseURL(ctx)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("twin container address: %w", err), ctr.Terminate(context.WithoutCancel(ctx)))
+	}
+	profile := env.Profile
+	if profile == "" {
+		profile = stub.ProfileFast().Name
+	}
+	return &Target{
+		Kind:      receipts.TargetContainer,
+		BaseURL:   base,
+		Model:     env.Model, // empty: the first model the twin lists
+		Profile:   profile,
+		TimeScale: env.TimeScale,
+		close:     func() error { return ctr.Terminate(context.Background()) },
 	}, nil
 }

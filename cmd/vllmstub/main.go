@@ -1,0 +1,35 @@
+// Command vllmstub serves the vLLM twin (package stub) with vllm serve's
+// flags where they mean the same thing, plus the twin's own:
+//
+//	vllmstub [MODEL] [--host H] [--port P] [--served-model-name NAME]
+//	    [--max-model-len N] [--max-num-seqs N] [--max-num-batched-tokens N]
+//	    [--enable-prefix-caching | --no-enable-prefix-caching]
+//	    [--limit-mm-per-prompt '{"image":2}'] [--max-logprobs N]
+//	    [--num-gpu-blocks-override N] [--gpu-memory-utilization F]
+//	    [--logprobs-mode raw_logprobs]
+//	    [--profile fast|h100-gemma4-31b] [--profile-json JSON]
+//	    [--time-scale S] [--slowdown F] [--batch-noise A]
+//	    [--answer-spread CONFIDENT,NEARTIE] [--fault SPEC]... [--replay FILE]
+//	    [--transport-allowance D]
+//
+// VLLM_SERVER_DEV_MODE=1 mounts the cache reset endpoints. SIGINT and
+// SIGTERM shut it down gracefully. It is also the container image's
+// entrypoint (Dockerfile).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "vllmstub:", err)
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vetbench/vetbench/receipts/typevet"
+	"github.com/vetbench/vetbench/stub"
+)
+
+// faultFlags collects repeated --fault specs.
+type faultFlags []stub.Fault
+
+func (f *faultFlags) String() string {
+	parts := make([]string, len(*f))
+	for i, x := range *f {
+		parts[i] = x.String()
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f *faultFlags) Set(s string) error {
+	x, err := stub.ParseFault(s)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, x)
+	return nil
+}
+
+// runOpts are the parsed flags.
+type runOpts struct {
+	host, port, served         string
+	model                      string
+	profileName, profileJSON   string
+	maxModelLen, maxNumSeqs    int
+	maxBatched, maxLogprobs    int
+	numBlocks                  int
+	gpuUtil                    float64
+	prefix, noPrefix           bool
+	limitMM, logprobsMode      string
+	timeScale, slowdown, noise float64
+	spread, replay             string
+	allowance                  time.Duration
+	faults                     faultFlags
+	devMode                    bool
+	setFlags                   map[string]bool
+}
+
+func parse(args []string, stderr io.Writer) (runOpts, error) {
+	var o runOpts
+	fs := flag.NewFlagSet("vllmstub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.host, "host", "0.0.0.0", "address to listen on (vllm serve --host)")
+	fs.StringVar(&o.port, "port", "8000", "port to listen on (vllm serve --port)")
+	fs.StringVar(&o.served, "served-model-name", "", "model name the API serves (default: the profile's, or MODEL)")
+	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "context length (default: the profile's)")
+	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "most sequences per engine step (default: the profile's)")
+	fs.IntVar(&o.maxBatched, "max-num-batched-tokens", 0, "token budget per engine step (default: the profile's)")
+	fs.IntVar(&o.maxLogprobs, "max-logprobs", -2, "most logprobs a request may ask for, -1 = no cap (default: the profile's)")
+	fs.IntVar(&o.numBlocks, "num-gpu-blocks-override", 0, "KV cache capacity in blocks (default: the profile's)")
+	fs.Float64Var(&o.gpuUtil, "gpu-memory-utilization", 0, "reported in vllm:cache_config_info (default: the profile's)")
+	fs.BoolVar(&o.prefix, "enable-prefix-caching", false, "enable the prefix cache (the profile's default is on)")
+	fs.BoolVar(&o.noPrefix, "no-enable-prefix-caching", false, "disable the prefix cache")
+	fs.StringVar(&o.limitMM, "limit-mm-per-prompt", "", `most items per prompt, JSON such as {"image":2}`)
+	fs.StringVar(&o.logprobsMode, "logprobs-mode", "raw_logprobs", "only raw_logprobs, which is what the twin returns")
+	fs.StringVar(&o.profileName, "profile", stub.ProfileFastName, "twin profile: fast or h100-gemma4-31b")
+	fs.StringVar(&o.profileJSON, "profile-json", "", "a whole stub.Profile as JSON (replaces --profile)")
+	fs.Float64Var(&o.timeScale, "time-scale", 1, "run this many times faster than real time (metrics stay in model seconds)")
+	fs.Float64Var(&o.slowdown, "slowdown", 1, "multiply every server-side duration: engine steps and frontend, not the network (1.2 = 20% slower server)")
+	fs.Float64Var(&o.noise, "batch-noise", stub.DefaultBatchNoise, "bound on each candidate logit's batch noise; 0 = off")
+	fs.StringVar(&o.spread, "answer-spread", "", "answer model's CONFIDENT,NEARTIE fractions (default 0.85,0.05)")
+	fs.StringVar(&o.replay, "replay", "", "serve the answer distributions of this receipt (vetbench or typevet JSON)")
+	fs.DurationVar(&o.allowance, "transport-allowance", 0, "wall time per request taken out of the modelled round trip")
+	fs.Var(&o.faults, "fault", "inject a fault, KIND[:key=value,...] (repeatable; see stub.ParseFault)")
+	// vllm serve takes the model first: vllm serve MODEL --flag ...
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		o.model, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return runOpts{}, err
+	}
+	o.setFlags = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.setFlags[f.Name] = true })
+	switch rest := fs.Args(); {
+	case len(rest) == 0:
+	case len(rest) == 1 && o.model == "":
+		o.model = rest[0]
+	default:
+		return runOpts{}, fmt.Errorf("one MODEL argument at most, got %q besides %q", rest, o.model)
+	}
+	if o.prefix && o.noPrefix {
+		return runOpts{}, errors.New("--enable-prefix-caching and --no-enable-prefix-caching contradict each other")
+	}
+	if o.logprobsMode != "raw_logprobs" {
+		return runOpts{}, fmt.Errorf("--logprobs-mode %q: the twin returns raw logprobs only", o.logprobsMode)
+	}
+	o.devMode = truthy(os.Getenv("VLLM_SERVER_DEV_MODE"))
+	return o, nil
+}
+
+func truthy(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// profile builds the profile from --profile/--profile-json and the vllm
+// serve flags that override it.
+func (o runOpts) buildProfile() (stub.Profile, error) {
+	var p stub.Profile
+	if o.profileJSON != "" {
+		if err := json.Unmarshal([]byte(o.profileJSON), &p); err != nil {
+			return stub.Profile{}, fmt.Errorf("--profile-json: %w", err)
+		}
+	} else {
+		var err error
+		if p, err = stub.ProfileByName(o.profileName); err != nil {
+			return stub.Profile{}, fmt.Errorf("--profile: %w", err)
+		}
+	}
+	if o.model != "" {
+		p.Root = o.model
+		p.Model = o.model
+	}
+	if o.maxModelLen != 0 {
+		p.MaxModelLen = o.maxModelLen
+	}
+	if o.maxNumSeqs != 0 {
+		p.MaxNumSeqs = o.maxNumSeqs
+	}
+	if o.maxBatched != 0 {
+		p.MaxNumBatchedTokens = o.maxBatched
+	}
+	if o.maxLogprobs != -2 {
+		p.MaxLogprobs = o.maxLogprobs
+	}
+	if o.numBlocks != 0 {
+		p.NumGPUBlocks = o.numBlocks
+	}
+	if o.gpuUtil != 0 {
+		p.GPUMemoryUtilization = o.gpuUtil
+	}
+	if o.prefix {
+		p.EnablePrefixCaching = true
+	}
+	if o.noPrefix {
+		p.EnablePrefixCaching = false
+	}
+	if o.limitMM != "" {
+		var lim map[string]int
+		if err := json.Unmarshal([]byte(o.limitMM), &lim); err != nil {
+			return stub.Profile{}, fmt.Errorf("--limit-mm-per-prompt %s: %w", o.limitMM, err)
+		}
+		for k, v := range lim {
+			switch k {
+			case "image":
+				p.LimitImages = v
+			case "video", "audio":
+				if v != 0 {
+					return stub.Profile{}, fmt.Errorf("--limit-mm-per-prompt: the twin serves images only, got %s=%d", k, v)
+				}
+			default:
+				return stub.Profile{}, fmt.Errorf("--limit-mm-per-prompt: unknown modality %q", k)
+			}
+		}
+	}
+	return p, p.Validate()
+}
+
+func (o runOpts) options() ([]stub.Option, error) {
+	p, err := o.buildProfile()
+	if err != nil {
+		return nil, err
+	}
+	opts := []stub.Option{stub.WithProfile(p), stub.WithTimeScale(o.timeScale), stub.WithSlowdown(o.slowdown),
+		stub.WithBatchNoise(o.noise), stub.WithFaults(o.faults...), stub.WithDevMode(o.devMode),
+		stub.WithTransportAllowance(o.allowance)}
+	if o.served != "" {
+		opts = append(opts, stub.WithModel(o.served))
+	}
+	if o.spread != "" {
+		a, b, ok := strings.Cut(o.spread, ",")
+		conf, err1 := strconv.ParseFloat(a, 64)
+		tie, err2 := strconv.ParseFloat(b, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("--answer-spread %q: want CONFIDENT,NEARTIE fractions", o.spread)
+		}
+		opts = append(opts, stub.WithSpread(stub.Spread{Confident: conf, NearTie: tie}))
+	}
+	if o.replay != "" {
+		r, err := typevet.ReadAny(o.replay)
+		if err != nil {
+			return nil, fmt.Errorf("--replay: %w", err)
+		}
+		rp, err := stub.ReplayFromReceipt(r)
+		if err != nil {
+			return nil, fmt.Errorf("--replay %s: %w", o.replay, err)
+		}
+		opts = append(opts, stub.WithReplay(rp))
+	}
+	return opts, nil
+}
+
+// run serves the twin until ctx ends, then shuts down gracefully.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	opts, err := o.options()
+	if err != nil {
+		return err
+	}
+	s, err := stub.New(opts...)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, o.port))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	p := s.Profile()
+	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, %d fault(s)) on http://%s\n",
+		stub.Version, s.Model(), p.Name, s.TimeScale(), o.devMode, len(o.faults), ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "vllmstub: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

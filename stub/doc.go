@@ -1,0 +1,107 @@
+// Package stub is the vLLM twin: a server with vLLM's OpenAI-compatible
+// API, its /metrics, caches, batching behaviour and failure modes, so that
+// vetbench's detectors can be shown to fire without a GPU.
+//
+// # Running it
+//
+//	s, err := stub.New(opts...)    // an http.Handler; Close stops its engine
+//	rs, err := stub.Start(opts...) // New served on 127.0.0.1:0; rs.URL(), rs.Close()
+//	c, err := stub.RunContainer(ctx, opts...) // image FROM scratch; c.BaseURL(ctx)
+//
+// and the binary cmd/vllmstub, which takes vllm serve's flags. Options:
+// WithProfile / WithProfileName, WithModel, WithTimeScale, WithSlowdown,
+// WithBatchNoise, WithSpread, WithReplay, WithAdjust, WithFaults,
+// WithDevMode, WithTransportAllowance. Tests can KillEngine, ReviveEngine
+// and read Stats.
+//
+// # API
+//
+// POST /v1/chat/completions (non-streaming; X-Request-Id is echoed and
+// ends the completion id), POST /tokenize and /detokenize, GET /v1/models,
+// /version, /health (503 while the engine is dead), /metrics (text format
+// 0.0.4, vLLM's names, types, labels and bucket edges), and with dev mode
+// POST /reset_prefix_cache ({"success": false} while requests hold KV
+// blocks), /reset_mm_cache, /reset_encoder_cache (404 without). Errors
+// are vLLM's {"error": {message, type, param, code}} with its statuses:
+// malformed JSON and field validation 400 ("Bad Request"), unknown model
+// 404, too many images, a prompt over max_model_len and top_logprobs over
+// --max-logprobs 400 (BadRequestError). Both scoring modes of
+// judgments.Client work: logprob_token_ids with return_tokens_as_token_ids
+// returns exactly the asked ids, in order, as "token_id:N"; top_logprobs k
+// returns the k most probable tokens (every candidate ranks above the
+// filler tokens, so both modes agree). Logprobs are floored at -9999.
+//
+// Not modelled: streaming, n > 1 and structured outputs (400 with a
+// message saying so); image URLs other than data: URLs; sampling with
+// temperature (the twin is always greedy; its logprobs are raw).
+//
+// # Tokens
+//
+// A deterministic stand-in for Gemma's tokenizer: "0".."9" and "A".."Z"
+// are single tokens with fixed ids (236800+, 236810+), "10" is two, a word
+// is one token per started 8 letters, other symbols one each. The chat
+// template adds turn markers and, without thinking, an empty thought
+// channel; an image becomes its markers plus rows×cols placeholders, the
+// largest grid with its aspect ratio inside 280 (a square 256, a 1000×440
+// check 275). typevet's prompts come out at its receipts' sizes: ~478
+// tokens per checks request, ~661 per faces request, ~680 per signatures
+// request.
+//
+// # Engine
+//
+// Continuous batching over model time: at each step boundary the engine
+// adds the requests that reached it, schedules running requests first and
+// then waiting ones FCFS within MaxNumSeqs and MaxNumBatchedTokens
+// (chunked prefill), stops admitting at the first request the KV cache
+// cannot hold, and preempts the newest running request when a running one
+// cannot grow. The KV cache is NumGPUBlocks blocks of 16 tokens with an LRU
+// free queue; full blocks are cached under chain hashes that cover image
+// digests, so prefix hits are per item and are evicted when the cache
+// turns over. A step costs StepBase + StepPerToken·tokens^StepTokenExponent
+// + StepPerSeq·seqs + StepPerImage·images encoded (an encoder cache spares
+// repeats). In front of the engine, each request pays a network round trip
+// and a single FIFO frontend (per request, per image by multimodal-cache
+// hit or miss, per request in flight). A request with max_tokens 1
+// finishes when its prefill does. /metrics is fed as vLLM's stat loggers
+// feed it: prefix_cache_queries/hits in tokens at first scheduling,
+// prompt_tokens as whole prompts at the first token, mm_cache in items at
+// the frontend, every per-request histogram at finish, iteration_tokens
+// per step, gauges per step.
+//
+// # Time scale
+//
+// WithTimeScale(s) runs the twin s times faster than real time: a model
+// duration d sleeps d/s. /metrics records model seconds, so a scrape reads
+// like the profiled server's; a client's wall-clock latencies must be
+// multiplied by s and its rates divided by s. Timers fire late by up to a
+// scheduler tick; the clock learns the lateness and wakes early by it, and
+// WithTransportAllowance takes the real transport's own latency out of the
+// modelled round trip, which would otherwise count s times.
+//
+// # Answers
+//
+// The answer model gives deterministic logits per request content (a hash
+// of the user text and the image digests) over the options counted in the
+// prompt's "Options:" block, plus filler tokens holding the rest of the
+// mass: by default 85% of answers confident, 5% near-tied (runner-up within
+// 5e-5..8e-4 logits), the rest moderate. Batch noise adds up to
+// ±DefaultBatchNoise (8e-4) to each candidate logit as a function of the
+// content and the number of sequences in the step that finished the
+// prefill, so near-tied verdicts can move under load and confident ones
+// cannot; a request alone (c=1) gets none, and a Noul's P(true) moves by at
+// most the bound. Replay (ReplayFromReceipt) serves a receipt's recorded
+// probabilities by the item and question of X-Request-Id, as logprobs
+// log(p), so a client's softmax gets them back exactly; answers recorded
+// without probabilities fall back to the model and are counted. WithAdjust
+// edits one request's candidate logits: a positive control for a flipped
+// verdict or a drifted Noul.
+//
+// # Faults
+//
+// WithFaults / --fault KIND[:key=value,...]: http500, http429
+// (retry-after=SECONDS), http400, engine-dead, slow (delay=DURATION, wall
+// time), reset, truncate, no-logprobs, missing-candidate, nan; conditions
+// every=N, after=N, match=SUBSTRING (of X-Request-Id), rate=P with
+// seed=N, limit=N (see ParseFault). WithSlowdown(f) makes every engine step
+// f times longer, so a speed gate can be shown to fire.
+package stub

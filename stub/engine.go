@@ -1,0 +1,352 @@
+package stub
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// request is one chat completion inside the engine. Times are model
+// seconds since the twin started.
+type request struct {
+	prompt    prompt
+	hashes    []uint64 // prefix-cache block hashes of the prompt
+	maxTokens int
+
+	arrival    float64 // reached the server (before the frontend)
+	queued     float64 // added to the scheduler
+	scheduled  float64 // first scheduled
+	firstToken float64
+	lastToken  float64
+	finished   float64
+
+	numComputed int
+	numCached   int // prefix-cache hit, in tokens, at the first scheduling
+	everRan     bool
+	generated   int
+	preemptions int
+	blocks      []*block
+	encoded     map[int]bool // images whose encoder output this run has
+	// batchSeqs is the number of sequences in the step that finished the
+	// prefill: the batch the answer was computed in.
+	batchSeqs    int
+	finishReason string
+	done         chan struct{}
+	err          error
+}
+
+func (r *request) promptLen() int { return len(r.prompt.Tokens) }
+
+// numTokens is the tokens the request's KV must hold: prompt plus every
+// sampled token.
+func (r *request) numTokens() int { return len(r.prompt.Tokens) + r.generated }
+
+// step is one scheduled engine iteration.
+type step struct {
+	start     float64
+	entries   []stepEntry
+	tokens    int // tokens computed
+	images    int // images run through the vision encoder
+	preempted int
+}
+
+type stepEntry struct {
+	r *request
+	n int // tokens computed for r in this step
+}
+
+// duration is the step's model time under the profile.
+func (s *step) duration(p *timing) float64 {
+	return p.stepBase + p.stepPerToken*math.Pow(float64(s.tokens), p.stepTokenExp) + p.stepPerSeq*float64(len(s.entries)) +
+		p.stepPerImage*float64(s.images)
+}
+
+// timing is a profile's durations as float seconds.
+type timing struct {
+	stepBase, stepPerToken, stepPerSeq, stepPerImage float64
+	stepTokenExp                                     float64
+	admitPerRequest, schedulePass                    float64
+	network, networkJitter                           float64
+	frontendBase, frontendImageMiss                  float64
+	frontendImageHit, frontendTokenize               float64
+	frontendPerInflight                              float64
+	slowdown                                         float64
+}
+
+// newTiming applies slowdown to everything the server spends (engine steps,
+// scheduling, the API frontend) but not to the network: a slower candidate
+// server, whichever part of it is the bottleneck under the profile (the H100
+// profile is frontend-bound at c=16 for checks, as typevet's run was).
+func newTiming(p Profile, slowdown float64) *timing {
+	s := func(d time.Duration) float64 { return d.Seconds() }
+	k := func(d time.Duration) float64 { return d.Seconds() * slowdown }
+	return &timing{
+		stepBase: k(p.StepBase), stepTokenExp: p.StepTokenExponent, stepPerToken: k(p.StepPerToken),
+		stepPerSeq: k(p.StepPerSeq), stepPerImage: k(p.StepPerImage),
+		admitPerRequest: k(p.AdmitPerRequest), schedulePass: k(p.SchedulePass),
+		network: s(p.Network), networkJitter: s(p.NetworkJitter), frontendBase: k(p.FrontendBase), frontendImageMiss: k(p.FrontendImageMiss),
+		frontendImageHit: k(p.FrontendImageHit), frontendTokenize: k(p.FrontendTokenize),
+		frontendPerInflight: k(p.FrontendPerInflight),
+		slowdown:            slowdown,
+	}
+}
+
+// roundTrip is the network round trip for a uniform draw u in [0, 1):
+// the fixed part plus an exponential jitter.
+func (t *timing) roundTrip(u float64) float64 {
+	return t.network - t.networkJitter*math.Log1p(-u)
+}
+
+// core is the engine's scheduler and KV cache as a state machine over
+// explicit model time: continuous batching with a running set of at most
+// MaxNumSeqs, a token budget per step with chunked prefill, FCFS admission
+// that stops at the first request the KV cache cannot hold, recompute
+// preemption of the newest running request when a running one cannot
+// grow, a prefix cache over 16-token blocks and an encoder cache. It is
+// not safe for concurrent use; Engine serialises access.
+type core struct {
+	p       Profile
+	pool    *blockPool
+	enc     *lru
+	waiting []*request
+	running []*request
+	m       *metrics
+}
+
+func newCore(p Profile, m *metrics) *core {
+	return &core{
+		p:    p,
+		pool: newBlockPool(p.NumGPUBlocks, p.EnablePrefixCaching),
+		enc:  newLRU(max(1, p.EncoderCacheTokens/max(1, p.ImageTokenBudget))),
+		m:    m,
+	}
+}
+
+func (c *core) hasWork() bool { return len(c.waiting) > 0 || len(c.running) > 0 }
+
+// add queues a request for scheduling.
+func (c *core) add(r *request, now float64) {
+	r.queued = now
+	c.waiting = append(c.waiting, r)
+}
+
+// schedule picks the next step at model time now, or nil when there is
+// nothing to run.
+func (c *core) schedule(now float64) *step {
+	s := &step{start: now}
+	budget := c.p.MaxNumBatchedTokens
+	bs := c.p.BlockSize
+	// Running requests first, in admission order.
+	for i := 0; i < len(c.running) && budget > 0; i++ {
+		r := c.running[i]
+		n := min(r.numTokens()-r.numComputed, budget)
+		if n <= 0 {
+			continue
+		}
+		need := ceilDiv(r.numComputed+n, bs) - len(r.blocks)
+		self := false
+		for need > c.pool.numFree && !self {
+			victim := c.running[len(c.running)-1]
+			c.running = c.running[:len(c.running)-1]
+			c.preempt(victim)
+			s.preempted++
+			self = victim == r
+		}
+		if self {
+			break // r was the newest; nothing after it is left to run
+		}
+		c.grow(r, need)
+		c.cacheFull(r, r.numComputed+n)
+		c.encode(s, r, r.numComputed, r.numComputed+n)
+		s.entries = append(s.entries, stepEntry{r, n})
+		s.tokens += n
+		budget -= n
+	}
+	// Then waiting requests, FCFS, unless this step had to preempt.
+	for s.preempted == 0 && len(c.waiting) > 0 && len(c.running) < c.p.MaxNumSeqs && budget > 0 {
+		r := c.waiting[0]
+		hits := c.prefixHits(r)
+		cached := len(hits) * bs
+		n := min(r.numTokens()-cached, budget)
+		evictable := 0
+		for _, b := range hits {
+			if b.ref == 0 {
+				evictable++
+			}
+		}
+		need := ceilDiv(cached+n, bs) - len(hits)
+		if need+evictable > c.pool.numFree {
+			break // head-of-line: the KV cache cannot hold it yet
+		}
+		c.waiting = c.waiting[1:]
+		for _, b := range hits {
+			c.pool.touch(b)
+		}
+		r.blocks = append(r.blocks[:0], hits...)
+		r.numComputed = cached
+		c.grow(r, need)
+		c.cacheFull(r, cached+n)
+		if !r.everRan {
+			r.everRan = true
+			r.numCached = cached
+			r.scheduled = now
+			c.m.prefixQueried(r.promptLen(), cached)
+		}
+		c.encode(s, r, cached, cached+n)
+		c.running = append(c.running, r)
+		s.entries = append(s.entries, stepEntry{r, n})
+		s.tokens += n
+		budget -= n
+	}
+	if s.preempted > 0 {
+		c.m.preempted(s.preempted)
+	}
+	c.m.schedulerState(len(c.running), len(c.waiting), c.usage())
+	if len(s.entries) == 0 {
+		return nil
+	}
+	return s
+}
+
+// prefixHits is the longest run of cached blocks at the start of r's
+// prompt, leaving at least one token to compute (vLLM recomputes the last
+// token of a fully cached prompt).
+func (c *core) prefixHits(r *request) []*block {
+	limit := (r.numTokens() - 1) / c.p.BlockSize
+	var hits []*block
+	for b := 0; b < limit && b < len(r.hashes); b++ {
+		blk, ok := c.pool.lookup(r.hashes[b])
+		if !ok {
+			break
+		}
+		hits = append(hits, blk)
+	}
+	return hits
+}
+
+func (c *core) grow(r *request, need int) {
+	for range need {
+		r.blocks = append(r.blocks, c.pool.allocate())
+	}
+}
+
+// cacheFull registers r's full prompt blocks up to upto tokens.
+func (c *core) cacheFull(r *request, upto int) {
+	for b := 0; b < upto/c.p.BlockSize && b < len(r.hashes) && b < len(r.blocks); b++ {
+		c.pool.cache(r.blocks[b], r.hashes[b])
+	}
+}
+
+// encode runs the vision encoder for images whose placeholders fall in the
+// tokens [lo, hi) computed now, unless the encoder cache holds them.
+func (c *core) encode(s *step, r *request, lo, hi int) {
+	for i, im := range r.prompt.Images {
+		if im.Offset >= hi || im.Offset+im.Length <= lo || r.encoded[i] {
+			continue
+		}
+		if r.encoded == nil {
+			r.encoded = map[int]bool{}
+		}
+		r.encoded[i] = true
+		if !c.enc.get(im.Digest) {
+			c.enc.put(im.Digest)
+			s.images++
+		}
+	}
+}
+
+// preempt frees a running request's blocks and puts it back at the head of
+// the waiting queue; it will recompute from whatever is still cached.
+func (c *core) preempt(r *request) {
+	c.free(r)
+	r.numComputed = 0
+	r.encoded = nil
+	r.preemptions++
+	c.waiting = append([]*request{r}, c.waiting...)
+}
+
+// free releases r's blocks, last block first, so that a prompt's tail is
+// evicted before its head (as vLLM does).
+func (c *core) free(r *request) {
+	for i := len(r.blocks) - 1; i >= 0; i-- {
+		c.pool.release(r.blocks[i])
+	}
+	r.blocks = nil
+}
+
+// complete applies a step that ended at model time end and returns the
+// requests it finished.
+func (c *core) complete(s *step, end float64) []*request {
+	var done []*request
+	it := iteration{}
+	for _, e := range s.entries {
+		r := e.r
+		r.numComputed += e.n
+		if r.numComputed < r.numTokens() {
+			continue // a prefill chunk; more to come
+		}
+		if r.generated == 0 {
+			r.generated = 1
+			r.firstToken, r.lastToken = end, end
+			r.batchSeqs = len(s.entries)
+			it.firstTokens = append(it.firstTokens, r)
+		} else {
+			r.generated++
+			it.itls = append(it.itls, end-r.lastToken)
+			r.lastToken = end
+		}
+		it.generated++
+		c.cacheFull(r, r.numComputed)
+		if r.generated >= r.maxTokens || r.numTokens() >= c.p.MaxModelLen {
+			r.finishReason = "length"
+			r.finished = end
+			c.free(r)
+			c.running = slices.DeleteFunc(c.running, func(x *request) bool { return x == r })
+			done = append(done, r)
+		}
+	}
+	it.finished = done
+	c.m.iterate(it)
+	c.m.schedulerState(len(c.running), len(c.waiting), c.usage())
+	return done
+}
+
+// abort drops a request whose client went away.
+func (c *core) abort(r *request, now float64) bool {
+	in := false
+	c.waiting = slices.DeleteFunc(c.waiting, func(x *request) bool {
+		if x == r {
+			in = true
+		}
+		return x == r
+	})
+	c.running = slices.DeleteFunc(c.running, func(x *request) bool {
+		if x == r {
+			in = true
+		}
+		return x == r
+	})
+	if !in {
+		return false
+	}
+	c.free(r)
+	r.finishReason = "abort"
+	r.finished = now
+	c.m.iterate(iteration{finished: []*request{r}})
+	c.m.schedulerState(len(c.running), len(c.waiting), c.usage())
+	return true
+}
+
+func (c *core) usage() float64 {
+	return float64(c.pool.used()) / float64(len(c.pool.blocks))
+}
+
+// iteration is what one step produced, for the metrics.
+type iteration struct {
+	firstTokens []*request
+	generated   int
+	itls        []float64
+	finished    []*request
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,113 @@
+package stub
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// Replay serves the answer distributions recorded in a receipt, keyed by
+// the item and question of each request's X-Request-Id
+// (judgments.RequestID). A replayed answer's candidate logprobs are
+// log(p) of the recorded probabilities, so a client's softmax gives back
+// the recorded probabilities. Answers recorded without probabilities (e.g.
+// typevet's Score distributions) and requests the receipt does not cover
+// fall back to the answer model; the twin counts both (Stats).
+type Replay struct {
+	Source  string
+	answers map[replayKey]replayed
+	// Omitted counts recorded answers that carry no probabilities.
+	Omitted int
+}
+
+type replayKey struct{ item, question string }
+
+type replayed struct {
+	labels []string
+	probs  []float64 // decision order
+}
+
+// ReplayFromReceipt indexes a receipt's answers for replay. A malformed
+// answer (a label without a probability, a probability that is not a
+// probability, a duplicate item/question) is an error naming it.
+func ReplayFromReceipt(r *receipts.Receipt) (Replay, error) {
+	if r == nil {
+		return Replay{}, errors.New("replay: nil receipt")
+	}
+	rp := Replay{Source: r.Source + ":" + r.Set, answers: map[replayKey]replayed{}}
+	for _, it := range r.Items {
+		for _, a := range it.Answers {
+			key := replayKey{it.ID, a.Question}
+			where := fmt.Sprintf("replay: item %q question %q", it.ID, a.Question)
+			if _, dup := rp.answers[key]; dup {
+				return Replay{}, fmt.Errorf("%s: answered twice", where)
+			}
+			if len(a.Probabilities) == 0 {
+				rp.Omitted++
+				continue
+			}
+			if len(a.Labels) == 0 {
+				return Replay{}, fmt.Errorf("%s: probabilities without a label order", where)
+			}
+			if len(a.Labels) > MaxControls {
+				return Replay{}, fmt.Errorf("%s: %d labels, at most %d controls exist", where, len(a.Labels), MaxControls)
+			}
+			rec := replayed{labels: a.Labels, probs: make([]float64, len(a.Labels))}
+			for i, l := range a.Labels {
+				p, ok := a.Probabilities[l]
+				if !ok {
+					return Replay{}, fmt.Errorf("%s: no probability for label %q", where, l)
+				}
+				if math.IsNaN(p) || p < 0 || p > 1 {
+					return Replay{}, fmt.Errorf("%s: label %q has probability %v", where, l, p)
+				}
+				rec.probs[i] = p
+			}
+			if len(a.Probabilities) != len(a.Labels) {
+				return Replay{}, fmt.Errorf("%s: %d probabilities for %d labels", where, len(a.Probabilities), len(a.Labels))
+			}
+			rp.answers[key] = rec
+		}
+	}
+	return rp, nil
+}
+
+// Len is the number of replayable answers.
+func (rp Replay) Len() int { return len(rp.answers) }
+
+// replayOutcome says what replay did for one request.
+type replayOutcome int
+
+const (
+	replayNone     replayOutcome = iota // replay off
+	replayServed                        // recorded distribution served
+	replayMissing                       // no recorded answer for the request id
+	replayMismatch                      // recorded labels ≠ the prompt's options
+)
+
+// lookup returns the recorded distribution for a request id whose prompt
+// has n options.
+func (rp *Replay) lookup(requestID string, n int) (distribution, replayOutcome) {
+	if rp == nil || rp.answers == nil {
+		return distribution{}, replayNone
+	}
+	item, question, ok := judgments.ParseRequestID(requestID)
+	if !ok {
+		return distribution{}, replayMissing
+	}
+	rec, ok := rp.answers[replayKey{item, question}]
+	if !ok {
+		return distribution{}, replayMissing
+	}
+	if len(rec.probs) != n {
+		return distribution{}, replayMismatch
+	}
+	d := distribution{cand: make([]float64, n), others: map[int]float64{}, replayed: true}
+	for i, p := range rec.probs {
+		d.cand[i] = max(math.Log(p), MinLogprob)
+	}
+	return d, replayServed
+}

@@ -1,0 +1,172 @@
+package stub
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/vetbench/vetbench/judgments"
+)
+
+// chatResponse is a chat completion before it is put on the wire, so that
+// faults can spoil it.
+type chatResponse struct {
+	id           string
+	created      int64
+	model        string
+	content      string
+	logprobs     []contentLogprob // nil: "logprobs": null
+	candidates   []int            // indexes into logprobs[0].TopLogprobs that are candidates
+	promptTokens int
+	generated    int
+	finishReason string
+}
+
+// answer builds the completion of a finished request: the answer
+// distribution (replayed, or the answer model's plus batch noise), the
+// adjust hook, greedy sampling and vLLM's logprobs shape.
+func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *chatResponse {
+	p := r.prompt
+	n := countOptions(p.Text)
+	key := contentKey(p)
+	dist, outcome := s.cfg.replay.lookup(rid, n)
+	s.mu.Lock()
+	switch outcome {
+	case replayServed:
+		s.stats.ReplayServed++
+	case replayMissing:
+		s.stats.ReplayMissing++
+	case replayMismatch:
+		s.stats.ReplayMismatch++
+	}
+	s.mu.Unlock()
+	if outcome != replayServed {
+		dist = modelDistribution(key, n, s.cfg.spread)
+		dist.addNoise(key, r.batchSeqs, s.cfg.batchNoise)
+	}
+	if s.cfg.adjust != nil {
+		if item, question, ok := judgments.ParseRequestID(rid); ok {
+			logits := make(map[int]float64, n)
+			for i, v := range dist.cand {
+				logits[controlID(i)] = v
+			}
+			s.cfg.adjust(item, question, logits)
+			for i := range dist.cand {
+				dist.cand[i] = logits[controlID(i)]
+			}
+		}
+	}
+	resp := &chatResponse{
+		id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.model,
+		promptTokens: len(p.Tokens), generated: r.generated, finishReason: r.finishReason,
+	}
+	asIDs := req.ReturnAsTokenIDs != nil && *req.ReturnAsTokenIDs
+	spell := func(id int) string {
+		if asIDs {
+			return "token_id:" + strconv.Itoa(id)
+		}
+		return tokenText(id)
+	}
+	for pos := range r.generated {
+		d := dist
+		if pos > 0 {
+			// Later positions: prose from the answer model, no options.
+			d = modelDistribution(append(append([]byte{}, key...), byte(pos), byte(pos>>8)), 0, s.cfg.spread)
+		}
+		lps := d.logprobs()
+		order := rank(lps)
+		sampled := order[0]
+		resp.content += tokenText(sampled.id)
+		if !req.logprobs() {
+			continue
+		}
+		cl := contentLogprob{logprobEntry: entry(spell(sampled.id), sampled.lp), TopLogprobs: []logprobEntry{}}
+		switch {
+		case len(req.LogprobTokenIDs) > 0:
+			for _, id := range req.LogprobTokenIDs {
+				lp, ok := lps[id]
+				if !ok {
+					lp = background(key, id)
+				}
+				if pos == 0 && isCandidate(id, n) {
+					resp.candidates = append(resp.candidates, len(cl.TopLogprobs))
+				}
+				cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(id), lp))
+			}
+		case topK != 0:
+			k := topK
+			if k < 0 || k > len(order) {
+				k = len(order)
+			}
+			if lim := s.cfg.profile.MaxLogprobs; lim >= 0 {
+				k = min(k, lim)
+			}
+			for _, t := range order[:k] {
+				if pos == 0 && isCandidate(t.id, n) {
+					resp.candidates = append(resp.candidates, len(cl.TopLogprobs))
+				}
+				cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(t.id), t.lp))
+			}
+		}
+		resp.logprobs = append(resp.logprobs, cl)
+	}
+	return resp
+}
+
+func isCandidate(id, n int) bool {
+	for i := range n {
+		if controlID(i) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// spoil applies an answer-spoiling fault.
+func (f *faultState) spoil(resp *chatResponse) {
+	switch f.Kind {
+	case FaultNoLogprobs:
+		resp.logprobs = nil
+	case FaultMissingCandidate, FaultNaN:
+		if len(resp.logprobs) == 0 || len(resp.candidates) == 0 {
+			return
+		}
+		top := resp.logprobs[0].TopLogprobs
+		i := resp.candidates[0]
+		if f.Kind == FaultNaN {
+			top[i].Logprob = nil
+			return
+		}
+		resp.logprobs[0].TopLogprobs = append(top[:i:i], top[i+1:]...)
+	}
+}
+
+// wire is the completion in vLLM's JSON shape.
+func (resp *chatResponse) wire() map[string]any {
+	var logprobs any
+	if resp.logprobs != nil {
+		logprobs = map[string]any{"content": resp.logprobs}
+	}
+	return map[string]any{
+		"id": resp.id, "object": "chat.completion", "created": resp.created, "model": resp.model,
+		"choices": []any{map[string]any{
+			"index": 0,
+			"message": map[string]any{
+				"role": "assistant", "content": resp.content, "refusal": nil, "annotations": nil,
+				"audio": nil, "function_call": nil, "tool_calls": []any{}, "reasoning": nil,
+			},
+			"logprobs":      logprobs,
+			"finish_reason": resp.finishReason,
+			"stop_reason":   nil,
+			"token_ids":     nil,
+		}},
+		"service_tier":       nil,
+		"system_fingerprint": nil,
+		"usage": map[string]any{
+			"prompt_tokens": resp.promptTokens, "total_tokens": resp.promptTokens + resp.generated,
+			"completion_tokens": resp.generated, "prompt_tokens_details": nil,
+		},
+		"prompt_logprobs":    nil,
+		"prompt_token_ids":   nil,
+		"kv_transfer_params": nil,
+	}
+}

@@ -1,0 +1,378 @@
+package stub
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// EngineDeadMessage is vLLM's EngineDeadError text.
+const EngineDeadMessage = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+
+// errEngineDead is returned to requests in flight when the engine dies.
+var errEngineDead = errors.New(EngineDeadMessage)
+
+// clock maps wall time to model time: model seconds run timeScale times
+// faster than wall seconds.
+type clock struct {
+	origin time.Time
+	scale  float64
+
+	mu   sync.Mutex
+	late time.Duration // running mean of how late timers fire
+}
+
+func (c *clock) now() float64 { return time.Since(c.origin).Seconds() * c.scale }
+
+// sleepUntil blocks until model time t (or ctx ends). Timers fire late by
+// up to a scheduler tick (about 1 ms on some kernels), which a time-scaled
+// twin would multiply into model time; so the clock keeps a running mean
+// of the lateness and asks to wake that much early, which puts wake-ups on
+// target on average.
+func (c *clock) sleepUntil(ctx context.Context, t float64) error {
+	target := c.origin.Add(time.Duration(t / c.scale * float64(time.Second)))
+	c.mu.Lock()
+	est := c.late
+	c.mu.Unlock()
+	wake := target.Add(-est)
+	d := time.Until(wake)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	lateness := time.Since(wake)
+	c.mu.Lock()
+	c.late += (lateness - c.late) / 16
+	c.mu.Unlock()
+	return nil
+}
+
+// engine runs a core against the clock: one goroutine steps the core while
+// it has work, sleeping each step's model duration; HTTP handlers submit
+// requests and wait on them. It also holds the frontend's FIFO and the
+// multimodal processor cache, and can die and be revived.
+type engine struct {
+	clock *clock
+	t     *timing
+	prof  Profile
+	model string
+
+	mu      sync.Mutex
+	c       *core
+	m       *metrics
+	fe      *frontendModel
+	inbox   []inboxEntry
+	aborts  []*request
+	dead    bool
+	gen     int // bumped on every revive; a step of an older core is dropped
+	steps   int
+	batched int // requests whose prefill ran in a batch of more than one
+	wake    chan struct{}
+}
+
+type inboxEntry struct {
+	r     *request
+	ready float64 // model time the frontend handed it over
+}
+
+func newEngine(p Profile, model string, scale, slowdown float64) *engine {
+	e := &engine{
+		clock: &clock{origin: time.Now(), scale: scale},
+		t:     newTiming(p, slowdown),
+		prof:  p,
+		model: model,
+		wake:  make(chan struct{}, 1),
+	}
+	e.reset()
+	return e
+}
+
+// reset starts a fresh engine core: empty caches and new metrics, as a
+// restarted server has.
+func (e *engine) reset() {
+	e.m = newMetrics(e.prof, e.model, time.Now())
+	e.c = newCore(e.prof, e.m)
+	e.fe = &frontendModel{t: e.t, m: e.m, mm: newLRU(e.prof.MMCacheItems)}
+	e.gen++
+}
+
+func (e *engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// frontend reserves the API server's frontend (see frontendModel) for a
+// request that reaches it at model time at. It returns when processing
+// starts (vLLM's arrival_time: the handler stamps it when it runs, not
+// when the request was received) and when the request is handed to the
+// engine. The caller sleeps; computing from at rather than from now keeps
+// the twin's own CPU time out of the model.
+func (e *engine) frontend(at float64, digests []string, tokenize bool) (start, done float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fe.reserve(at, digests, tokenize, len(e.inbox)+len(e.c.waiting)+len(e.c.running))
+}
+
+// frontendModel is vLLM's API server as one FIFO worker: a request queues
+// behind earlier ones and costs FrontendBase plus, per image,
+// FrontendImageMiss on a multimodal processor cache miss or
+// FrontendImageHit on a hit (a /tokenize call costs FrontendTokenize). It
+// counts the multimodal cache queries and hits, in items, as vLLM does.
+// Every job also costs FrontendPerInflight per request the engine holds
+// (submitted, waiting or running): the API server's event loop serves the
+// outputs and tasks of every request in flight, so it slows down as the
+// engine fills.
+type frontendModel struct {
+	t    *timing
+	m    *metrics
+	mm   *lru
+	free float64 // model time the worker is free again
+}
+
+// reserve queues a request received at model time now and returns when
+// its processing starts and when the frontend hands it over.
+func (f *frontendModel) reserve(now float64, digests []string, tokenize bool, load int) (start, done float64) {
+	cost := f.t.frontendBase
+	if tokenize {
+		cost = f.t.frontendTokenize
+	}
+	cost += f.t.frontendPerInflight * float64(load)
+	hits := 0
+	for _, d := range digests {
+		if f.mm.get(d) {
+			hits++
+			cost += f.t.frontendImageHit
+		} else {
+			f.mm.put(d)
+			cost += f.t.frontendImageMiss
+		}
+	}
+	if len(digests) > 0 {
+		f.m.mmQueried(len(digests), hits)
+	}
+	start = max(now, f.free)
+	f.free = start + cost
+	return start, f.free
+}
+
+// submit hands a request to the engine that reaches it at model time
+// ready, which may be ahead of now: it is added to the scheduler at the
+// first step boundary at or after ready. Submitting ahead means a handler
+// that wakes late cannot make its request miss a step.
+func (e *engine) submit(r *request, ready float64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		return errEngineDead
+	}
+	e.inbox = append(e.inbox, inboxEntry{r, ready})
+	e.signal()
+	return nil
+}
+
+// abort withdraws a request whose client went away.
+func (e *engine) abort(r *request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.aborts = append(e.aborts, r)
+	e.signal()
+}
+
+// kill fails every request in flight and refuses new ones until revive.
+func (e *engine) kill() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		return
+	}
+	e.dead = true
+	fail := func(r *request) {
+		if r.err == nil && r.finished == 0 {
+			r.err = errEngineDead
+			close(r.done)
+		}
+	}
+	for _, in := range e.inbox {
+		fail(in.r)
+	}
+	for _, r := range e.c.waiting {
+		fail(r)
+	}
+	for _, r := range e.c.running {
+		fail(r)
+	}
+	e.inbox, e.aborts = nil, nil
+	e.c.waiting, e.c.running = nil, nil
+}
+
+// revive restarts a dead engine with empty caches and fresh metrics.
+func (e *engine) revive() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.dead {
+		return
+	}
+	e.dead = false
+	e.reset()
+}
+
+func (e *engine) isDead() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dead
+}
+
+// run steps the core until ctx ends. Steps follow each other in model
+// time: while busy, the next step starts where the last ended; when idle,
+// it starts when the first request reached the engine, not when the
+// goroutine happened to wake. A late wake-up therefore shortens the next
+// sleep instead of stretching the model. Requests that reached the engine
+// during a step join at the boundary after it.
+func (e *engine) run(ctx context.Context) {
+	prevEnd := 0.0
+	for {
+		e.mu.Lock()
+		e.processAborts(max(prevEnd, e.clock.now()))
+		var start float64
+		switch {
+		case e.dead:
+			e.mu.Unlock()
+			if !e.idle(ctx) {
+				return
+			}
+			continue
+		case e.c.hasWork():
+			start = prevEnd
+		case len(e.inbox) > 0:
+			first := e.inbox[0].ready
+			for _, in := range e.inbox {
+				first = min(first, in.ready)
+			}
+			if first > e.clock.now() {
+				// Submitted ahead of its model arrival: wait for it (or for
+				// an earlier one).
+				e.mu.Unlock()
+				if !e.idleUntil(ctx, first) {
+					return
+				}
+				continue
+			}
+			start = max(prevEnd, first)
+		default:
+			e.mu.Unlock()
+			if !e.idle(ctx) {
+				return
+			}
+			continue
+		}
+		drained := e.drain(start)
+		at := start + float64(drained)*e.t.admitPerRequest + e.t.schedulePass
+		st := e.c.schedule(at)
+		if st == nil {
+			// Work that cannot run: the head waiting request needs more KV
+			// blocks than the engine has. Validation keeps prompts within
+			// max_model_len, so this is a profile error; fail it closed.
+			if len(e.c.waiting) > 0 {
+				r := e.c.waiting[0]
+				e.c.waiting = e.c.waiting[1:]
+				r.err = errors.New("request does not fit in the KV cache")
+				close(r.done)
+			}
+			e.mu.Unlock()
+			continue
+		}
+		end := at + st.duration(e.t)
+		gen := e.gen
+		e.steps++
+		e.mu.Unlock()
+		if e.clock.sleepUntil(ctx, end) != nil {
+			return
+		}
+		e.mu.Lock()
+		prevEnd = end
+		if e.dead || gen != e.gen {
+			e.mu.Unlock()
+			continue
+		}
+		done := e.c.complete(st, end)
+		for _, r := range done {
+			if r.batchSeqs > 1 {
+				e.batched++
+			}
+		}
+		e.mu.Unlock()
+		for _, r := range done {
+			close(r.done)
+		}
+	}
+}
+
+// idleUntil waits for model time t, or a submit, abort or kill; false when
+// ctx ended.
+func (e *engine) idleUntil(ctx context.Context, t float64) bool {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woke := make(chan struct{})
+	go func() {
+		defer close(woke)
+		select {
+		case <-e.wake:
+		case <-wctx.Done():
+		}
+	}()
+	err := e.clock.sleepUntil(wctx, t)
+	cancel()
+	<-woke
+	return err == nil || ctx.Err() == nil
+}
+
+// idle waits for a submit, an abort or a kill; false when ctx ended.
+func (e *engine) idle(ctx context.Context) bool {
+	select {
+	case <-e.wake:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// drain adds the inbox requests that reached the engine by model time at
+// to the scheduler, each queued admitPerRequest after the one before (the
+// engine core adds them one by one). It returns how many it added.
+func (e *engine) drain(at float64) int {
+	n := 0
+	keep := e.inbox[:0]
+	for _, in := range e.inbox {
+		if in.ready > at {
+			keep = append(keep, in)
+			continue
+		}
+		e.c.add(in.r, at+float64(n)*e.t.admitPerRequest)
+		n++
+	}
+	clear(e.inbox[len(keep):])
+	e.inbox = keep
+	return n
+}
+
+func (e *engine) processAborts(now float64) {
+	for _, r := range e.aborts {
+		for i, in := range e.inbox {
+			if in.r == r {
+				e.inbox = append(e.inbox[:i], e.inbox[i+1:]...)
+				break
+			}
+		}
+		e.c.abort(r, now)
+	}
+	e.aborts = nil
+}
