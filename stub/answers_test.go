@@ -186,7 +186,8 @@ func TestReplay(t *testing.T) {
 // TestReplayTypevetReceipt replays typevet's single-stream checks receipt
 // (imported by receipts/typevet) and gets its Noul and verdict
 // distributions back exactly; its Score distributions were not published,
-// so those questions fall back to the model.
+// so those come back as stand-ins with the recorded expected level and
+// most probable level.
 func TestReplayTypevetReceipt(t *testing.T) {
 	rec, err := typevet.ReadFile("../receipts/typevet/testdata/check_match_vllm_receipt.json")
 	require.NoError(t, err)
@@ -194,24 +195,63 @@ func TestReplayTypevetReceipt(t *testing.T) {
 	require.NoError(t, err)
 	set := compactChecks(t)
 	got, st := judgeAll(t, set, 16, judgments.ModeTokenIDs, WithReplay(rp))
-	compared := 0
+	exact, scores := 0, 0
 	for _, it := range rec.Items {
 		for _, want := range it.Answers {
-			if len(want.Probabilities) == 0 {
-				continue
-			}
 			a, ok := got[it.ID+"|"+want.Question]
 			require.True(t, ok, "%s %s not judged", it.ID, want.Question)
+			if len(want.Probabilities) == 0 {
+				require.Equal(t, want.Label, a.Label, "%s %s: most probable level", it.ID, want.Question)
+				require.InDelta(t, want.Value, a.Value, 1e-9, "%s %s: expected level", it.ID, want.Question)
+				scores++
+				continue
+			}
 			for l, p := range want.Probabilities {
 				require.InDelta(t, p, a.Probabilities[l], 1e-12, "%s %s %s", it.ID, want.Question, l)
 			}
-			compared++
+			exact++
 		}
 	}
-	t.Logf("replayed %d typevet answers exactly; %d fell back (%d omitted in the receipt)", compared, st.ReplayMissing, rp.Omitted)
-	require.Equal(t, 140*3, compared)
-	require.Equal(t, 140, st.ReplayMissing)
-	require.Equal(t, 140, rp.Omitted)
+	t.Logf("replayed %d typevet answers exactly and %d value-only scores as stand-ins; %d fell back", exact, scores, st.ReplayMissing)
+	require.Equal(t, 140*3, exact)
+	require.Equal(t, 140, scores)
+	require.Equal(t, 140, rp.Reconstructed)
+	require.Zero(t, st.ReplayMissing)
+	require.Zero(t, rp.Omitted)
+}
+
+func TestScoreStandIn(t *testing.T) {
+	labels := []string{"0", "1", "2", "3", "4"}
+	for _, tc := range []struct {
+		label string
+		value float64
+		ok    bool
+	}{
+		{"4", 4, true},
+		{"4", 3.999999, true},
+		{"3", 2.86, true},
+		{"2", 2.3, true},
+		{"4", 2.5, true}, // needs level 0 as the other point
+		{"0", 0.4, true},
+		{"4", 1.0, false}, // no two-level distribution has mean 1 and mode 4
+		{"", 3, false},
+		{"7", 3, false},
+	} {
+		rec, ok := scoreStandIn(judgments.Answer{Kind: judgments.Score, Labels: labels, Label: tc.label, Value: tc.value})
+		require.Equal(t, tc.ok, ok, "%s %v", tc.label, tc.value)
+		if !ok {
+			continue
+		}
+		mean, top := 0.0, 0
+		for i, p := range rec.probs {
+			mean += float64(i) * p
+			if p > rec.probs[top] {
+				top = i
+			}
+		}
+		require.InDelta(t, tc.value, mean, 1e-12)
+		require.Equal(t, tc.label, labels[top])
+	}
 }
 
 // TestAdjust shows the adjust hook as a positive control: it flips one

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
@@ -19,8 +20,14 @@ import (
 type Replay struct {
 	Source  string
 	answers map[replayKey]replayed
-	// Omitted counts recorded answers that carry no probabilities.
+	// Omitted counts recorded answers that carry no probabilities and could
+	// not be reconstructed; they fall back to the answer model.
 	Omitted int
+	// Reconstructed counts value-only Score answers (typevet publishes the
+	// expected level and the most probable level, not the distribution)
+	// served as a stand-in distribution with exactly that expected level and
+	// that most probable level (see scoreStandIn).
+	Reconstructed int
 }
 
 type replayKey struct{ item, question string }
@@ -46,6 +53,11 @@ func ReplayFromReceipt(r *receipts.Receipt) (Replay, error) {
 				return Replay{}, fmt.Errorf("%s: answered twice", where)
 			}
 			if len(a.Probabilities) == 0 {
+				if rec, ok := scoreStandIn(a); ok {
+					rp.answers[key] = rec
+					rp.Reconstructed++
+					continue
+				}
 				rp.Omitted++
 				continue
 			}
@@ -110,4 +122,37 @@ func (rp *Replay) lookup(requestID string, n int) (distribution, replayOutcome) 
 		d.cand[i] = max(math.Log(p), MinLogprob)
 	}
 	return d, replayServed
+}
+
+// scoreStandIn rebuilds a value-only Score answer as a distribution over two
+// levels, the recorded most probable level L with mass q > 1/2 and one other
+// level m on the side of the recorded expected level s, so that the expected
+// level is s and the most probable level is L: q = (s−m)/(L−m). It tries m
+// from the level next to L outwards and reports false when no level works
+// (an expected level far from the most probable one needs a wider
+// distribution than two levels can give).
+func scoreStandIn(a judgments.Answer) (replayed, bool) {
+	n := len(a.Labels)
+	level, err := strconv.Atoi(a.Label)
+	if a.Kind != judgments.Score || n < 2 || err != nil || level < 0 || level >= n || math.IsNaN(a.Value) {
+		return replayed{}, false
+	}
+	probs := make([]float64, n)
+	s := a.Value
+	if math.Abs(s-float64(level)) < 1e-12 {
+		probs[level] = 1
+		return replayed{labels: a.Labels, probs: probs}, true
+	}
+	step := 1
+	if s < float64(level) {
+		step = -1
+	}
+	for m := level + step; m >= 0 && m < n; m += step {
+		q := (s - float64(m)) / float64(level-m)
+		if q > 0.5 && q <= 1 {
+			probs[level], probs[m] = q, 1-q
+			return replayed{labels: a.Labels, probs: probs}, true
+		}
+	}
+	return replayed{}, false
 }
