@@ -56,7 +56,7 @@ func BenchmarkJudgments(b *testing.B) {
 	}
 }
 
-// movedAgainstGolden counts moved verdicts against the point's golden, when
+// movedAgainstGolden counts confident verdict moves against the point's golden, when
 // there is one of the same identity (a live server has none).
 func movedAgainstGolden(s *suite, set string, c int, rec *receipts.Receipt) (int, bool) {
 	golden, err := receipts.ReadFile(s.goldenPath(set, c))
@@ -67,5 +67,6 @@ func movedAgainstGolden(s *suite, set string, c int, rec *receipts.Receipt) (int
 	if errors.Is(err, receipts.ErrIdentityMismatch) || err != nil {
 		return 0, false
 	}
-	return rep.VerdictsMoved.Total(), true
+	// Near-tie moves are batch noise by policy; only confident ones count.
+	return rep.VerdictsMoved.Confident, true
 }

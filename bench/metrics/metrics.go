@@ -24,7 +24,7 @@ const (
 	MMHitRatio      = "mm-hit-ratio"     // Δhits/Δqueries of the multimodal cache (items)
 	QueueSec        = "queue-sec"        // mean server queue time per request
 	Preemptions     = "preemptions"      // server preemptions in the window (a count)
-	MovedItems      = "moved-items"      // items whose verdict moved against the golden receipt
+	MovedItems      = "moved-items"      // confident verdict moves against the golden receipt
 )
 
 // Directions of benchstat's better= key.
