@@ -19,9 +19,10 @@ bench:
 	VETBENCH_OUT=$${VETBENCH_OUT:-$(CURDIR)/$(OUT)/receipts} \
 	  $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS) | tee $(OUT)/bench.txt
 
-## test: vet, formatting, and every test (container tests need Docker under CI=true)
+## test: vet, formatting, and every test (container tests need Docker under CI=true);
+##       packages one at a time (-p 1): the timing tests must not compete for 2 cores
 test: vet
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

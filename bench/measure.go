@@ -57,7 +57,7 @@ func NewSession(ctx context.Context, t *Target, set fixtures.Set, env Env) (*Ses
 	if err := info.Check(model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", t.Kind, err)
 	}
-	s := &Session{Target: t, Env: env, Set: set, Info: info, Notes: info.Notes}
+	s := &Session{Target: t, Env: env, Set: set, Info: info, Notes: append(append([]string(nil), t.Notes...), info.Notes...)}
 	s.Client = judgments.NewClient(t.BaseURL,
 		judgments.WithModel(model),
 		judgments.WithAPIKey(t.APIKey),

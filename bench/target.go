@@ -22,7 +22,9 @@ type Target struct {
 	Profile   string
 	TimeScale float64
 	Replay    string
-	close     func() error
+	// Notes are facts about how the target was chosen, for the receipt.
+	Notes []string
+	close func() error
 }
 
 // Close releases the target (stops the twin, removes its container).
@@ -65,17 +67,29 @@ func OpenTarget(ctx context.Context, env Env, opts ...stub.Option) (*Target, err
 		return &Target{Kind: receipts.TargetLive, BaseURL: env.Endpoint, Model: env.Model, APIKey: env.APIKey}, nil
 	}
 	opts = append(stubOptions(env), opts...)
-	kind := env.Stub
-	if kind == "" {
-		kind = receipts.TargetInProcess
-		if stub.DockerAvailable(ctx) == nil {
-			kind = receipts.TargetContainer
-		}
-	}
-	if kind == receipts.TargetContainer {
+	switch env.Stub {
+	case receipts.TargetContainer:
 		return startContainer(ctx, env, opts...)
+	case receipts.TargetInProcess:
+		return StartStub(opts...)
 	}
-	return StartStub(opts...)
+	// Unset: the container when Docker answers. Should it still fail to
+	// start (no Go toolchain to build the twin, a broken daemon), the twin
+	// runs in-process and the receipt says so.
+	docker := stub.DockerAvailable(ctx)
+	if docker == nil {
+		t, err := startContainer(ctx, env, opts...)
+		if err == nil {
+			return t, nil
+		}
+		docker = err
+	}
+	t, err := StartStub(opts...)
+	if err != nil {
+		return nil, err
+	}
+	t.Notes = append(t.Notes, fmt.Sprintf("twin runs in-process (VETBENCH_STUB unset): no container: %v", docker))
+	return t, nil
 }
 
 // stubOptions are the twin settings the environment states.

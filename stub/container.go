@@ -133,6 +133,7 @@ func (c *Container) waitHealthy(ctx context.Context) error {
 // honoured. As in testcontainers modules, a container that started is
 // returned with the error, for cleanup.
 func RunContainer(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
+	noReaper()
 	cfg := defaultConfig()
 	var co containerOptions
 	var rest []testcontainers.ContainerCustomizer
@@ -270,6 +271,7 @@ func defaultConfig() config {
 // DockerAvailable reports whether a Docker daemon answers, without
 // starting anything: nil when RunContainer can run.
 func DockerAvailable(ctx context.Context) (err error) {
+	noReaper()
 	defer func() {
 		// testcontainers panics on some broken Docker setups.
 		if r := recover(); r != nil {
@@ -285,4 +287,16 @@ func DockerAvailable(ctx context.Context) (err error) {
 		return fmt.Errorf("docker: %w", err)
 	}
 	return nil
+}
+
+// noReaper turns testcontainers' reaper (ryuk) off unless the user set
+// TESTCONTAINERS_RYUK_DISABLED: the reaper is an image to pull, and the
+// machines vetbench runs on may reach no registry; the twin's container is
+// terminated by its owner (Target.Close, t.Cleanup) instead. testcontainers
+// reads its configuration from the environment once, at first use, so this
+// must run before any testcontainers call.
+func noReaper() {
+	if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
+		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
 }
