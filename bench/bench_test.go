@@ -31,11 +31,16 @@ func BenchmarkJudgments(b *testing.B) {
 					var recs []*receipts.Receipt
 					for b.Loop() {
 						rec, err := sess.Measure(ctx, p)
+						path := ReceiptPath(s.outDir(), name, p)
+						var werr error
 						if rec != nil {
-							writeReceipt(b, ReceiptPath(s.outDir(), name, p), rec)
+							werr = writeReceipt(path, rec)
 						}
-						if err != nil {
-							b.Fatalf("%v (receipt written to %s)", err, ReceiptPath(s.outDir(), name, p))
+						switch {
+						case err != nil && werr == nil && rec != nil:
+							b.Fatalf("%v (receipt written to %s)", err, path)
+						case err != nil || werr != nil:
+							b.Fatal(errors.Join(err, werr))
 						}
 						// L = λW itself must hold; the pool-health figures beside it
 						// (saturation, idle share) stay warnings in the receipt.

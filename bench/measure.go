@@ -214,7 +214,10 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 			HarnessVersion: HarnessVersion,
 			ServerFlags:    s.Env.ServerFlags,
 		},
-		Warnings: append([]string(nil), s.Notes...),
+		// Set before the run so that a receipt of a run that never got to
+		// its window (a failed warmup) is still a valid receipt.
+		Throughput: receipts.Throughput{Concurrency: c},
+		Warnings:   append([]string(nil), s.Notes...),
 	}
 	if s.Client.Mode() == judgments.ModeTopLogprobs {
 		rec.Pins.TopLogprobs = s.Env.TopLogprobs

@@ -126,6 +126,26 @@ func TestMeasureFaults(t *testing.T) {
 	}
 }
 
+// A server that fails the warmup yields a receipt that says so and can be
+// written, rather than an error about the receipt hiding the server's.
+func TestMeasureWarmupFailure(t *testing.T) {
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 7)
+	f, err := stub.ParseFault("http500")
+	require.NoError(t, err)
+	sess := inProcess(t, set, testEnv(t), stub.WithFaults(f))
+	rec, err := sess.Measure(t.Context(), Point{Concurrency: 2, Warmup: 1})
+	require.ErrorIs(t, err, ErrStopped)
+	require.ErrorContains(t, err, "warmup")
+	require.Equal(t, "StatusError(500)", rec.Stopped.ErrorClass)
+	require.Zero(t, rec.Throughput.Judgments)
+	path := filepath.Join(t.TempDir(), "checks_c2.json")
+	require.NoError(t, receipts.WriteFile(path, rec))
+	back, err := receipts.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, back.Stopped.Message, "warmup: ")
+}
+
 // A per-request timeout ends the run cleanly with reason "timeout".
 func TestMeasureTimeout(t *testing.T) {
 	s := getSuite(t)

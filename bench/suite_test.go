@@ -154,12 +154,12 @@ func (s *suite) goldenPath(set string, c int) string {
 }
 
 // writeReceipt writes a receipt atomically, creating the directory.
-func writeReceipt(tb testing.TB, path string, rec *receipts.Receipt) {
-	tb.Helper()
+func writeReceipt(path string, rec *receipts.Receipt) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	if err := receipts.WriteFile(path, rec); err != nil {
-		tb.Fatalf("write receipt: %v", err)
+		return fmt.Errorf("write receipt: %w", err)
 	}
+	return nil
 }
