@@ -110,14 +110,14 @@ type Report struct {
 
 // Side describes one of the two receipts.
 type Side struct {
-	File        string    `json:"file,omitempty"`
-	Source      string    `json:"source"`
-	RunID       string    `json:"run_id,omitempty"`
-	Model       string    `json:"model"`
-	Concurrency int       `json:"concurrency"`
-	Target      string    `json:"target"`
-	Finished    time.Time `json:"finished_utc"`
-	Items       int       `json:"items"`
+	File        string            `json:"file,omitempty"`
+	Source      string            `json:"source"`
+	RunID       string            `json:"run_id,omitempty"`
+	Model       string            `json:"model"`
+	Concurrency int               `json:"concurrency"`
+	Target      string            `json:"target"`
+	Finished    time.Time         `json:"finished_utc"`
+	Items       int               `json:"items"`
 	Stopped     *receipts.Stopped `json:"stopped"`
 }
 
