@@ -10,7 +10,7 @@ BENCH_FLAGS ?= -count 1
 BENCH ?= .
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench test variance gate image vet fmt
+.PHONY: bench test variance gate gate-check image vet fmt
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout
 ##        and $(OUT)/bench.txt, one receipt per point in $(OUT)/receipts
@@ -39,3 +39,13 @@ variance:
 ##       make gate BASE=baseline/bench.txt CAND=out/bench.txt
 gate:
 	scripts/gate $(BASE) $(CAND)
+
+## gate-check: the speed gate end to end on a real measurement (opt-in; not in
+##             `make test`, where load on a shared machine could skew it): the
+##             suite -count 10 on the twin as it is, unchanged and slowed 20%,
+##             interleaved; the slowed one must fail, the unchanged rerun pass.
+##             GATE_CHECK_OUT=dir keeps the three outputs (to re-record
+##             receipts/speed/testdata/twin).
+gate-check:
+	VETBENCH_GATE_CHECK=1 VETBENCH_GATE_CHECK_OUT=$(GATE_CHECK_OUT) \
+	  $(GO) test ./cmd/vetbench -count=1 -run '^TestGateOnSlowedTwin$$' -v -timeout 30m

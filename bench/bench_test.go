@@ -8,6 +8,7 @@ import (
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/answers"
 )
 
 // BenchmarkJudgments measures every set at every concurrency level
@@ -68,7 +69,7 @@ func movedAgainstGolden(s *suite, set string, c int, rec *receipts.Receipt) (int
 	if err != nil {
 		return 0, false
 	}
-	rep, err := receipts.Compare(receipts.Normalize(golden), receipts.Normalize(rec), receipts.DefaultPolicy())
+	rep, err := answers.Compare(receipts.Normalize(golden), receipts.Normalize(rec), answers.DefaultPolicy())
 	if errors.Is(err, receipts.ErrIdentityMismatch) || err != nil {
 		return 0, false
 	}

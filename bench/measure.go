@@ -17,6 +17,7 @@ import (
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/quality"
 )
 
 // HarnessVersion names this harness in every receipt's identity: a change in
@@ -168,7 +169,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 			rec.Cost = &cost
 		}
 	}
-	q := receipts.ComputeQuality(items, receipts.QualityRules{Verdict: s.Set.Verdict, CannotTell: s.Set.CannotTell, Agreement: s.Set.Agreement})
+	q := quality.Compute(items, quality.Rules{Verdict: s.Set.Verdict, CannotTell: s.Set.CannotTell, Agreement: s.Set.Agreement})
 	rec.Quality = &q
 	if !ll.OK {
 		rec.Warnings = append(rec.Warnings, "little's law: "+strings.Join(ll.Problems, "; "))

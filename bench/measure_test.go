@@ -13,6 +13,7 @@ import (
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/answers"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -241,14 +242,14 @@ func TestStabilityCatchesMovedAnswers(t *testing.T) {
 	clean := inProcess(t, set, testEnv(t))
 	rec, err := clean.Measure(t.Context(), Point{Concurrency: 1})
 	require.NoError(t, err)
-	rep, err := receipts.Compare(receipts.Normalize(golden), receipts.Normalize(rec), receipts.DefaultPolicy())
+	rep, err := answers.Compare(receipts.Normalize(golden), receipts.Normalize(rec), answers.DefaultPolicy())
 	require.NoError(t, err)
 	require.False(t, rep.Failed(), "clean control: %v", rep.Failures())
 
 	mutated := inProcess(t, set, testEnv(t), stub.WithAdjust(adjust))
 	rec, err = mutated.Measure(t.Context(), Point{Concurrency: 1})
 	require.NoError(t, err)
-	rep, err = receipts.Compare(receipts.Normalize(golden), receipts.Normalize(rec), receipts.DefaultPolicy())
+	rep, err = answers.Compare(receipts.Normalize(golden), receipts.Normalize(rec), answers.DefaultPolicy())
 	require.NoError(t, err)
 	require.True(t, rep.Failed())
 	failures := strings.Join(rep.Failures(), "\n")

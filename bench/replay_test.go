@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/fixtures/sets"
-	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/answers"
 	"github.com/vetbench/vetbench/receipts/typevet"
 	"github.com/vetbench/vetbench/stub"
 )
@@ -32,9 +32,9 @@ func TestReplayTypevetAnswers(t *testing.T) {
 			rec, err := sess.Measure(t.Context(), Point{Concurrency: 16})
 			require.NoError(t, err)
 
-			p := receipts.DefaultPolicy()
+			p := answers.DefaultPolicy()
 			p.AllowIdentityDrift = true
-			rep, err := receipts.Compare(base, rec, p)
+			rep, err := answers.Compare(base, rec, p)
 			require.NoError(t, err)
 			require.Equal(t, len(base.Items), rep.ItemsCompared)
 			require.Zero(t, rep.VerdictsMoved.Total(), rep.Failures())

@@ -42,69 +42,75 @@ func Normalize(r *Receipt) *Receipt {
 	return &n
 }
 
-// ErrGoldenUpdateInCI refuses to rewrite goldens in CI (CI=true), where a
-// rewrite would hide the very change the golden guards.
+// ErrGoldenUpdateInCI refuses to rewrite goldens in CI, where a rewrite
+// would hide the very change the golden guards.
 var ErrGoldenUpdateInCI = errors.New("receipts: refusing to update goldens under CI=true")
 
-// Golden checks a fresh receipt against the golden receipt at path.
-//
-// Without update it compares Normalize(golden) with Normalize(got) under
-// p and returns the report (check Report.Failed); on a failed comparison
-// it leaves the normalized receipt beside the golden as *.got.json, and
-// removes a stale one on success. A missing golden is an error that says
-// to run with -update.
-//
-// With update it rewrites the golden only when the normalized bytes
-// differ, re-reads the new file to prove it stable, and is refused under
-// CI=true (ErrGoldenUpdateInCI). The returned report then compares the
-// written golden with got.
-func Golden(path string, got *Receipt, update bool, p Policy) (*Report, error) {
-	norm := Normalize(got)
-	data, err := Marshal(norm)
-	if err != nil {
-		return nil, fmt.Errorf("golden %s: fresh receipt: %w", path, err)
-	}
-	if update {
-		if os.Getenv("CI") == "true" {
-			return nil, ErrGoldenUpdateInCI
-		}
-		old, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("golden: %w", err)
-		}
-		if !bytes.Equal(old, data) {
-			if err := writeAtomic(path, data); err != nil {
-				return nil, fmt.Errorf("golden: %w", err)
-			}
-		}
-		again, err := ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("golden: re-read after update: %w", err)
-		}
-		if redo, err := Marshal(Normalize(again)); err != nil || !bytes.Equal(redo, data) {
-			return nil, fmt.Errorf("golden %s: not stable after rewrite (read back differs)", path)
-		}
-		return Compare(again, norm, p)
-	}
+// Goldens are normalized receipts kept in the repository; answers.Golden
+// compares a fresh run with one. These are its file operations, so that a
+// golden is read, rewritten and left beside in one way everywhere.
+
+// ReadGolden reads the golden receipt at path. A missing golden is an
+// error (matching fs.ErrNotExist) that says to run with -update.
+func ReadGolden(path string) (*Receipt, error) {
 	golden, err := ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("golden %s missing: run the test with -update to create it: %w", path, err)
 	}
+	return golden, err
+}
+
+// UpdateGolden rewrites the golden at path with Normalize(got), only when
+// the normalized bytes differ, re-reads the file to prove it stable and
+// returns what it read back. ci is whether this runs in CI (the caller
+// knows: CI=true in the environment of a test): there the update is
+// refused with ErrGoldenUpdateInCI and nothing is written.
+func UpdateGolden(path string, got *Receipt, ci bool) (*Receipt, error) {
+	data, err := Marshal(Normalize(got))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("golden %s: fresh receipt: %w", path, err)
 	}
-	rep, err := Compare(Normalize(golden), norm, p)
-	side := gotPath(path)
-	if err != nil || rep.Failed() {
-		if werr := writeAtomic(side, data); werr != nil {
-			return rep, errors.Join(err, fmt.Errorf("golden: write %s: %w", side, werr))
+	if ci {
+		return nil, ErrGoldenUpdateInCI
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("golden: %w", err)
+	}
+	if !bytes.Equal(old, data) {
+		if err := writeAtomic(path, data); err != nil {
+			return nil, fmt.Errorf("golden: %w", err)
 		}
-		return rep, err
 	}
-	if rerr := os.Remove(side); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-		return rep, fmt.Errorf("golden: remove stale %s: %w", side, rerr)
+	again, err := ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("golden: re-read after update: %w", err)
 	}
-	return rep, nil
+	if redo, err := Marshal(Normalize(again)); err != nil || !bytes.Equal(redo, data) {
+		return nil, fmt.Errorf("golden %s: not stable after rewrite (read back differs)", path)
+	}
+	return again, nil
+}
+
+// KeepGot leaves Normalize(got) beside the golden at path as *.got.json
+// (x.golden.json → x.got.json) when keep is set, for a person to diff
+// after a mismatch, and removes a stale one when it is not.
+func KeepGot(path string, got *Receipt, keep bool) error {
+	side := gotPath(path)
+	if !keep {
+		if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("golden: remove stale %s: %w", side, err)
+		}
+		return nil
+	}
+	data, err := Marshal(Normalize(got))
+	if err != nil {
+		return fmt.Errorf("golden %s: fresh receipt: %w", path, err)
+	}
+	if err := writeAtomic(side, data); err != nil {
+		return fmt.Errorf("golden: write %s: %w", side, err)
+	}
+	return nil
 }
 
 // gotPath names the sidecar left on a mismatch: x.golden.json → x.got.json.

@@ -3,6 +3,7 @@ package receipts
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -170,6 +171,36 @@ func IdentityUnrecorded(a, b *Receipt) []string {
 	_, _, n := identityCompare(a, b)
 	return n
 }
+
+// IdentityComparison is IdentityDiff, IdentityUnverified and
+// IdentityUnrecorded of one pair of receipts, worked out in one pass.
+type IdentityComparison struct {
+	Differences []string
+	Unverified  []string
+	Unrecorded  []string
+}
+
+// CompareIdentity says whether a (the baseline) and b (the candidate) are
+// the same experiment: Differences empty means comparable.
+func CompareIdentity(a, b *Receipt) IdentityComparison {
+	d, u, n := identityCompare(a, b)
+	return IdentityComparison{Differences: d, Unverified: u, Unrecorded: n}
+}
+
+// ErrIdentityMismatch says two receipts are not the same experiment
+// (model, server, prompts, fixtures…) and were not compared.
+var ErrIdentityMismatch = errors.New("receipts: identity mismatch")
+
+// IdentityError lists what differs; it matches ErrIdentityMismatch.
+type IdentityError struct {
+	Differences []string
+}
+
+func (e *IdentityError) Error() string {
+	return fmt.Sprintf("%v: %s", ErrIdentityMismatch, strings.Join(e.Differences, "; "))
+}
+
+func (e *IdentityError) Is(target error) bool { return target == ErrIdentityMismatch }
 
 func identityCompare(a, b *Receipt) (diff, unverified, unrecorded []string) {
 	fa, fb := a.identityFields(), b.identityFields()

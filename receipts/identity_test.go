@@ -1,9 +1,6 @@
 package receipts_test
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,109 +129,4 @@ func TestClone(t *testing.T) {
 	require.Equal(t, "p", r.Checks.LittlesLaw.Problems[0])
 	require.Equal(t, 0.5, r.Quality.NoulAcceptRateByGroup["same"]["g"])
 	require.Nil(t, (*receipts.Receipt)(nil).Clone())
-}
-
-func TestGolden(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "toy.golden.json")
-	p := receipts.DefaultPolicy()
-	t.Setenv("CI", "")
-
-	_, err := receipts.Golden(path, sample(t), false, p)
-	require.ErrorContains(t, err, "-update")
-
-	rep, err := receipts.Golden(path, sample(t), true, p)
-	require.NoError(t, err)
-	require.True(t, rep.Passed)
-	written, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.NotContains(t, string(written), "run-1", "goldens hold no run id")
-	require.NotContains(t, string(written), "127.0.0.1", "goldens hold no endpoint")
-
-	// A fresh run that differs only in volatile fields matches, and an
-	// update then rewrites nothing.
-	again := sample(t)
-	again.RunID, again.Items[0].LatencySeconds = "run-9", 5
-	rep, err = receipts.Golden(path, again, false, p)
-	require.NoError(t, err)
-	require.True(t, rep.Passed)
-	st1, _ := os.Stat(path)
-	_, err = receipts.Golden(path, again, true, p)
-	require.NoError(t, err)
-	st2, _ := os.Stat(path)
-	require.Equal(t, st1.ModTime(), st2.ModTime(), "no rewrite without a change")
-
-	// A confident move fails and leaves the got file beside the golden.
-	moved := sample(t)
-	moved.Items[0].Answers[1] = choice(t, 0.1, 0.85, 0.05)
-	rep, err = receipts.Golden(path, moved, false, p)
-	require.NoError(t, err)
-	require.True(t, rep.Failed())
-	require.FileExists(t, filepath.Join(dir, "toy.got.json"))
-	// Passing again removes the stale got file.
-	_, err = receipts.Golden(path, sample(t), false, p)
-	require.NoError(t, err)
-	require.NoFileExists(t, filepath.Join(dir, "toy.got.json"))
-
-	t.Setenv("CI", "true")
-	_, err = receipts.Golden(path, moved, true, p)
-	require.ErrorIs(t, err, receipts.ErrGoldenUpdateInCI)
-	after, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, written, after, "the golden is untouched under CI")
-}
-
-func TestCompareLevelsAndSweeps(t *testing.T) {
-	t.Parallel()
-	level := func(c int, mutate func(r *receipts.Receipt)) *receipts.Receipt {
-		r := sample(t)
-		r.Pins.Concurrency, r.Throughput.Concurrency = c, c
-		if mutate != nil {
-			mutate(r)
-		}
-		return r
-	}
-	sweep := []*receipts.Receipt{level(1, nil), level(16, nil), level(32, func(r *receipts.Receipt) {
-		r.Items[0].Answers[1] = choice(t, 0.1, 0.85, 0.05)
-	})}
-	rep, err := receipts.CompareLevels(sweep, receipts.DefaultPolicy())
-	require.NoError(t, err)
-	require.Len(t, rep.Entries, 2)
-	require.Equal(t, 16, rep.Entries[0].CandidateConcurrency)
-	require.True(t, rep.Entries[0].Report.Passed)
-	require.True(t, rep.Entries[1].Report.Failed())
-	require.True(t, rep.Failed())
-	require.False(t, rep.Incomparable())
-
-	rep, err = receipts.CompareLevels(sweep[1:], receipts.DefaultPolicy())
-	require.NoError(t, err)
-	require.Contains(t, rep.Entries[0].Err, "no c=1 receipt")
-	require.True(t, rep.Incomparable())
-
-	_, err = receipts.CompareLevels([]*receipts.Receipt{level(1, nil), level(1, nil)}, receipts.DefaultPolicy())
-	require.ErrorContains(t, err, "two receipts for set toy at c=1")
-
-	base := []*receipts.Receipt{level(1, nil), level(16, nil)}
-	cand := []*receipts.Receipt{level(1, nil), level(16, nil), level(32, nil)}
-	rep, err = receipts.CompareSweep(base, cand, receipts.DefaultPolicy())
-	require.NoError(t, err)
-	require.Len(t, rep.Entries, 3)
-	require.True(t, rep.Entries[0].Report.Passed)
-	require.Contains(t, rep.Entries[2].Err, "no baseline receipt")
-	require.True(t, rep.Failed())
-
-	rep, err = receipts.CompareSweep(base, base, receipts.DefaultPolicy())
-	require.NoError(t, err)
-	require.True(t, rep.Passed)
-
-	dir := t.TempDir()
-	for _, r := range base {
-		require.NoError(t, receipts.WriteFile(filepath.Join(dir, "toy_c"+strconv.Itoa(r.Pins.Concurrency)+".json"), r))
-	}
-	read, err := receipts.ReadDir(dir)
-	require.NoError(t, err)
-	require.Len(t, read, 2)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken.json"), []byte("{"), 0o644))
-	_, err = receipts.ReadDir(dir)
-	require.ErrorContains(t, err, "broken.json")
 }

@@ -1,7 +1,10 @@
 // Package receipts holds the receipt: what one run of one set at one
 // concurrency level measured and answered, as a versioned JSON document.
-// It reads and writes receipts (atomically, validated), compares them, and
-// imports typevet's receipts into the same model.
+// It reads and writes receipts (atomically, validated), says whether two
+// are the same experiment (identity), and keeps goldens. Decisions live
+// below it: receipts/answers compares answers, receipts/quality scores
+// them against gold, receipts/speed gates benchmark speed;
+// receipts/typevet imports typevet's receipts into the same model.
 package receipts
 
 import (

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/answers"
 	"github.com/vetbench/vetbench/receipts/typevet"
 )
 
@@ -56,7 +57,7 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 		io.WriteString(e.stderr, compareUsage)
 		fs.PrintDefaults()
 	}
-	def := receipts.DefaultPolicy()
+	def := answers.DefaultPolicy()
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema vetbench.compare/v1)")
 	policyName := fs.String("policy", "default", "`name` of the base policy: default, or strict (near-tie moves fail too)")
 	noulTol := fs.Float64("noul-tol", def.NoulTolerance, "largest |ΔP(true)| of a Noul that passes")
@@ -70,12 +71,12 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 		}
 		return exitNoVerdict
 	}
-	var p receipts.Policy
+	var p answers.Policy
 	switch *policyName {
 	case "default":
-		p = receipts.DefaultPolicy()
+		p = answers.DefaultPolicy()
 	case "strict":
-		p = receipts.StrictPolicy()
+		p = answers.StrictPolicy()
 	default:
 		fmt.Fprintf(e.stderr, "vetbench compare: unknown policy %q (want default or strict)\n", *policyName)
 		return exitNoVerdict
@@ -103,7 +104,7 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
 			return exitNoVerdict
 		}
-		rep, err := receipts.CompareLevels(rs, p)
+		rep, err := answers.CompareLevels(rs, p)
 		return finishSweep(e, rep, err, *asJSON)
 	}
 	if len(pos) != 2 {
@@ -127,7 +128,7 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "vetbench compare: candidate: %v\n", err)
 			return exitNoVerdict
 		}
-		rep, err := receipts.CompareSweep(base, cand, p)
+		rep, err := answers.CompareSweep(base, cand, p)
 		return finishSweep(e, rep, err, *asJSON)
 	}
 	base, err := typevet.ReadAny(pos[0])
@@ -140,7 +141,7 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench compare: candidate: %v\n", err)
 		return exitNoVerdict
 	}
-	rep, err := receipts.Compare(base, cand, p)
+	rep, err := answers.Compare(base, cand, p)
 	if err != nil {
 		var ie *receipts.IdentityError
 		if errors.As(err, &ie) {
@@ -170,7 +171,7 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
-func finishSweep(e *env, rep *receipts.SweepReport, err error, asJSON bool) int {
+func finishSweep(e *env, rep *answers.SweepReport, err error, asJSON bool) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
 		return exitNoVerdict

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/vetbench/vetbench/receipts/speed"
 )
 
 const gateUsage = `usage: vetbench gate [flags] BASELINE CANDIDATE
@@ -60,7 +62,7 @@ type gateOpts struct {
 	out       string
 	benchstat bool
 	asJSON    bool
-	policy    speedPolicy
+	policy    speed.Policy
 }
 
 func runGate(ctx context.Context, e *env, args []string) int {
@@ -79,10 +81,10 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&o.out, "out", "", "`dir` for the outputs of -run (default: a new temporary dir)")
 	fs.BoolVar(&o.benchstat, "benchstat", true, "show go tool benchstat tables")
 	fs.BoolVar(&o.asJSON, "json", false, "print the decision as JSON (schema vetbench.gate/v1)")
-	fs.Float64Var(&o.policy.Margin, "margin", 0.05, "relative `change` in the bad direction that fails when significant (0.05 = 5%)")
-	fs.Float64Var(&o.policy.Alpha, "alpha", 0.05, "significance level of the Mann-Whitney U test")
-	fs.BoolVar(&o.policy.Holm, "holm", true, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
-	o.policy.Confidence = 0.95
+	o.policy = speed.DefaultPolicy()
+	fs.Float64Var(&o.policy.Margin, "margin", o.policy.Margin, "relative `change` in the bad direction that fails when significant (0.05 = 5%)")
+	fs.Float64Var(&o.policy.Alpha, "alpha", o.policy.Alpha, "significance level of the Mann-Whitney U test")
+	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitNoVerdict
@@ -91,7 +93,7 @@ func runGate(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitNoVerdict
 	}
-	if o.policy.Margin < 0 || o.policy.Alpha <= 0 || o.policy.Alpha >= 1 {
+	if o.policy.Validate() != nil {
 		fmt.Fprintln(e.stderr, "vetbench gate: -margin must be >= 0 and -alpha in (0,1)")
 		return exitNoVerdict
 	}
@@ -103,12 +105,12 @@ func runGate(ctx context.Context, e *env, args []string) int {
 			return exitNoVerdict
 		}
 	}
-	base, err := loadFile(files[0])
+	base, err := speed.LoadFile(files[0])
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: baseline: %v\n", err)
 		return exitNoVerdict
 	}
-	cand, err := loadFile(files[1])
+	cand, err := speed.LoadFile(files[1])
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: candidate: %v\n", err)
 		return exitNoVerdict
@@ -116,51 +118,31 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	if o.benchstat && !o.asJSON {
 		showBenchstat(ctx, e, base, cand, files)
 	}
-	rep := decideSpeed(base, cand, o.policy)
+	rep := speed.Decide(base, cand, o.policy)
 	if o.asJSON {
 		err = writeJSON(e.stdout, rep)
 	} else {
-		err = rep.writeText(e.stdout)
+		err = rep.WriteText(e.stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
 		return exitNoVerdict
 	}
 	switch {
-	case len(rep.Problems) > 0:
+	case rep.NoVerdict():
 		return exitNoVerdict
-	case !rep.Passed:
+	case rep.Failed():
 		return exitFail
 	}
 	return exitPass
-}
-
-func loadFile(path string) (*samples, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return loadSamples(f, path)
 }
 
 // showBenchstat prints benchstat's tables for the two files. Config keys
 // whose values differ between the files (target, endpoint…) are ignored,
 // else benchstat would split the tables and compare nothing. It is for
 // display only: a failure is a note, never a verdict.
-func showBenchstat(ctx context.Context, e *env, base, cand *samples, files []string) {
-	var ignore []string
-	for k, vs := range base.config {
-		if !slices.Equal(vs, cand.config[k]) || len(vs) > 1 {
-			ignore = append(ignore, k)
-		}
-	}
-	for k := range cand.config {
-		if _, ok := base.config[k]; !ok {
-			ignore = append(ignore, k)
-		}
-	}
-	slices.Sort(ignore)
+func showBenchstat(ctx context.Context, e *env, base, cand *speed.Samples, files []string) {
+	ignore := speed.VaryingConfig(base, cand)
 	args := []string{"tool", "benchstat"}
 	if len(ignore) > 0 {
 		args = append(args, "-ignore", strings.Join(ignore, ","))

@@ -1,15 +1,20 @@
-package receipts
+// Package quality scores a run's answers against the items' gold labels
+// as typevet's metrics do: accuracy, the cannot-tell rate, Noul–Choice
+// agreement and, per Noul, accuracy, ROC-AUC and calibration (ECE). The
+// figures land in a receipt's quality block (receipts.Quality).
+package quality
 
 import (
 	"math"
 	"slices"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
 )
 
-// QualityRules say how a set's answers are scored: the fixtures.Set fields
+// Rules say how a set's answers are scored: the fixtures.Set fields
 // Verdict, CannotTell and Agreement.
-type QualityRules struct {
+type Rules struct {
 	// Verdict is the id of the Choice question scored for accuracy.
 	Verdict string
 	// CannotTell is the verdict's abstain label (counted in the rate; right
@@ -27,7 +32,7 @@ const NoulThreshold = 0.5
 // eceBins is typevet's number of equal-width calibration bins.
 const eceBins = 10
 
-// ComputeQuality scores items against their gold labels as typevet's
+// Compute scores items against their gold labels as typevet's
 // metrics do:
 //   - accuracy: the verdict label is one of the item's gold verdict labels
 //     (so cannot_tell is wrong unless the gold lists it; signatures list
@@ -40,8 +45,8 @@ const eceBins = 10
 //
 // Items with Error or Discarded set are not counted; nor is an item with no
 // verdict answer or no verdict gold (Unscored says how many).
-func ComputeQuality(items []Item, rules QualityRules) Quality {
-	q := Quality{}
+func Compute(items []receipts.Item, rules Rules) receipts.Quality {
+	q := receipts.Quality{}
 	type groupTally struct{ right, n int }
 	byGroup := map[string]*groupTally{}
 	var agree, counted, cannotTell, right int
@@ -182,7 +187,7 @@ func ComputeQuality(items []Item, rules QualityRules) Quality {
 
 // agreement reports whether every implied Noul is on its side; known is
 // false when the item lacks one of them.
-func agreement(it Item, implied map[string]bool) (agrees, known bool) {
+func agreement(it receipts.Item, implied map[string]bool) (agrees, known bool) {
 	agrees = true
 	for qid, want := range implied {
 		a, ok := it.Answer(qid)

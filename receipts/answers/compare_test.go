@@ -1,4 +1,4 @@
-package receipts_test
+package answers_test
 
 import (
 	"bytes"
@@ -10,11 +10,20 @@ import (
 
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/answers"
+	"github.com/vetbench/vetbench/receipts/internal/receipttest"
 )
 
-func compare(t *testing.T, base, cand *receipts.Receipt, p receipts.Policy) *receipts.Report {
+var (
+	noul   = receipttest.Noul
+	choice = receipttest.Choice
+	score  = receipttest.Score
+	sample = receipttest.Sample
+)
+
+func compare(t *testing.T, base, cand *receipts.Receipt, p answers.Policy) *answers.Report {
 	t.Helper()
-	rep, err := receipts.Compare(base, cand, p)
+	rep, err := answers.Compare(base, cand, p)
 	require.NoError(t, err)
 	return rep
 }
@@ -23,7 +32,7 @@ func TestCompareIdenticalPasses(t *testing.T) {
 	t.Parallel()
 	base, cand := sample(t), sample(t)
 	cand.Pins.Concurrency, cand.Throughput.Concurrency = 16, 16 // levels are not identity
-	rep := compare(t, base, cand, receipts.DefaultPolicy())
+	rep := compare(t, base, cand, answers.DefaultPolicy())
 	require.True(t, rep.Passed, rep.Failures())
 	require.False(t, rep.Failed())
 	require.Equal(t, 4, rep.ItemsCompared)
@@ -41,70 +50,70 @@ func TestCompareControls(t *testing.T) {
 	cases := []struct {
 		name    string
 		mutate  func(t *testing.T, r *receipts.Receipt)
-		policy  receipts.Policy
+		policy  answers.Policy
 		passed  bool
 		contain string // a failure line must contain this
-		check   func(t *testing.T, rep *receipts.Report)
+		check   func(t *testing.T, rep *answers.Report)
 	}{
 		{"confident verdict moved", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[0].Answers[1] = choice(t, 0.1, 0.85, 0.05) // baseline a 0.9: margin 0.83
-		}, receipts.DefaultPolicy(), false, "item i0, question verdict: confident verdict moved a → b",
-			func(t *testing.T, rep *receipts.Report) {
-				require.Equal(t, receipts.Moves{Confident: 1}, rep.VerdictsMoved)
+		}, answers.DefaultPolicy(), false, "item i0, question verdict: confident verdict moved a → b",
+			func(t *testing.T, rep *answers.Report) {
+				require.Equal(t, answers.Moves{Confident: 1}, rep.VerdictsMoved)
 				require.Len(t, rep.Moved, 1)
-				require.Equal(t, receipts.Confident, rep.Moved[0].Class)
+				require.Equal(t, answers.Confident, rep.Moved[0].Class)
 				require.InDelta(t, 0.9, rep.Moved[0].Baseline.Probabilities["a"], 1e-12)
 				require.InDelta(t, 0.85, rep.Moved[0].Candidate.Probabilities["b"], 1e-12)
 			}},
 		{"near tie moved passes by default", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[1].Answers[1] = choice(t, 0.45, 0.49, 0.06) // baseline margin 0.04
-		}, receipts.DefaultPolicy(), true, "",
-			func(t *testing.T, rep *receipts.Report) {
-				require.Equal(t, receipts.Moves{NearTie: 1}, rep.VerdictsMoved)
-				require.Equal(t, receipts.NearTie, rep.Moved[0].Class)
+		}, answers.DefaultPolicy(), true, "",
+			func(t *testing.T, rep *answers.Report) {
+				require.Equal(t, answers.Moves{NearTie: 1}, rep.VerdictsMoved)
+				require.Equal(t, answers.NearTie, rep.Moved[0].Class)
 			}},
 		{"near tie moved fails under strict", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[1].Answers[1] = choice(t, 0.45, 0.49, 0.06)
-		}, receipts.StrictPolicy(), false, "item i1, question verdict: near-tie verdict moved a → b", nil},
+		}, answers.StrictPolicy(), false, "item i1, question verdict: near-tie verdict moved a → b", nil},
 		{"noul moved 0.002 fails", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[2].Answers[0] = noul(t, 0.602)
-		}, receipts.DefaultPolicy(), false, "item i2, question same: P(true) moved by 0.002000",
-			func(t *testing.T, rep *receipts.Report) {
+		}, answers.DefaultPolicy(), false, "item i2, question same: P(true) moved by 0.002000",
+			func(t *testing.T, rep *answers.Report) {
 				require.Equal(t, 1, rep.NoulBeyondTolerance)
 				require.InDelta(t, 0.002, rep.MaxNoulDelta, 1e-9)
 				require.Zero(t, rep.VerdictsMoved.Total())
 			}},
 		{"noul moved 0.0005 passes", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[2].Answers[0] = noul(t, 0.6005)
-		}, receipts.DefaultPolicy(), true, "",
-			func(t *testing.T, rep *receipts.Report) {
+		}, answers.DefaultPolicy(), true, "",
+			func(t *testing.T, rep *answers.Report) {
 				require.Zero(t, rep.NoulBeyondTolerance)
 				require.InDelta(t, 0.0005, rep.MaxNoulDelta, 1e-9)
 			}},
 		{"noul flipped across one half", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[2].Answers[0] = noul(t, 0.4) // baseline 0.6: margin 0.2, near tie
-		}, receipts.DefaultPolicy(), false, "P(true) moved by 0.200000",
-			func(t *testing.T, rep *receipts.Report) {
-				require.Equal(t, receipts.Moves{NearTie: 1}, rep.VerdictsMoved)
+		}, answers.DefaultPolicy(), false, "P(true) moved by 0.200000",
+			func(t *testing.T, rep *answers.Report) {
+				require.Equal(t, answers.Moves{NearTie: 1}, rep.VerdictsMoved)
 			}},
 		{"score level moved confidently", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[0].Answers[2] = score(t, 0.01, 0.01, 0.03, 0.8, 0.15)
-		}, receipts.DefaultPolicy(), false, "question quality: confident verdict moved 4 → 3", nil},
+		}, answers.DefaultPolicy(), false, "question quality: confident verdict moved 4 → 3", nil},
 		{"missing item", func(t *testing.T, r *receipts.Receipt) {
 			r.Items = r.Items[:3]
 			r.Pins.Fixture.Items = 4
-		}, receipts.DefaultPolicy(), false, "1 baseline items missing from the candidate (i3)", nil},
+		}, answers.DefaultPolicy(), false, "1 baseline items missing from the candidate (i3)", nil},
 		{"failed item", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[3].Answers = nil
 			r.Items[3].Error = "question same: missing scores for requested candidates"
-		}, receipts.DefaultPolicy(), false, "item i3: failed in the candidate", nil},
+		}, answers.DefaultPolicy(), false, "item i3: failed in the candidate", nil},
 		{"stopped run", func(t *testing.T, r *receipts.Receipt) {
 			r.Stopped = &receipts.Stopped{Index: 3, Item: "i3", Reason: "error", Message: "HTTP 500", Discarded: 0}
 			r.Items = r.Items[:3]
-		}, receipts.DefaultPolicy(), false, "candidate stopped at item i3 (error): HTTP 500", nil},
+		}, answers.DefaultPolicy(), false, "candidate stopped at item i3 (error): HTTP 500", nil},
 		{"question missing", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[1].Answers = r.Items[1].Answers[:2]
-		}, receipts.DefaultPolicy(), false, "item i1, question quality: not comparable: no answer in the candidate", nil},
+		}, answers.DefaultPolicy(), false, "item i1, question quality: not comparable: no answer in the candidate", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,8 +148,8 @@ func TestCompareValueOnlyScoreFailsClosed(t *testing.T) {
 	}
 	cand.Items[1].Answers[2].Label = "3" // was 2; no margin is known
 	require.NoError(t, cand.Validate())
-	rep := compare(t, base, cand, receipts.DefaultPolicy())
-	require.Equal(t, receipts.Moves{Confident: 1}, rep.VerdictsMoved)
+	rep := compare(t, base, cand, answers.DefaultPolicy())
+	require.Equal(t, answers.Moves{Confident: 1}, rep.VerdictsMoved)
 	require.Nil(t, rep.Moved[0].Baseline.Margin)
 	require.Contains(t, rep.Failures()[0], "baseline margin unknown (value only)")
 	require.Nil(t, rep.Questions[2].MaxProbDelta)
@@ -151,11 +160,11 @@ func TestCompareIdentityMismatch(t *testing.T) {
 	base, cand := sample(t), sample(t)
 	cand.Pins.Model = "google/gemma-4-31B-it-FP8"
 	cand.Pins.Served[0] = receipts.ServedModel{ID: "google/gemma-4-31B-it-FP8", Root: "google/gemma-4-31B-it-FP8", MaxModelLen: 8192}
-	_, err := receipts.Compare(base, cand, receipts.DefaultPolicy())
+	_, err := answers.Compare(base, cand, answers.DefaultPolicy())
 	require.ErrorIs(t, err, receipts.ErrIdentityMismatch)
 	require.Contains(t, err.Error(), "model: google/gemma-4-31B-it → google/gemma-4-31B-it-FP8")
 
-	p := receipts.DefaultPolicy()
+	p := answers.DefaultPolicy()
 	p.AllowIdentityDrift = true
 	rep := compare(t, base, cand, p)
 	require.False(t, rep.Identity.Equal)
@@ -168,7 +177,7 @@ func TestReportJSONContract(t *testing.T) {
 	base, cand := sample(t), sample(t)
 	cand.Items[0].Answers[1] = choice(t, 0.1, 0.85, 0.05)
 	cand.Items[2].Answers[0] = noul(t, 0.61)
-	rep := compare(t, base, cand, receipts.DefaultPolicy())
+	rep := compare(t, base, cand, answers.DefaultPolicy())
 	data, err := json.Marshal(rep)
 	require.NoError(t, err)
 	var m map[string]any
@@ -202,7 +211,7 @@ func TestReportText(t *testing.T) {
 	t.Parallel()
 	base, cand := sample(t), sample(t)
 	cand.Items[0].Answers[1] = choice(t, 0.1, 0.85, 0.05)
-	rep := compare(t, base, cand, receipts.DefaultPolicy())
+	rep := compare(t, base, cand, answers.DefaultPolicy())
 	var b bytes.Buffer
 	require.NoError(t, rep.WriteText(&b))
 	out := b.String()
@@ -214,12 +223,12 @@ func TestReportText(t *testing.T) {
 
 func TestPolicyValidate(t *testing.T) {
 	t.Parallel()
-	p := receipts.DefaultPolicy()
+	p := answers.DefaultPolicy()
 	require.NoError(t, p.Validate())
 	p.NoulTolerance = -1
-	_, err := receipts.Compare(sample(t), sample(t), p)
+	_, err := answers.Compare(sample(t), sample(t), p)
 	require.ErrorContains(t, err, "noul tolerance")
-	p = receipts.DefaultPolicy()
+	p = answers.DefaultPolicy()
 	p.NearTieMargin = 2
 	require.ErrorContains(t, p.Validate(), "near-tie margin")
 }
@@ -227,7 +236,7 @@ func TestPolicyValidate(t *testing.T) {
 func TestCompareLabelsOrKindDiffer(t *testing.T) {
 	t.Parallel()
 	base, cand := sample(t), sample(t)
-	p := receipts.DefaultPolicy()
+	p := answers.DefaultPolicy()
 	p.AllowIdentityDrift = true // a different question is also a prompt digest change
 	q2 := judgments.NewChoice("verdict", "Pick one:", judgments.Option{Label: "a"}, judgments.Option{Label: "b"})
 	for i := range cand.Items {

@@ -1,4 +1,4 @@
-package receipts_test
+package quality_test
 
 import (
 	"encoding/json"
@@ -13,9 +13,10 @@ import (
 	"github.com/vetbench/vetbench/fixtures/signatures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/quality"
 )
 
-// qAnswers builds the answers ComputeQuality reads: the verdict label, Noul
+// qAnswers builds the answers Compute reads: the verdict label, Noul
 // values and Score values (the other Answer fields do not enter a figure).
 func qAnswers(verdict string, nouls, scores map[string]float64) []judgments.Answer {
 	out := []judgments.Answer{{Question: "verdict", Kind: judgments.Choice, Label: verdict}}
@@ -35,7 +36,7 @@ func qAnswers(verdict string, nouls, scores map[string]float64) []judgments.Answ
 // checksRules are typevet's checks rules, written out by hand from
 // check_match/metrics.py (not taken from the fixtures package, so a wrong
 // fixtures.Agreement cannot hide here).
-var checksRules = receipts.QualityRules{
+var checksRules = quality.Rules{
 	Verdict:    "verdict",
 	CannotTell: "cannot_tell",
 	Agreement: map[string]map[string]bool{
@@ -55,7 +56,7 @@ func checkItem(id, group, verdict string, gold []string, payee, amounts float64,
 	}
 }
 
-func TestComputeQualityRules(t *testing.T) {
+func TestComputeRules(t *testing.T) {
 	consistent := []string{"consistent"}
 	blurOK := []string{"consistent", "cannot_tell"}
 	base := []receipts.Item{
@@ -65,7 +66,7 @@ func TestComputeQualityRules(t *testing.T) {
 		checkItem("r00:low_legibility", "low_legibility", "cannot_tell", blurOK, 0.6, 0.6, "true", "true"),
 		checkItem("r01:clean", "clean", "unsigned", consistent, 0.5, 0.95, "true", "true"),
 	}
-	got := receipts.ComputeQuality(base, checksRules)
+	got := quality.Compute(base, checksRules)
 	require.Equal(t, 5, got.Items)
 	// right: clean, payee, amount, low_legibility (cannot_tell is listed); wrong: r01 unsigned
 	require.InDelta(t, 4.0/5, got.Accuracy, 1e-15)
@@ -91,7 +92,7 @@ func TestComputeQualityRules(t *testing.T) {
 		discarded.Discarded = true
 		noVerdict.Answers = noVerdict.Answers[1:]
 		items = append(items, failed, discarded, noVerdict)
-		q := receipts.ComputeQuality(items, checksRules)
+		q := quality.Compute(items, checksRules)
 		require.Equal(t, 5, q.Items)
 		require.Equal(t, 1, q.Unscored)
 		require.Equal(t, got.Accuracy, q.Accuracy)
@@ -129,7 +130,7 @@ func TestComputeQualityRules(t *testing.T) {
 				items[i].Answers = append([]judgments.Answer(nil), it.Answers...)
 			}
 			m.mutate(items)
-			m.check(t, receipts.ComputeQuality(items, checksRules))
+			m.check(t, quality.Compute(items, checksRules))
 		})
 	}
 }
@@ -145,8 +146,8 @@ func setValue(it receipts.Item, q string, v float64) {
 	panic("no answer " + q)
 }
 
-func TestComputeQualityRankAndCalibration(t *testing.T) {
-	rules := receipts.QualityRules{Verdict: "verdict", CannotTell: "cannot_tell",
+func TestComputeRankAndCalibration(t *testing.T) {
+	rules := quality.Rules{Verdict: "verdict", CannotTell: "cannot_tell",
 		Agreement: map[string]map[string]bool{"same": {"same": true}, "different": {"same": false}}}
 	mk := func(p float64, same bool, verdict string) receipts.Item {
 		g, v := "different", []string{"different"}
@@ -160,7 +161,7 @@ func TestComputeQualityRankAndCalibration(t *testing.T) {
 	// ranks: 0.1 -> 1, the tied 0.5s -> 2.5 each, 0.9 -> 4; positives 4 + 2.5;
 	// U = 6.5 - 3 = 3.5; AUC = 3.5 / (2*2).
 	items := []receipts.Item{mk(0.9, true, "same"), mk(0.5, true, "same"), mk(0.5, false, "same"), mk(0.1, false, "different")}
-	q := receipts.ComputeQuality(items, rules)
+	q := quality.Compute(items, rules)
 	require.InDelta(t, 0.875, q.NoulROCAUC["same"], 1e-15)
 	// bins: 0.9 -> 9, 0.5 -> 5 (two), 0.1 -> 1: |0.9-1| + 2|0.5-0.5| + |0.1-0| over 4.
 	require.InDelta(t, (0.1+0+0.1)/4, q.NoulECE["same"], 1e-15)
@@ -168,17 +169,17 @@ func TestComputeQualityRankAndCalibration(t *testing.T) {
 
 	// 1.0 falls in the last bin with 0.95: |0.975-1|*2, plus 0.85 alone (gold false).
 	items = []receipts.Item{mk(1.0, true, "same"), mk(0.95, true, "same"), mk(0.85, false, "same")}
-	q = receipts.ComputeQuality(items, rules)
+	q = quality.Compute(items, rules)
 	require.InDelta(t, (2*0.025+0.85)/3, q.NoulECE["same"], 1e-12)
 	require.InDelta(t, 1.0, q.NoulROCAUC["same"], 1e-15)
 
 	// one class only: no AUC.
-	q = receipts.ComputeQuality(items[:2], rules)
+	q = quality.Compute(items[:2], rules)
 	_, ok := q.NoulROCAUC["same"]
 	require.False(t, ok)
 
 	// nothing scored: zero figures, no agreement.
-	q = receipts.ComputeQuality(nil, rules)
+	q = quality.Compute(nil, rules)
 	require.Zero(t, q.Items)
 	require.Nil(t, q.NoulChoiceAgreement)
 }
@@ -201,7 +202,7 @@ type typevetQuality struct {
 
 func loadTypevet(t *testing.T, name string) ([]receipts.Item, typevetQuality) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "quality", name+".json"))
+	raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
 	require.NoError(t, err)
 	var tq typevetQuality
 	require.NoError(t, json.Unmarshal(raw, &tq))
@@ -212,14 +213,14 @@ func loadTypevet(t *testing.T, name string) ([]receipts.Item, typevetQuality) {
 	return items, tq
 }
 
-func rulesOf(verdict, cannotTell string, agreement map[string]map[string]bool) receipts.QualityRules {
-	return receipts.QualityRules{Verdict: verdict, CannotTell: cannotTell, Agreement: agreement}
+func rulesOf(verdict, cannotTell string, agreement map[string]map[string]bool) quality.Rules {
+	return quality.Rules{Verdict: verdict, CannotTell: cannotTell, Agreement: agreement}
 }
 
-// TestComputeQualityReproducesTypevet feeds typevet's own H100 answers
-// through ComputeQuality, with each set's rules from the fixtures
+// TestComputeReproducesTypevet feeds typevet's own H100 answers
+// through Compute, with each set's rules from the fixtures
 // packages, and requires typevet's published figures.
-func TestComputeQualityReproducesTypevet(t *testing.T) {
+func TestComputeReproducesTypevet(t *testing.T) {
 	const tol = 1e-12
 	t.Run("faces", func(t *testing.T) {
 		items, tq := loadTypevet(t, "faces")
@@ -231,7 +232,7 @@ func TestComputeQualityReproducesTypevet(t *testing.T) {
 			CannotTellRate float64 `json:"cannot_tell_rate"`
 		}
 		require.NoError(t, json.Unmarshal(tq.Metrics, &m))
-		q := receipts.ComputeQuality(items, rulesOf(faces.Verdict, faces.CannotTell, faces.Agreement()))
+		q := quality.Compute(items, rulesOf(faces.Verdict, faces.CannotTell, faces.Agreement()))
 		require.Equal(t, m.Pairs, q.Items)
 		require.InDelta(t, m.Accuracy, q.Accuracy, tol)
 		require.InDelta(t, m.ROCAUC, q.NoulROCAUC[faces.SamePerson], tol)
@@ -245,7 +246,7 @@ func TestComputeQualityReproducesTypevet(t *testing.T) {
 				break
 			}
 		}
-		q2 := receipts.ComputeQuality(items, rulesOf(faces.Verdict, faces.CannotTell, faces.Agreement()))
+		q2 := quality.Compute(items, rulesOf(faces.Verdict, faces.CannotTell, faces.Agreement()))
 		require.InDelta(t, m.Accuracy-1.0/200, q2.Accuracy, tol)
 		require.InDelta(t, 1.0/200, q2.CannotTellRate, tol)
 	})
@@ -274,7 +275,7 @@ func TestComputeQualityReproducesTypevet(t *testing.T) {
 			} `json:"by_kind"`
 		}
 		require.NoError(t, json.Unmarshal(tq.Metrics, &m))
-		q := receipts.ComputeQuality(items, rulesOf(signatures.Verdict, signatures.CannotTell, signatures.Agreement()))
+		q := quality.Compute(items, rulesOf(signatures.Verdict, signatures.CannotTell, signatures.Agreement()))
 		require.Equal(t, m.Pairs, q.Items)
 		require.InDelta(t, m.Accuracy, q.Accuracy, tol)
 		require.InDelta(t, m.ROCAUC, q.NoulROCAUC[signatures.SameWriter], tol)
@@ -317,7 +318,7 @@ func TestComputeQualityReproducesTypevet(t *testing.T) {
 			} `json:"noul_choice_agreement"`
 		}
 		require.NoError(t, json.Unmarshal(tq.Metrics, &m))
-		q := receipts.ComputeQuality(items, rulesOf(checks.Verdict, checks.CannotTell, checks.Agreement()))
+		q := quality.Compute(items, rulesOf(checks.Verdict, checks.CannotTell, checks.Agreement()))
 		require.Equal(t, m.Cases, q.Items)
 		require.InDelta(t, m.Accuracy, q.Accuracy, tol)
 		require.Len(t, q.AccuracyByGroup, len(m.ByVariant))

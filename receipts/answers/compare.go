@@ -1,4 +1,10 @@
-package receipts
+// Package answers decides whether a candidate's answers moved from a
+// baseline's: item by item and question by question, under a Policy, for
+// one pair of receipts (Compare), two sweeps (CompareSweep) or the levels
+// of one sweep against its c=1 receipt (CompareLevels), and against a
+// golden receipt (Golden). Its Report renders as text for a person and as
+// JSON under the stable contract "vetbench.compare/v1".
+package answers
 
 import (
 	"errors"
@@ -8,25 +14,11 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
 )
 
 // ReportSchema names the JSON form of a comparison Report.
 const ReportSchema = "vetbench.compare/v1"
-
-// ErrIdentityMismatch says two receipts are not the same experiment
-// (model, server, prompts, fixtures…) and were not compared.
-var ErrIdentityMismatch = errors.New("receipts: identity mismatch")
-
-// IdentityError lists what differs; it matches ErrIdentityMismatch.
-type IdentityError struct {
-	Differences []string
-}
-
-func (e *IdentityError) Error() string {
-	return fmt.Sprintf("%v: %s", ErrIdentityMismatch, strings.Join(e.Differences, "; "))
-}
-
-func (e *IdentityError) Is(target error) bool { return target == ErrIdentityMismatch }
 
 // Policy says which answer movements fail a comparison.
 type Policy struct {
@@ -118,15 +110,15 @@ type Report struct {
 
 // Side describes one of the two receipts.
 type Side struct {
-	File        string    `json:"file,omitempty"`
-	Source      string    `json:"source"`
-	RunID       string    `json:"run_id,omitempty"`
-	Model       string    `json:"model"`
-	Concurrency int       `json:"concurrency"`
-	Target      string    `json:"target"`
-	Finished    time.Time `json:"finished_utc"`
-	Items       int       `json:"items"`
-	Stopped     *Stopped  `json:"stopped"`
+	File        string            `json:"file,omitempty"`
+	Source      string            `json:"source"`
+	RunID       string            `json:"run_id,omitempty"`
+	Model       string            `json:"model"`
+	Concurrency int               `json:"concurrency"`
+	Target      string            `json:"target"`
+	Finished    time.Time         `json:"finished_utc"`
+	Items       int               `json:"items"`
+	Stopped     *receipts.Stopped `json:"stopped"`
 }
 
 // IdentityReport says whether the two receipts are the same experiment.
@@ -227,18 +219,20 @@ func (r *Report) Failures() []string { return r.FailureLines }
 
 // Compare compares candidate answers with baseline answers, item by item
 // and question by question, under policy p. It refuses receipts of
-// different experiments (ErrIdentityMismatch, as *IdentityError) unless
-// p.AllowIdentityDrift is set; then the report lists the differences.
-func Compare(base, cand *Receipt, p Policy) (*Report, error) {
+// different experiments (receipts.ErrIdentityMismatch, as
+// *receipts.IdentityError) unless p.AllowIdentityDrift is set; then the
+// report lists the differences.
+func Compare(base, cand *receipts.Receipt, p Policy) (*Report, error) {
 	if base == nil || cand == nil {
 		return nil, errors.New("compare: nil receipt")
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	diff, unverified, unrecorded := identityCompare(base, cand)
+	id := receipts.CompareIdentity(base, cand)
+	diff := id.Differences
 	if len(diff) > 0 && !p.AllowIdentityDrift {
-		return nil, &IdentityError{Differences: diff}
+		return nil, &receipts.IdentityError{Differences: diff}
 	}
 	rep := &Report{
 		Schema:    ReportSchema,
@@ -251,8 +245,8 @@ func Compare(base, cand *Receipt, p Policy) (*Report, error) {
 			BaselineDigest:  base.IdentityDigest(),
 			CandidateDigest: cand.IdentityDigest(),
 			Differences:     nonNil(diff),
-			Unverified:      nonNil(unverified),
-			Unrecorded:      nonNil(unrecorded),
+			Unverified:      nonNil(id.Unverified),
+			Unrecorded:      nonNil(id.Unrecorded),
 		},
 		Questions:    []QuestionSummary{},
 		Moved:        []Change{},
@@ -264,14 +258,14 @@ func Compare(base, cand *Receipt, p Policy) (*Report, error) {
 	}
 	for _, s := range []struct {
 		name string
-		st   *Stopped
+		st   *receipts.Stopped
 	}{{"baseline", base.Stopped}, {"candidate", cand.Stopped}} {
 		if s.st != nil {
 			rep.fail("%s stopped at item %s (%s): %s", s.name, s.st.Item, s.st.Reason, s.st.Message)
 		}
 	}
 
-	candItems := map[string]Item{}
+	candItems := map[string]receipts.Item{}
 	for _, it := range cand.Items {
 		if !it.Discarded {
 			candItems[it.ID] = it
@@ -372,7 +366,7 @@ func (r *Report) compareAnswer(qs *QuestionSummary, item string, ba, ca judgment
 		ValueDelta: math.Abs(ca.Value - ba.Value),
 	}
 	qs.MaxValueDelta = max(qs.MaxValueDelta, ch.ValueDelta)
-	if !ValueOnly(ba) && !ValueOnly(ca) {
+	if !receipts.ValueOnly(ba) && !receipts.ValueOnly(ca) {
 		maxd, tv := 0.0, 0.0
 		for _, l := range ba.Labels {
 			d := math.Abs(ca.Probabilities[l] - ba.Probabilities[l])
@@ -429,7 +423,7 @@ func (r *Report) compareAnswer(qs *QuestionSummary, item string, ba, ca judgment
 
 func view(a judgments.Answer) AnswerView {
 	v := AnswerView{Label: a.Label, Value: a.Value, Labels: a.Labels, Probabilities: a.Probabilities}
-	if !ValueOnly(a) {
+	if !receipts.ValueOnly(a) {
 		m := a.Margin()
 		v.Margin = &m
 	}
@@ -442,7 +436,7 @@ func view(a judgments.Answer) AnswerView {
 	return v
 }
 
-func sideOf(r *Receipt) Side {
+func sideOf(r *receipts.Receipt) Side {
 	n := 0
 	for _, it := range r.Items {
 		if !it.Discarded {
@@ -454,7 +448,7 @@ func sideOf(r *Receipt) Side {
 		RunID:       r.RunID,
 		Model:       r.Pins.Model,
 		Concurrency: r.Pins.Concurrency,
-		Target:      r.Target.Kind,
+		Target:      string(r.Target.Kind),
 		Finished:    r.Finished,
 		Items:       n,
 		Stopped:     r.Stopped,
@@ -493,3 +487,5 @@ func listSome(ids []string) string {
 	}
 	return strings.Join(ids[:5], ", ") + fmt.Sprintf(", … %d more", len(ids)-5)
 }
+
+func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }

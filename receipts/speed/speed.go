@@ -1,9 +1,22 @@
-package main
+// Package speed decides whether a candidate is slower than a baseline from
+// their `go test -bench` outputs (several runs each, e.g. -count 10).
+//
+// Load reads the outputs with golang.org/x/perf/benchfmt; Decide compares
+// every benchmark × unit with a known direction (`Unit <u> better=higher`
+// or `better=lower` lines; sec/op, B/op, allocs/op built in) with
+// golang.org/x/perf/benchmath: a metric fails when the candidate's median
+// is worse by more than Policy.Margin and a Mann–Whitney U test gives
+// p < Policy.Alpha, held family-wise across the gated metrics (Holm). The
+// Report renders as text and as JSON under the stable contract
+// "vetbench.gate/v1". Nothing here runs benchmarks or reads the
+// environment: the caller brings the outputs.
+package speed
 
 import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,10 +25,14 @@ import (
 	"golang.org/x/perf/benchmath"
 )
 
-// samples are one side's benchmark results: values per benchmark and
+// ReportSchema names the JSON form of a Report.
+const ReportSchema = "vetbench.gate/v1"
+
+// Samples are one side's benchmark results: values per benchmark and
 // unit, in the order first seen, and the unit metadata (better=, assume=).
-type samples struct {
-	name   string
+type Samples struct {
+	// Name is what errors call the input (a file name).
+	Name   string
 	units  benchfmt.UnitMetadataMap
 	values map[string]map[string][]float64
 	names  []string            // benchmarks, first-seen order
@@ -23,10 +40,11 @@ type samples struct {
 	config map[string][]string // file config key -> distinct values
 }
 
-// loadSamples reads go test -bench output. A malformed benchmark line is
-// an error: a gate that silently drops samples could pass a regression.
-func loadSamples(r io.Reader, name string) (*samples, error) {
-	s := &samples{name: name, values: map[string]map[string][]float64{}, unitsO: map[string][]string{}, config: map[string][]string{}}
+// Load reads go test -bench output; name is what errors call it. A
+// malformed benchmark line is an error: a gate that silently drops samples
+// could pass a regression. So is an input without a single result.
+func Load(r io.Reader, name string) (*Samples, error) {
+	s := &Samples{Name: name, values: map[string]map[string][]float64{}, unitsO: map[string][]string{}, config: map[string][]string{}}
 	rd := benchfmt.NewReader(r, name)
 	var bad []string
 	for rd.Scan() {
@@ -68,8 +86,47 @@ func loadSamples(r io.Reader, name string) (*samples, error) {
 	return s, nil
 }
 
-// speedPolicy says when the candidate is slower.
-type speedPolicy struct {
+// LoadFile is Load of the file at path.
+func LoadFile(path string) (*Samples, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Load(f, path)
+}
+
+// Benchmarks lists the benchmark names in the order first seen.
+func (s *Samples) Benchmarks() []string { return slices.Clone(s.names) }
+
+// Values are the runs of one benchmark × unit, in input order.
+func (s *Samples) Values(benchmark, unit string) []float64 {
+	return slices.Clone(s.values[benchmark][unit])
+}
+
+// VaryingConfig lists, sorted, the file configuration keys (goos, pkg,
+// target…) whose values differ between the two inputs or within one.
+// benchstat splits its tables on such keys and would compare nothing, so
+// a caller showing benchstat tables passes them to -ignore. The decision
+// here does not look at configuration.
+func VaryingConfig(base, cand *Samples) []string {
+	var ignore []string
+	for k, vs := range base.config {
+		if !slices.Equal(vs, cand.config[k]) || len(vs) > 1 {
+			ignore = append(ignore, k)
+		}
+	}
+	for k := range cand.config {
+		if _, ok := base.config[k]; !ok {
+			ignore = append(ignore, k)
+		}
+	}
+	slices.Sort(ignore)
+	return ignore
+}
+
+// Policy says when the candidate is slower.
+type Policy struct {
 	// Margin is the relative change in the bad direction beyond which a
 	// significant change fails (0.05 = 5%).
 	Margin float64 `json:"margin"`
@@ -84,30 +141,60 @@ type speedPolicy struct {
 	Holm bool `json:"holm"`
 }
 
-// Metric verdicts.
+// Policy defaults: a candidate fails on a change of more than 5% in the
+// bad direction at α = 0.05 family-wise; intervals are 95%.
 const (
-	verdictWorse     = "worse"
-	verdictBetter    = "better"
-	verdictSame      = "same"
-	verdictNotGated  = "not_gated"
-	verdictMissing   = "missing_in_candidate"
-	verdictNew       = "new_in_candidate"
-	verdictFewRuns   = "too_few_runs"
-	verdictDirection = "direction_conflict"
+	DefaultMargin     = 0.05
+	DefaultAlpha      = 0.05
+	DefaultConfidence = 0.95
 )
 
-// metricResult is one benchmark × unit decision.
-type metricResult struct {
+// DefaultPolicy is the gate's policy unless told otherwise.
+func DefaultPolicy() Policy {
+	return Policy{Margin: DefaultMargin, Alpha: DefaultAlpha, Confidence: DefaultConfidence, Holm: true}
+}
+
+// Validate reports a policy that cannot be applied.
+func (p Policy) Validate() error {
+	switch {
+	case math.IsNaN(p.Margin) || p.Margin < 0:
+		return fmt.Errorf("speed policy: margin %v, want >= 0", p.Margin)
+	case !(p.Alpha > 0 && p.Alpha < 1):
+		return fmt.Errorf("speed policy: alpha %v, want in (0,1)", p.Alpha)
+	case !(p.Confidence > 0 && p.Confidence < 1):
+		return fmt.Errorf("speed policy: confidence %v, want in (0,1)", p.Confidence)
+	}
+	return nil
+}
+
+// Verdict is one metric's outcome.
+type Verdict string
+
+// Metric verdicts. Worse fails the gate; so does Missing for a gated
+// metric. FewRuns and DirectionConflict leave the gate without a verdict.
+const (
+	Worse             Verdict = "worse"
+	Better            Verdict = "better"
+	Same              Verdict = "same"
+	NotGated          Verdict = "not_gated"
+	Missing           Verdict = "missing_in_candidate"
+	New               Verdict = "new_in_candidate"
+	FewRuns           Verdict = "too_few_runs"
+	DirectionConflict Verdict = "direction_conflict"
+)
+
+// Metric is one benchmark × unit decision.
+type Metric struct {
 	Benchmark string   `json:"benchmark"`
 	Unit      string   `json:"unit"`
 	Better    string   `json:"better"` // higher, lower or "" (not gated)
-	Baseline  *summary `json:"baseline"`
-	Candidate *summary `json:"candidate"`
+	Baseline  *Summary `json:"baseline"`
+	Candidate *Summary `json:"candidate"`
 	// Delta is candidate/baseline − 1 of the centers; null when the
 	// baseline center is 0.
 	Delta   *float64 `json:"delta"`
 	P       *float64 `json:"p"`
-	Verdict string   `json:"verdict"`
+	Verdict Verdict  `json:"verdict"`
 	// Significant says p is below alpha after the Holm correction.
 	Significant bool     `json:"significant"`
 	Warnings    []string `json:"warnings,omitempty"`
@@ -116,7 +203,9 @@ type metricResult struct {
 	exact bool
 }
 
-type summary struct {
+// Summary is one side of a metric: benchmath's center (median) and
+// confidence interval over N runs.
+type Summary struct {
 	Center float64 `json:"center"`
 	Lo     float64 `json:"lo"`
 	Hi     float64 `json:"hi"`
@@ -124,29 +213,41 @@ type summary struct {
 	Range  string  `json:"range"` // benchstat's ±x%
 }
 
-// speedReport is the gate's decision (its -json form).
-type speedReport struct {
-	Schema   string         `json:"schema"`
-	Policy   speedPolicy    `json:"policy"`
-	Metrics  []metricResult `json:"metrics"`
-	Gated    int            `json:"gated"`
-	Worse    int            `json:"worse"`
-	Failures []string       `json:"failures"`
-	// Problems are why no verdict could be given (exit 2).
+// Report is the gate's decision. Its JSON form is a stable contract
+// (schema "vetbench.gate/v1"); see the README for each field.
+type Report struct {
+	Schema   string   `json:"schema"`
+	Policy   Policy   `json:"policy"`
+	Metrics  []Metric `json:"metrics"`
+	Gated    int      `json:"gated"`
+	Worse    int      `json:"worse"`
+	Failures []string `json:"failures"`
+	// Problems are why no verdict could be given.
 	Problems []string `json:"problems"`
 	Passed   bool     `json:"passed"`
 }
 
-// decideSpeed compares every benchmark × unit with a known direction.
-// It fails a metric whose candidate center is worse than the baseline's
-// by more than the margin with p < alpha (Mann-Whitney U, no assumption
-// on the distribution; exact comparison for assume=exact units).
-func decideSpeed(base, cand *samples, p speedPolicy) *speedReport {
-	rep := &speedReport{Schema: "vetbench.gate/v1", Policy: p, Metrics: []metricResult{}, Failures: []string{}, Problems: []string{}}
+// NoVerdict says the inputs could not be decided on (Problems lists why):
+// too few runs, nothing to gate, conflicting directions. It is never a
+// pass.
+func (r *Report) NoVerdict() bool { return len(r.Problems) > 0 }
+
+// Failed says the candidate is slower (or lost a gated metric) and there
+// was a verdict.
+func (r *Report) Failed() bool { return !r.Passed && !r.NoVerdict() }
+
+// Decide compares every benchmark × unit with a known direction. It fails
+// a metric whose candidate center is worse than the baseline's by more
+// than the margin with p < alpha (Mann-Whitney U, no assumption on the
+// distribution; exact comparison for assume=exact units). A metric that
+// can never reach p < alpha with the runs given makes the report NoVerdict,
+// never a silent pass.
+func Decide(base, cand *Samples, p Policy) *Report {
+	rep := &Report{Schema: ReportSchema, Policy: p, Metrics: []Metric{}, Failures: []string{}, Problems: []string{}}
 	thr := &benchmath.Thresholds{CompareAlpha: p.Alpha}
 	for _, bench := range base.names {
 		for _, unit := range base.unitsO[bench] {
-			m := metricResult{Benchmark: bench, Unit: unit}
+			m := Metric{Benchmark: bench, Unit: unit}
 			dir, conflict := direction(base.units, cand.units, unit)
 			m.Better = map[int]string{1: "higher", -1: "lower"}[dir]
 			assume := base.units.GetAssumption(unit)
@@ -155,10 +256,10 @@ func decideSpeed(base, cand *samples, p speedPolicy) *speedReport {
 			cv, ok := cand.values[bench][unit]
 			switch {
 			case conflict:
-				m.Verdict = verdictDirection
+				m.Verdict = DirectionConflict
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: baseline and candidate declare different better= directions", bench, unit))
 			case !ok:
-				m.Verdict = verdictMissing
+				m.Verdict = Missing
 				if dir != 0 {
 					rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: missing from the candidate", bench, unit))
 				}
@@ -196,7 +297,7 @@ func decideSpeed(base, cand *samples, p speedPolicy) *speedReport {
 				continue
 			}
 			assume := cand.units.GetAssumption(unit)
-			m := metricResult{Benchmark: bench, Unit: unit, Verdict: verdictNew,
+			m := Metric{Benchmark: bench, Unit: unit, Verdict: New,
 				Candidate: summarize(assume, benchmath.NewSample(slices.Clone(cand.values[bench][unit]), thr), p.Confidence)}
 			rep.Metrics = append(rep.Metrics, m)
 		}
@@ -212,7 +313,7 @@ func decideSpeed(base, cand *samples, p speedPolicy) *speedReport {
 // or with Holm, p_(k) < alpha/(m−k) over the m gated metrics sorted by p,
 // stopping at the first that is not. Exact units (assume=exact) differ or
 // not; they take no part in the correction.
-func significance(ms []metricResult, p speedPolicy) {
+func significance(ms []Metric, p Policy) {
 	var idx []int
 	for i, m := range ms {
 		if m.Verdict != "" || m.P == nil || m.dir == 0 {
@@ -250,15 +351,15 @@ func cmpFloat(a, b float64) int {
 }
 
 // judge classes one metric present on both sides.
-func judge(m *metricResult, p speedPolicy, rep *speedReport) {
+func judge(m *Metric, p Policy, rep *Report) {
 	if m.dir == 0 {
-		m.Verdict = verdictNotGated
+		m.Verdict = NotGated
 		return
 	}
 	rep.Gated++
 	n1, n2 := m.Baseline.N, m.Candidate.N
-	if !m.exact && minUTestP(n1, n2) >= p.Alpha {
-		m.Verdict = verdictFewRuns
+	if !m.exact && MinUTestP(n1, n2) >= p.Alpha {
+		m.Verdict = FewRuns
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: %d and %d runs can never reach p < %g; use -count 6 or more", m.Benchmark, m.Unit, n1, n2, p.Alpha))
 		return
 	}
@@ -275,13 +376,13 @@ func judge(m *metricResult, p speedPolicy, rep *speedReport) {
 	}
 	switch {
 	case m.Significant && bad > p.Margin:
-		m.Verdict = verdictWorse
+		m.Verdict = Worse
 		rep.Worse++
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: candidate %s worse (%s → %s, p=%.3f)", m.Benchmark, m.Unit, pct(m.Delta), fmtVal(b), fmtVal(c), *m.P))
 	case m.Significant && -bad > p.Margin:
-		m.Verdict = verdictBetter
+		m.Verdict = Better
 	default:
-		m.Verdict = verdictSame
+		m.Verdict = Same
 	}
 }
 
@@ -301,9 +402,9 @@ func direction(a, b benchfmt.UnitMetadataMap, unit string) (dir int, conflict bo
 	return 0, true
 }
 
-// minUTestP is the smallest two-sided p-value a Mann-Whitney U test can
+// MinUTestP is the smallest two-sided p-value a Mann-Whitney U test can
 // give with n1 and n2 samples: 2 / C(n1+n2, n1).
-func minUTestP(n1, n2 int) float64 {
+func MinUTestP(n1, n2 int) float64 {
 	if n1 == 0 || n2 == 0 {
 		return 1
 	}
@@ -313,14 +414,14 @@ func minUTestP(n1, n2 int) float64 {
 	return math.Min(1, 2/math.Exp(lc-l1-l2))
 }
 
-func summarize(a benchmath.Assumption, s *benchmath.Sample, confidence float64) *summary {
+func summarize(a benchmath.Assumption, s *benchmath.Sample, confidence float64) *Summary {
 	sm := a.Summary(s, confidence)
 	lo, hi := sm.Lo, sm.Hi
 	// Too few samples give an infinite interval; JSON cannot hold that.
 	if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 		lo, hi = sm.Center, sm.Center
 	}
-	return &summary{Center: sm.Center, Lo: lo, Hi: hi, N: len(s.Values), Range: "±" + sm.PctRangeString()}
+	return &Summary{Center: sm.Center, Lo: lo, Hi: hi, N: len(s.Values), Range: "±" + sm.PctRangeString()}
 }
 
 func pct(d *float64) string {
@@ -332,8 +433,8 @@ func pct(d *float64) string {
 
 func fmtVal(v float64) string { return fmt.Sprintf("%.4g", v) }
 
-// writeText renders the decision table and the verdict.
-func (r *speedReport) writeText(w io.Writer) error {
+// WriteText renders the decision table and the verdict for a person.
+func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	corr := "per metric"
 	if r.Policy.Holm {
@@ -358,7 +459,7 @@ func (r *speedReport) writeText(w io.Writer) error {
 		if better == "" {
 			better = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Benchmark, m.Unit, better, showSummary(m.Baseline), showSummary(m.Candidate), delta, p, strings.ToUpper(m.Verdict))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Benchmark, m.Unit, better, showSummary(m.Baseline), showSummary(m.Candidate), delta, p, strings.ToUpper(string(m.Verdict)))
 	}
 	tw.Flush()
 	b.WriteString("\n")
@@ -386,7 +487,7 @@ func (r *speedReport) writeText(w io.Writer) error {
 	return err
 }
 
-func showSummary(s *summary) string {
+func showSummary(s *Summary) string {
 	if s == nil {
 		return "-"
 	}

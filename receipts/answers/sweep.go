@@ -1,13 +1,12 @@
-package receipts
+package answers
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/vetbench/vetbench/receipts"
 )
 
 // SweepEntry is one comparison of a sweep: a set at one level against its
@@ -46,8 +45,8 @@ type levelKey struct {
 	c   int
 }
 
-func indexSweep(rs []*Receipt) (map[levelKey]*Receipt, []levelKey, error) {
-	m := map[levelKey]*Receipt{}
+func indexSweep(rs []*receipts.Receipt) (map[levelKey]*receipts.Receipt, []levelKey, error) {
+	m := map[levelKey]*receipts.Receipt{}
 	var keys []levelKey
 	for _, r := range rs {
 		k := levelKey{r.Set, r.Pins.Concurrency}
@@ -66,7 +65,7 @@ func indexSweep(rs []*Receipt) (map[levelKey]*Receipt, []levelKey, error) {
 // CompareLevels compares, for every set of one sweep, the receipt at each
 // level with the set's c=1 receipt: batching must not move answers. A set
 // without a c=1 receipt gets an entry with an error (it fails).
-func CompareLevels(sweep []*Receipt, p Policy) (*SweepReport, error) {
+func CompareLevels(sweep []*receipts.Receipt, p Policy) (*SweepReport, error) {
 	m, keys, err := indexSweep(sweep)
 	if err != nil {
 		return nil, err
@@ -92,7 +91,7 @@ func CompareLevels(sweep []*Receipt, p Policy) (*SweepReport, error) {
 // CompareSweep compares a candidate sweep with a baseline sweep from an
 // earlier run, set by set and level by level. A level present on one
 // side only gets an entry with an error (it fails).
-func CompareSweep(base, cand []*Receipt, p Policy) (*SweepReport, error) {
+func CompareSweep(base, cand []*receipts.Receipt, p Policy) (*SweepReport, error) {
 	bm, bkeys, err := indexSweep(base)
 	if err != nil {
 		return nil, fmt.Errorf("baseline %w", err)
@@ -129,7 +128,7 @@ func CompareSweep(base, cand []*Receipt, p Policy) (*SweepReport, error) {
 	return out, nil
 }
 
-func compareEntry(b, c *Receipt, p Policy) (*Report, string) {
+func compareEntry(b, c *receipts.Receipt, p Policy) (*Report, string) {
 	rep, err := Compare(b, c, p)
 	if err != nil {
 		return nil, err.Error()
@@ -182,44 +181,4 @@ func (s *SweepReport) WriteText(w io.Writer) error {
 		ew.printf("FAIL\n")
 	}
 	return ew.err
-}
-
-// ReadDir reads every *.json receipt in dir (not recursive), in name
-// order. One unreadable receipt fails the whole read: a sweep with a hole
-// must not pass.
-func ReadDir(dir string) ([]*Receipt, error) {
-	return readDirWith(dir, ReadFile)
-}
-
-// ReadDirWith is ReadDir with another reader (typevet.ReadAny reads both
-// formats).
-func ReadDirWith(dir string, read func(path string) (*Receipt, error)) ([]*Receipt, error) {
-	return readDirWith(dir, read)
-}
-
-func readDirWith(dir string, read func(string) (*Receipt, error)) ([]*Receipt, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return nil, fmt.Errorf("read sweep %s: %w", dir, err)
-	}
-	if len(paths) == 0 {
-		if _, serr := os.Stat(dir); serr != nil {
-			return nil, fmt.Errorf("read sweep: %w", serr)
-		}
-		return nil, fmt.Errorf("read sweep %s: no *.json receipts", dir)
-	}
-	var out []*Receipt
-	var errs []error
-	for _, p := range paths {
-		r, err := read(p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, r)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
 }
