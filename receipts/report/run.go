@@ -1,0 +1,158 @@
+package report
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/typevet"
+)
+
+// Run is one benchmark run as read from disk: its receipts and, when the
+// run kept one, its `go test -bench` output.
+type Run struct {
+	// Label names the run in the report ("baseline", "candidate").
+	Label string
+	// Dir is the directory as given; ReceiptDir the one the receipts came
+	// from (Dir or Dir/receipts).
+	Dir, ReceiptDir string
+	// Entries are the receipts, sorted by set, arm and concurrency.
+	Entries []Entry
+	// BenchFile is the benchmark output read (empty when there is none);
+	// Bench its samples.
+	BenchFile string
+	Bench     *speed.Samples
+}
+
+// Entry is one receipt of a run and the file it came from.
+type Entry struct {
+	File    string
+	Receipt *receipts.Receipt
+}
+
+// Key identifies a point within a run.
+func (p Entry) Key() Key {
+	return Key{Set: p.Receipt.Set, Arm: armOf(p.Receipt), C: p.Receipt.Pins.Concurrency}
+}
+
+// Key is a set, cache arm and concurrency level.
+type Key struct {
+	Set string
+	// Arm is "cold", "warm", or empty when the receipt records none.
+	Arm string
+	C   int
+}
+
+func (k Key) String() string {
+	s := fmt.Sprintf("%s c=%d", k.Set, k.C)
+	if k.Arm == "warm" {
+		s += " warm"
+	}
+	return s
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(cmp.Compare(a.Set, b.Set), cmp.Compare(armRank(a.Arm), armRank(b.Arm)), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.C, b.C))
+}
+
+func armRank(a string) int {
+	switch a {
+	case "", "cold":
+		return 0
+	case "warm":
+		return 1
+	}
+	return 2
+}
+
+func armOf(r *receipts.Receipt) string {
+	if r.Server != nil && r.Server.CacheReset != nil {
+		return r.Server.CacheReset.Arm
+	}
+	return ""
+}
+
+// BenchName is the benchmark output of a `make bench` run directory.
+const BenchName = "bench.txt"
+
+// Load reads the run in dir: a `make bench` output (dir/receipts/*.json
+// and dir/bench.txt) or a plain directory of receipts (dir/*.json, and
+// dir/bench.txt when present). Receipts may be vetbench's or typevet's.
+// An unreadable receipt fails the load with its file and field; so does a
+// malformed bench.txt, and two receipts of one point.
+func Load(dir, label string) (*Run, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("report: %s is not a directory (want a run directory or a directory of receipts)", dir)
+	}
+	run := &Run{Label: label, Dir: dir, ReceiptDir: dir}
+	if st, err := os.Stat(filepath.Join(dir, "receipts")); err == nil && st.IsDir() {
+		run.ReceiptDir = filepath.Join(dir, "receipts")
+	}
+	paths, err := filepath.Glob(filepath.Join(run.ReceiptDir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("report: %s: no receipts (*.json) in it or in its receipts/ directory", dir)
+	}
+	var errs []error
+	for _, p := range paths {
+		r, err := typevet.ReadAny(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		run.Entries = append(run.Entries, Entry{File: p, Receipt: r})
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("report: %w", errors.Join(errs...))
+	}
+	slices.SortStableFunc(run.Entries, func(a, b Entry) int { return compareKeys(a.Key(), b.Key()) })
+	for i := 1; i < len(run.Entries); i++ {
+		if a, b := run.Entries[i-1], run.Entries[i]; a.Key() == b.Key() {
+			return nil, fmt.Errorf("report: %s and %s are both %s: one receipt per point", a.File, b.File, a.Key())
+		}
+	}
+	bench := filepath.Join(dir, BenchName)
+	if _, err := os.Stat(bench); err == nil {
+		s, err := speed.LoadFile(bench)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w (pass %s alone to report its receipts without the speed gate)", err, run.ReceiptDir)
+		}
+		run.BenchFile, run.Bench = bench, s
+	}
+	return run, nil
+}
+
+// point returns the run's receipt at k.
+func (r *Run) point(k Key) (*receipts.Receipt, bool) {
+	if r == nil {
+		return nil, false
+	}
+	for _, p := range r.Entries {
+		if p.Key() == k {
+			return p.Receipt, true
+		}
+	}
+	return nil, false
+}
+
+// arm returns the receipts of one arm, in point order.
+func (r *Run) arm(a string) []*receipts.Receipt {
+	var out []*receipts.Receipt
+	for _, p := range r.Entries {
+		if p.Key().Arm == a {
+			out = append(out, p.Receipt)
+		}
+	}
+	return out
+}
