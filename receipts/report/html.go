@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // WriteHTML writes the report as one self-contained HTML page: inline CSS
@@ -107,6 +108,14 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		// The renderers escape every text they write (esc).
 		return template.HTML(c.SVG())
 	},
+	// Short cells (numbers, labels) do not wrap; long ones (messages) do.
+	"cellClass": func(c Cell) string {
+		cls := string(c.Tone)
+		if utf8.RuneCountInString(c.Text) <= 24 {
+			cls = strings.TrimSpace(cls + " n")
+		}
+		return cls
+	},
 }).Parse(pageTemplate))
 
 const pageTemplate = `<!DOCTYPE html>
@@ -142,6 +151,7 @@ td.ok { background: #e8f5eb; color: #14532d; }
 td.warn { background: #fff4de; color: #6b4500; }
 td.bad { background: #fdecea; color: #8a1c15; font-weight: 600; }
 td.none { color: #666; font-style: italic; }
+td.n { white-space: nowrap; }
 footer { margin-top: 32px; color: #777; font-size: 12px; }
 </style>
 </head>
@@ -164,7 +174,7 @@ footer { margin-top: 32px; color: #777; font-size: 12px; }
 <caption>{{.Caption}}</caption>
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr>{{range .}}<td{{if .Tone}} class="{{.Tone}}"{{end}}{{if .Tip}} title="{{.Tip}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{with cellClass .}} class="{{.}}"{{end}}{{if .Tip}} title="{{.Tip}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{else}}<tr><td class="none" colspan="{{len .Header}}">none</td></tr>
 {{end}}</tbody>
 </table></div>

@@ -50,6 +50,22 @@ func csvs(t *testing.T, rep *Report) map[string][][]string {
 	return out
 }
 
+// pageHas and pageLacks check a page for a string, naming only the
+// string when they fail (a page is too long to print).
+func pageHas(t *testing.T, page, want string, msg ...any) {
+	t.Helper()
+	if !strings.Contains(page, want) {
+		t.Fatalf("page lacks %q %v", want, msg)
+	}
+}
+
+func pageLacks(t *testing.T, page, unwanted string, msg ...any) {
+	t.Helper()
+	if strings.Contains(page, unwanted) {
+		t.Fatalf("page holds %q %v", unwanted, msg)
+	}
+}
+
 // checkGolden compares got with testdata/name; -update rewrites it
 // (never under CI=true).
 func checkGolden(t *testing.T, name, got string) {
@@ -65,7 +81,19 @@ func checkGolden(t *testing.T, name, got string) {
 		return
 	}
 	require.NoError(t, err, "missing golden; run go test ./receipts/report -update")
-	require.Equal(t, string(want), got, "%s differs; if intended, go test ./receipts/report -update", path)
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+	for i := range max(len(wl), len(gl)) {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			t.Fatalf("%s differs from line %d:\nwant %q\ngot  %q\n(if intended: go test ./receipts/report -update)", path, i+1, w, g)
+		}
+	}
 }
 
 // TestGoldenReport: the page and the CSV files of a small baseline and a
@@ -85,17 +113,17 @@ func TestGoldenReport(t *testing.T) {
 	checkGolden(t, "pair.golden.csv.txt", all.String())
 
 	// What the golden must show, independent of its bytes.
-	require.NotContains(t, page, "<script")
+	pageLacks(t, page, "<script")
 	offline := strings.ReplaceAll(page, `xmlns="http://www.w3.org/2000/svg"`, "")
 	for _, ref := range []string{"http://", "https://", "src=", "url(", "@import", "<link"} {
-		require.NotContains(t, offline, ref, "nothing fetched: no network reference besides the SVG namespace")
+		pageLacks(t, offline, ref, "nothing fetched: no network reference besides the SVG namespace")
 	}
-	require.Contains(t, page, `<svg xmlns="http://www.w3.org/2000/svg"`)
+	pageHas(t, page, `<svg xmlns="http://www.w3.org/2000/svg"`)
 	require.Equal(t, 4*2, strings.Count(page, `<svg xmlns=`), "four charts per set")
-	require.NotContains(t, page, "Identity mismatch")
+	pageLacks(t, page, "Identity mismatch")
 	c := csvs(t, rep)
 	require.Equal(t, []string{"candidate", "cold", "4", "6", "1", "0", "—", "ok", "ok (0.0%)", "ok", "0"}, c["checks_checks.csv"][5], "the failed judgment shows")
-	require.Contains(t, page, `<td class="bad">1</td>`)
+	pageHas(t, page, `<td class="bad n">1</td>`)
 	require.Equal(t, "FAIL", c["answers_checks.csv"][1][3])
 	require.Contains(t, c["answers_checks.csv"][1][9], "item r00:unsigned: failed in the candidate")
 }
@@ -106,8 +134,8 @@ func TestSingleRun(t *testing.T) {
 	t.Parallel()
 	rep := build(t, load(t, "base", "run"), nil)
 	page := html(t, rep)
-	require.Contains(t, page, "run: answers at each level vs c=1")
-	require.NotContains(t, page, "speed gate")
+	pageHas(t, page, "run: answers at each level vs c=1")
+	pageLacks(t, page, "speed gate")
 	c := csvs(t, rep)
 	require.NotContains(t, c, "gate.csv")
 	require.Len(t, c["speed_checks.csv"], 1+3)
@@ -169,7 +197,7 @@ func TestMovedAnswerListed(t *testing.T) {
 	same := cloneRun(base, "candidate")
 	rep := build(t, base, same)
 	require.Len(t, csvs(t, rep)["moved_checks.csv"], 1, "control: an unchanged copy moves nothing")
-	require.NotContains(t, html(t, rep), `class="bad">confident</td>`)
+	pageLacks(t, html(t, rep), `class="bad n">confident</td>`)
 
 	cand := cloneRun(base, "candidate")
 	from, to := flipVerdict(t, receiptAt(t, cand, "checks", 4), "r00:clean", "verdict")
@@ -181,9 +209,9 @@ func TestMovedAnswerListed(t *testing.T) {
 	require.Equal(t, []string{"candidate vs baseline", "cold", "4 vs 4", "r00:clean", "verdict", from + " → " + to, "confident"}, moved[1][:7])
 	require.Equal(t, []string{"candidate vs its c=1", "cold", "4 vs 1", "r00:clean", "verdict", from + " → " + to, "confident"}, moved[2][:7])
 	page := html(t, rep)
-	require.Contains(t, page, "<td>"+from+" → "+to+"</td><td class=\"bad\">confident</td>")
+	pageHas(t, page, "<td class=\"n\">"+from+" → "+to+"</td><td class=\"bad n\">confident</td>")
 	require.Equal(t, "FAIL", csvs(t, rep)["answers_checks.csv"][2][3])
-	require.Contains(t, page, "candidate vs its c=1")
+	pageHas(t, page, "candidate vs its c=1")
 }
 
 // TestIdentityMismatchBanner: runs of different models get the banner,
@@ -193,7 +221,7 @@ func TestIdentityMismatchBanner(t *testing.T) {
 	t.Parallel()
 	base := load(t, "base", "baseline")
 	cand := load(t, "cand", "candidate")
-	require.NotContains(t, html(t, build(t, base, cand)), "Identity mismatch")
+	pageLacks(t, html(t, build(t, base, cand)), "Identity mismatch")
 
 	other := cloneRun(cand, "candidate")
 	for _, e := range other.Entries {
@@ -202,13 +230,13 @@ func TestIdentityMismatchBanner(t *testing.T) {
 	}
 	rep := build(t, base, other)
 	page := html(t, rep)
-	require.Contains(t, page, `<div class="banner bad"><strong>Identity mismatch: the two runs are not the same experiment</strong>`)
-	require.Contains(t, page, "<li>model: google/gemma-4-31B-it → google/gemma-4-31B-it-FP8 (every point)</li>")
+	pageHas(t, page, `<div class="banner bad"><strong>Identity mismatch: the two runs are not the same experiment</strong>`)
+	pageHas(t, page, "<li>model: google/gemma-4-31B-it → google/gemma-4-31B-it-FP8 (every point)</li>")
 	c := csvs(t, rep)
 	require.Equal(t, "NOT COMPARED", c["answers_checks.csv"][1][3])
 	require.Contains(t, c["answers_checks.csv"][1][9], "identity mismatch")
 	require.Equal(t, []string{"baseline vs candidate: speed gate", "NOT COMPARABLE", "identity differs: no verdict"}, c["summary.csv"][4])
-	require.Contains(t, page, "NOT COMPARABLE: the runs&#39; identities differ")
+	pageHas(t, page, "NOT COMPARABLE: the runs&#39; identities differ")
 	require.Equal(t, "1 fields differ", c["identity.csv"][1][3])
 
 	// -allow-identity-drift: compared anyway, the banner says so.
@@ -217,7 +245,7 @@ func TestIdentityMismatchBanner(t *testing.T) {
 	rep, err := Build(base, other, opt)
 	require.NoError(t, err)
 	page = html(t, rep)
-	require.Contains(t, page, "Identity drift allowed")
+	pageHas(t, page, "Identity drift allowed")
 	require.Equal(t, "FAIL", csvs(t, rep)["answers_checks.csv"][1][3])
 }
 
@@ -230,9 +258,9 @@ func TestTimeScaleLabelled(t *testing.T) {
 		e.Receipt.Target.TimeScale = 10
 	}
 	page := html(t, build(t, base, nil))
-	require.Contains(t, page, "time-scaled twin (run ×10): not real-time figures")
-	require.Contains(t, page, "×10 (time-scaled twin: rates ×10, latencies ÷10 of model time)")
-	require.NotContains(t, html(t, build(t, load(t, "base", "run"), nil)), "time-scaled twin (")
+	pageHas(t, page, "time-scaled twin (run ×10): not real-time figures")
+	pageHas(t, page, "×10 (time-scaled twin: rates ×10, latencies ÷10 of model time)")
+	pageLacks(t, html(t, build(t, load(t, "base", "run"), nil)), "time-scaled twin (")
 }
 
 func TestLoadLayouts(t *testing.T) {
