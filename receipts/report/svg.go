@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Chart is anything the report can draw as one inline SVG element.
@@ -231,6 +232,9 @@ type HeatMap struct {
 	Cells [][]HeatCell
 	// Unit follows the values in the colour legend ("tok/s").
 	Unit string
+	// LogColor spreads the colours by log(value), for values over orders
+	// of magnitude (tok/s from c=1 to c=64); values must be > 0.
+	LogColor bool
 	// Width in px; 0 gives 80 px per column plus the labels. Cells are
 	// 44 px high.
 	Width int
@@ -253,17 +257,28 @@ var heat = [][3]float64{{253, 231, 37}, {94, 201, 98}, {33, 145, 140}, {59, 82, 
 // SVG renders the heat map.
 func (m HeatMap) SVG() []byte {
 	const cellH, rowLabelW, top, colLabelH = 44.0, 96.0, 48.0, 36.0
+	// Wide enough for the longest status ("Requests queued") at 10 px.
 	cellW := 80.0
+	for r := range m.Rows {
+		for c := range m.Cols {
+			cellW = max(cellW, 5.8*float64(utf8.RuneCountInString(m.cell(r, c).Status))+14)
+		}
+	}
 	if m.Width > 0 && len(m.Cols) > 0 {
 		cellW = max(40, (float64(m.Width)-rowLabelW-16)/float64(len(m.Cols)))
 	}
 	w := rowLabelW + cellW*float64(len(m.Cols)) + 16
 	gridTop := top + colLabelH
 	h := gridTop + cellH*float64(len(m.Rows)) + 56
+	scale := func(v float64) float64 { return v }
+	if m.LogColor {
+		scale = math.Log
+	}
+	usable := func(v *float64) bool { return v != nil && finite(*v) && (!m.LogColor || *v > 0) }
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for r := range m.Rows {
 		for c := range m.Cols {
-			if v := m.cell(r, c).Value; v != nil && finite(*v) {
+			if v := m.cell(r, c).Value; usable(v) {
 				lo, hi = min(lo, *v), max(hi, *v)
 			}
 		}
@@ -287,10 +302,10 @@ func (m HeatMap) SVG() []byte {
 			cell := m.cell(r, c)
 			x, y := rowLabelW+cellW*float64(c), gridTop+cellH*float64(r)
 			fill, ink, val := "#d9d9d9", "#333", "—"
-			if v := cell.Value; v != nil && finite(*v) {
+			if v := cell.Value; usable(v) {
 				t := 0.5
 				if hi > lo {
-					t = (*v - lo) / (hi - lo)
+					t = (scale(*v) - scale(lo)) / (scale(hi) - scale(lo))
 				}
 				fill, ink, val = heatColor(t), inkOn(t), num(*v)
 			}

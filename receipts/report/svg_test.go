@@ -183,6 +183,22 @@ func TestHeatMapStructure(t *testing.T) {
 	require.Contains(t, cells[7].all(tag("title"))[0].Text, "HTTP 500")
 }
 
+// TestHeatMapLogColor: on a log colour scale the geometric middle takes
+// the middle colour; cells grow to hold their status.
+func TestHeatMapLogColor(t *testing.T) {
+	t.Parallel()
+	v := func(x float64) *float64 { return &x }
+	m := HeatMap{Rows: []string{"r"}, Cols: []string{"a", "b", "c"}, LogColor: true,
+		Cells: [][]HeatCell{{{Value: v(10), Status: "Valid"}, {Value: v(100), Status: "Requests queued"}, {Value: v(1000)}}}}
+	root := parseSVG(t, m.SVG())
+	rects := root.all(class("cell"))
+	require.Equal(t, heatColor(0.5), rects[1].all(tag("rect"))[0].attr("fill"))
+	require.Greater(t, atof(t, rects[0].all(tag("rect"))[0].attr("width")), 80.0, "wide enough for Requests queued")
+	m.LogColor = false
+	root = parseSVG(t, m.SVG())
+	require.NotEqual(t, heatColor(0.5), root.all(class("cell"))[1].all(tag("rect"))[0].attr("fill"))
+}
+
 // TestSVGCatchesBrokenOutput is the control of the structural tests: the
 // parser they rely on refuses a cut SVG and unescaped text.
 func TestSVGCatchesBrokenOutput(t *testing.T) {
