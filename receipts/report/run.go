@@ -84,14 +84,15 @@ const BenchName = "bench.txt"
 // and dir/bench.txt) or a plain directory of receipts (dir/*.json, and
 // dir/bench.txt when present). Receipts may be vetbench's or typevet's.
 // An unreadable receipt fails the load with its file and field; so does a
-// malformed bench.txt, and two receipts of one point.
+// malformed bench.txt, and two receipts of one point. Errors name the
+// directory or file.
 func Load(dir, label string) (*Run, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("report: %s is not a directory (want a run directory or a directory of receipts)", dir)
+		return nil, fmt.Errorf("%s is not a directory (want a run directory or a directory of receipts)", dir)
 	}
 	run := &Run{Label: label, Dir: dir, ReceiptDir: dir}
 	if st, err := os.Stat(filepath.Join(dir, "receipts")); err == nil && st.IsDir() {
@@ -99,10 +100,10 @@ func Load(dir, label string) (*Run, error) {
 	}
 	paths, err := filepath.Glob(filepath.Join(run.ReceiptDir, "*.json"))
 	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, err
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("report: %s: no receipts (*.json) in it or in its receipts/ directory", dir)
+		return nil, fmt.Errorf("%s: no receipts (*.json) in it or in its receipts/ directory", dir)
 	}
 	var errs []error
 	for _, p := range paths {
@@ -114,19 +115,19 @@ func Load(dir, label string) (*Run, error) {
 		run.Entries = append(run.Entries, Entry{File: p, Receipt: r})
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("report: %w", errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
 	slices.SortStableFunc(run.Entries, func(a, b Entry) int { return compareKeys(a.Key(), b.Key()) })
 	for i := 1; i < len(run.Entries); i++ {
 		if a, b := run.Entries[i-1], run.Entries[i]; a.Key() == b.Key() {
-			return nil, fmt.Errorf("report: %s and %s are both %s: one receipt per point", a.File, b.File, a.Key())
+			return nil, fmt.Errorf("%s and %s are both %s: one receipt per point", a.File, b.File, a.Key())
 		}
 	}
 	bench := filepath.Join(dir, BenchName)
 	if _, err := os.Stat(bench); err == nil {
 		s, err := speed.LoadFile(bench)
 		if err != nil {
-			return nil, fmt.Errorf("report: %w (pass %s alone to report its receipts without the speed gate)", err, run.ReceiptDir)
+			return nil, fmt.Errorf("%w (pass %s alone to report its receipts without the speed gate)", err, run.ReceiptDir)
 		}
 		run.BenchFile, run.Bench = bench, s
 	}
