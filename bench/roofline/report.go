@@ -3,6 +3,7 @@ package roofline
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
@@ -12,7 +13,10 @@ import (
 const Schema = "vetbench.roofline/v1"
 
 // Report is the roofline of one model on one GPU at a set of batch sizes:
-// the decision vetbench roofline prints, and its -json contract.
+// the decision vetbench roofline prints, and its -json contract. Its
+// figures are rounded (bytes and FLOPs to whole numbers, rates and ratios
+// to 3 decimals, times to microseconds) so that the contract reads the
+// same on every machine; StepCost and Ceiling keep full precision.
 type Report struct {
 	Schema string `json:"schema"`
 	// Config is the config.json read (set by the caller; may be empty).
@@ -102,12 +106,12 @@ func Analyse(s *Shape, h Hardware, batches []int, context int) (*Report, error) 
 		Attention: s.Attention(), Layers: c.Layers,
 		WeightDtype: s.Dtypes.Weights, KVDtype: s.Dtypes.KV,
 		Params: s.Params, EmbeddingParams: s.EmbeddingParams, ActiveParams: s.ActiveParams,
-		WeightBytes: s.WeightBytes, ActiveBytes: s.ActiveBytes,
+		WeightBytes: math.Round(s.WeightBytes), ActiveBytes: math.Round(s.ActiveBytes),
 		KVBytesPerToken: s.KVBytesPerToken,
 		GPU: GPUFacts{Name: h.Name,
 			BandwidthBytesPerS: h.Bandwidth.Value, BandwidthSource: h.Bandwidth.Source,
 			FLOPPerS: h.FLOPs.Value, FLOPsSource: h.FLOPs.Source, MemoryBytes: h.MemoryBytes},
-		RidgeFLOPPerByte: h.Ridge(),
+		RidgeFLOPPerByte: round(h.Ridge(), 3),
 	}
 	if w := s.SlidingWindow(); w > 0 {
 		g := s.GlobalKVBytesPerToken
@@ -116,7 +120,7 @@ func Analyse(s *Shape, h Hardware, batches []int, context int) (*Report, error) 
 	if m := c.MoE; m != nil {
 		r.ExpertDtype = s.Dtypes.Experts
 		r.MoE = &MoEFacts{Experts: m.Experts, ExpertsPerToken: m.TopK, SharedIntermediate: m.SharedIntermediate,
-			MoELayers: s.MoELayers(), ExpertBytes: s.ExpertBytes}
+			MoELayers: s.MoELayers(), ExpertBytes: math.Round(s.ExpertBytes)}
 	}
 	for _, b := range batches {
 		cost, err := s.Decode(b, context)
@@ -126,19 +130,19 @@ func Analyse(s *Shape, h Hardware, batches []int, context int) (*Report, error) 
 		ce := h.Ceiling(cost)
 		p := Point{
 			Batch: b, Context: context,
-			BytesPerStep: cost.Bytes, WeightBytesRead: cost.WeightBytes, KVBytesRead: cost.KVBytes,
-			FLOPPerStep: cost.FLOPs, IntensityFLOPPerByte: cost.Intensity(),
-			StepMS:               ce.StepSeconds * 1e3,
-			BandwidthCeilingTokS: ce.BandwidthTokS, ComputeCeilingTokS: ce.ComputeTokS,
-			CeilingTokS: ce.TokS, Bound: ce.Bound,
-			MemoryBytes: s.WeightBytes + cost.KVBytes,
+			BytesPerStep: math.Round(cost.Bytes), WeightBytesRead: math.Round(cost.WeightBytes), KVBytesRead: math.Round(cost.KVBytes),
+			FLOPPerStep: math.Round(cost.FLOPs), IntensityFLOPPerByte: round(cost.Intensity(), 3),
+			StepMS:               round(ce.StepSeconds*1e3, 3),
+			BandwidthCeilingTokS: round(ce.BandwidthTokS, 3), ComputeCeilingTokS: round(ce.ComputeTokS, 3),
+			CeilingTokS: round(ce.TokS, 3), Bound: ce.Bound,
+			MemoryBytes: math.Round(s.WeightBytes + cost.KVBytes),
 		}
 		if h.MemoryBytes > 0 {
 			fits := p.MemoryBytes <= h.MemoryBytes
 			p.FitsMemory = &fits
 		}
 		if c.MoE != nil {
-			e := cost.ExpertsRead
+			e := round(cost.ExpertsRead, 3)
 			p.ExpertsRead = &e
 		}
 		r.Points = append(r.Points, p)
@@ -214,6 +218,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// round rounds v to n decimals.
+func round(v float64, n int) float64 {
+	p := math.Pow10(n)
+	return math.Round(v*p) / p
 }
 
 // count prints a number with a decimal prefix and 4 significant digits
