@@ -13,7 +13,7 @@ import (
 // batch as E·(1 − (1 − k/E)^B), k at batch 1, saturating at E; the
 // weight bytes read follow, one expert's bytes per expected expert per MoE
 // layer.
-func TestExpertsReadFormula(t *testing.T) {
+func TestRooflineExpertsReadFormula(t *testing.T) {
 	t.Parallel()
 	s := shapeOf(t, "deepseek-v2-lite.json", Dtypes{})
 	const e, k, moeLayers = 64.0, 6.0, 26
@@ -60,7 +60,7 @@ func TestExpertsReadFormula(t *testing.T) {
 
 // TestMeasuredPeaksWin: a measured figure replaces the spec value, the
 // report says which was used, and the ceilings follow the measured value.
-func TestMeasuredPeaksWin(t *testing.T) {
+func TestRooflineMeasuredPeaksWin(t *testing.T) {
 	t.Parallel()
 	spec, err := LookupGPU("H100-SXM")
 	require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestMeasuredPeaksWin(t *testing.T) {
 // bytes per sequence), so it turns compute bound past
 // B* = R·S / (f − R·k), R the ridge. Worked by hand for Llama 3.3 70B at
 // 128 tokens of context on an H100's spec peaks (B* ≈ 323).
-func TestBoundFlipsWhereTheArithmeticSays(t *testing.T) {
+func TestRooflineBoundFlipsWhereTheArithmeticSays(t *testing.T) {
 	t.Parallel()
 	s := shapeOf(t, "llama-3.3-70b-instruct.json", Dtypes{})
 	h, err := LookupGPU("h100-sxm")
@@ -144,7 +144,7 @@ func TestBoundFlipsWhereTheArithmeticSays(t *testing.T) {
 }
 
 // TestCausalPairs counts (query, key) pairs of causal attention.
-func TestCausalPairs(t *testing.T) {
+func TestRooflineCausalPairs(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, 10.0, causalPairs(4, 0)) // 1+2+3+4
 	require.Equal(t, 10.0, causalPairs(4, 8)) // window wider than the prompt
@@ -154,7 +154,7 @@ func TestCausalPairs(t *testing.T) {
 // TestAssess reads measured rates against their ceiling: share, the step
 // time the ceiling does not explain, and a flag for runs faster than the
 // hardware allows.
-func TestAssess(t *testing.T) {
+func TestRooflineAssess(t *testing.T) {
 	t.Parallel()
 	c := Ceiling{StepCost: StepCost{Tokens: 8}, StepSeconds: 0.004, TokS: 2000}
 	u := c.Assess(1000)
@@ -169,7 +169,7 @@ func TestAssess(t *testing.T) {
 }
 
 // TestDecodeRejectsBadShapes: a step needs a sequence and a context ≥ 0.
-func TestDecodeRejectsBadShapes(t *testing.T) {
+func TestRooflineDecodeRejectsBadShapes(t *testing.T) {
 	t.Parallel()
 	s := shapeOf(t, "qwen3-0.6b.json", Dtypes{})
 	_, err := s.Decode(0, 10)

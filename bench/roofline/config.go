@@ -420,12 +420,14 @@ func readWindows(o object, fam family, c *Config) error {
 	}
 	switch {
 	case fam.gemma:
-		pattern, ok, err := o.int("sliding_window_pattern")
+		// The config's own spelling (either) before the family default.
+		stated := object{path: o.path, m: o.m}
+		pattern, ok, err := stated.int("sliding_window_pattern")
 		if err != nil {
 			return err
 		}
 		if !ok {
-			if pattern, ok, err = o.int("_sliding_window_pattern"); err != nil {
+			if pattern, ok, err = stated.int("_sliding_window_pattern"); err != nil {
 				return err
 			}
 		}

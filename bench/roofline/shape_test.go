@@ -26,7 +26,7 @@ func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want
 // TestPublishedParams checks the parameter count of every shipped config
 // against the size its publisher states, within 2%. The figures and their
 // sources are in testdata/README.md.
-func TestPublishedParams(t *testing.T) {
+func TestRooflinePublishedParams(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		config    string
@@ -67,7 +67,7 @@ func TestPublishedParams(t *testing.T) {
 // TestPublishedParamsCatchAWrongField is the positive control: a config
 // that misstates one field (half the MLP width) moves the count far past
 // the 2% the test above allows.
-func TestPublishedParamsCatchAWrongField(t *testing.T) {
+func TestRooflinePublishedParamsCatchAWrongField(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("testdata/llama-3.3-70b-instruct.json")
 	require.NoError(t, err)
@@ -84,7 +84,7 @@ func TestPublishedParamsCatchAWrongField(t *testing.T) {
 // size Keras Hub publishes for gemma3_4b_text (3,880,099,328 parameters,
 // keras_hub/src/models/gemma3/gemma3_presets.py; Keras' vocabulary is 64
 // rows smaller than the 262,208 of Hugging Face's).
-func TestGemma3DefaultsFromTextConfig(t *testing.T) {
+func TestRooflineGemma3DefaultsFromTextConfig(t *testing.T) {
 	t.Parallel()
 	c, err := ParseConfig([]byte(`{
 	  "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
@@ -111,11 +111,18 @@ func TestGemma3DefaultsFromTextConfig(t *testing.T) {
 		}
 	}
 	require.Equal(t, 5, globals)
+
+	// Either spelling of the pattern is read before the default of 6.
+	for _, key := range []string{"sliding_window_pattern", "_sliding_window_pattern"} {
+		c, err := ParseConfig([]byte(`{"model_type": "gemma3_text", "num_hidden_layers": 8, "sliding_window": 64, "` + key + `": 4}`))
+		require.NoError(t, err, key)
+		require.Equal(t, []int{64, 64, 64, 0, 64, 64, 64, 0}, c.Windows, key)
+	}
 }
 
 // TestKVBytesPerTokenByHand checks the KV formulas against hand
 // arithmetic for a GQA, an MLA and a sliding-window config.
-func TestKVBytesPerTokenByHand(t *testing.T) {
+func TestRooflineKVBytesPerTokenByHand(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		config      string
@@ -158,7 +165,7 @@ func TestKVBytesPerTokenByHand(t *testing.T) {
 // DeepSeek-V2-Lite, from its config by hand: attention (MLA, no q_lora)
 // and norms in 27 layers, one dense MLP, 26 MoE layers of 6 routed + 2
 // shared experts and a router, the untied lm_head.
-func TestActiveParamsByHand(t *testing.T) {
+func TestRooflineActiveParamsByHand(t *testing.T) {
 	t.Parallel()
 	const h, heads = 2048, 16
 	attn := h*heads*(128+64) + h*(512+64) + 512*heads*(128+128) + heads*128*h
@@ -180,7 +187,7 @@ func TestActiveParamsByHand(t *testing.T) {
 
 // TestDtypes prices weights: fp8 halves the block linears and experts,
 // MXFP4 takes 4.25 bits; embeddings, lm_head, norms and routers stay bf16.
-func TestDtypes(t *testing.T) {
+func TestRooflineDtypes(t *testing.T) {
 	t.Parallel()
 	bf := shapeOf(t, "deepseek-v2-lite.json", Dtypes{})
 	f8 := shapeOf(t, "deepseek-v2-lite.json", Dtypes{Weights: FP8})
@@ -200,7 +207,7 @@ func TestDtypes(t *testing.T) {
 }
 
 // TestConfigErrors: bad input names the field.
-func TestConfigErrors(t *testing.T) {
+func TestRooflineConfigErrors(t *testing.T) {
 	t.Parallel()
 	llama, err := os.ReadFile("testdata/llama-3.3-70b-instruct.json")
 	require.NoError(t, err)
