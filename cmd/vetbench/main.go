@@ -65,9 +65,10 @@ func (e *env) lookup(k string) string {
 // one more file.
 func commands() map[string]command {
 	return map[string]command{
-		"compare": {"compare answers of a candidate receipt (or sweep) with a baseline's", runCompare},
-		"gate":    {"compare speed of a candidate with a baseline (go test -bench output)", runGate},
-		"run":     {"measure sets at concurrency levels on the configured target; write receipts", runRun},
+		"compare":  {"compare answers of a candidate receipt (or sweep) with a baseline's", runCompare},
+		"gate":     {"compare speed of a candidate with a baseline (go test -bench output)", runGate},
+		"roofline": {"say which ceiling (bandwidth, compute) a model's decode steps are against on a GPU", runRoofline},
+		"run":      {"measure sets at concurrency levels on the configured target; write receipts", runRun},
 	}
 }
 
