@@ -89,7 +89,7 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 	if err != nil {
 		res.Sent = c.now()
 		res.End = res.Sent
-		res.Err = fmt.Errorf("request: %w", err)
+		res.Err = fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 		return res
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -223,7 +223,8 @@ func StatusError(resp *http.Response, data []byte) *judgments.StatusError {
 // ErrorClass names the kind of a Result's error with a stable word that
 // counts and receipts can group by: "" (no error), "canceled", "timeout",
 // "stalled", "http_<status>", "stream_error", "cut", "short", "long",
-// "no_usage", "malformed", "not_stream", "aborted", "transport".
+// "no_usage", "malformed", "not_stream", "aborted", "invalid_request",
+// "transport".
 func ErrorClass(err error) string {
 	var se *judgments.StatusError
 	var ce *CountError
@@ -256,6 +257,8 @@ func ErrorClass(err error) string {
 		return "malformed"
 	case errors.Is(err, ErrNotStream):
 		return "not_stream"
+	case errors.Is(err, ErrInvalidRequest):
+		return "invalid_request"
 	}
 	return "transport"
 }

@@ -425,8 +425,8 @@ func TestInvalidRequestsAreNotSent(t *testing.T) {
 		"bad_image":   Image("hi", "C:/img.png", 4),
 	} {
 		res := New(url).Do(context.Background(), r, nil)
-		require.Error(t, res.Err, name)
-		require.Equal(t, "transport", ErrorClass(res.Err), name)
+		require.ErrorIs(t, res.Err, ErrInvalidRequest, name)
+		require.Equal(t, "invalid_request", ErrorClass(res.Err), name)
 	}
 	select {
 	case <-s.gotReq:

@@ -163,6 +163,8 @@ var (
 	ErrStalled = errors.New("stream stalled")
 	// ErrAborted: the caller's Observer stopped the stream.
 	ErrAborted = errors.New("stream aborted by the observer")
+	// ErrInvalidRequest: the request was not sent (see Request.Validate).
+	ErrInvalidRequest = errors.New("invalid request")
 )
 
 // CountError is a request whose server-counted output differs from what
@@ -209,4 +211,52 @@ func (e *ServerError) Error() string {
 		msg += ": " + e.Message
 	}
 	return msg
+}
+
+// Window is what a set of requests produced inside a fixed window: the
+// tokens whose usage update arrived in (From, To], summed over requests,
+// and the arrival of the last such update. Requests that began before the
+// window count only from From; a request still running at To counts up to
+// To. This is how a sustained-decode cell counts its tokens (method.md §2).
+type Window struct {
+	From, To time.Time
+	Tokens   int
+	// Last is the latest update inside the window; zero when none.
+	Last time.Time
+	// Requests counts the requests that had at least one update inside.
+	Requests int
+}
+
+// Measure counts results' tokens inside (from, to].
+func Measure(results []*Result, from, to time.Time) Window {
+	w := Window{From: from, To: to}
+	for _, r := range results {
+		n := r.TokensIn(from, to)
+		if n == 0 {
+			continue
+		}
+		w.Tokens += n
+		w.Requests++
+		if t, ok := r.LastUpdateIn(from, to); ok && t.After(w.Last) {
+			w.Last = t
+		}
+	}
+	return w
+}
+
+// Seconds is the usage window: From to the last update inside (the
+// peer's denominator); 0 when nothing arrived.
+func (w Window) Seconds() float64 {
+	if w.Last.IsZero() {
+		return 0
+	}
+	return w.Last.Sub(w.From).Seconds()
+}
+
+// TokS is Tokens ÷ Seconds, the cell's total tok/s; 0 when nothing arrived.
+func (w Window) TokS() float64 {
+	if s := w.Seconds(); s > 0 {
+		return float64(w.Tokens) / s
+	}
+	return 0
 }
