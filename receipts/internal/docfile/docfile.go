@@ -17,9 +17,10 @@ import (
 	"github.com/vetbench/vetbench/receipts/internal/jsontree"
 )
 
-// MaxBytes bounds one document. Token and matrix receipts are kilobytes;
-// the bound is for the wrong file passed by mistake.
-const MaxBytes = 64 << 20
+// MaxBytes bounds one document. Token and matrix receipts are tens of
+// kilobytes; the bound is for the wrong file passed by mistake, and keeps
+// the parsed tree of a hostile file of tiny values to a few hundred MB.
+const MaxBytes = 16 << 20
 
 // MaxDepth bounds JSON nesting. The deepest schema nests a handful of
 // levels; a hostile file of a million '[' fails here in linear time.
