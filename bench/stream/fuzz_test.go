@@ -41,12 +41,15 @@ func FuzzSSE(f *testing.F) {
 		}
 		want, wantErr := reference(data)
 		got, err := decodeAll(bytes.NewReader(data), 1<<20)
-		require.ErrorIs(t, err, wantErr)
-		require.Equal(t, want, got)
-
+		if !errors.Is(err, wantErr) || !sameEvents(want, got) {
+			require.ErrorIs(t, err, wantErr)
+			require.Equal(t, want, got)
+		}
 		again, err2 := decodeAll(&chunked{b: data, n: 1 + int(split%13)}, 1<<20)
-		require.ErrorIs(t, err2, wantErr, "splitting reads changes the end")
-		require.Equal(t, got, again, "splitting reads changes the events")
+		if !errors.Is(err2, wantErr) || !sameEvents(got, again) {
+			require.ErrorIs(t, err2, wantErr, "splitting reads changes the end")
+			require.Equal(t, got, again, "splitting reads changes the events")
+		}
 
 		res := &Result{}
 		col := &collector{res: res}
@@ -61,9 +64,24 @@ func FuzzSSE(f *testing.F) {
 			}
 		}
 		col.finish()
-		require.GreaterOrEqual(t, res.Chunks, 0)
 		for i := 1; i < len(res.Timeline); i++ {
-			require.Greater(t, res.Timeline[i].Tokens, res.Timeline[i-1].Tokens, "the timeline only grows")
+			if res.Timeline[i].Tokens <= res.Timeline[i-1].Tokens {
+				t.Fatalf("the timeline does not grow: %v", res.Timeline)
+			}
 		}
 	})
+}
+
+// sameEvents compares without reflection: the fuzzer calls it on every
+// input.
+func sameEvents(a, b []Event) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !bytes.Equal(a[i].Data, b[i].Data) {
+			return false
+		}
+	}
+	return true
 }

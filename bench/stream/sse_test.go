@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -125,15 +124,23 @@ func TestCarriageReturnDoesNotWaitForTheNextByte(t *testing.T) {
 	}
 }
 
-var lineEnd = regexp.MustCompile(`\r\n|\r|\n`)
-
 // reference is a second SSE decoder written another way (whole input, a
 // regexp split), for the fuzzer to compare against.
 func reference(in []byte) ([]Event, error) {
 	in = bytes.TrimPrefix(in, []byte("\uFEFF"))
-	lines := lineEnd.Split(string(in), -1)
-	last := lines[len(lines)-1] // the unterminated rest ("" when the input ends in a newline)
-	lines = lines[:len(lines)-1]
+	// Split the whole input at "\r\n", "\r" or "\n" first.
+	var lines []string
+	start := 0
+	for i := 0; i < len(in); i++ {
+		if in[i] == '\r' || in[i] == '\n' {
+			lines = append(lines, string(in[start:i]))
+			if in[i] == '\r' && i+1 < len(in) && in[i+1] == '\n' {
+				i++
+			}
+			start = i + 1
+		}
+	}
+	last := string(in[start:]) // the unterminated rest
 	var out []Event
 	var data []string
 	name, pending, has := "", false, false
