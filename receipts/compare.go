@@ -454,7 +454,7 @@ func sideOf(r *Receipt) Side {
 		RunID:       r.RunID,
 		Model:       r.Pins.Model,
 		Concurrency: r.Pins.Concurrency,
-		Target:      r.Target.Kind,
+		Target:      string(r.Target.Kind),
 		Finished:    r.Finished,
 		Items:       n,
 		Stopped:     r.Stopped,
