@@ -1,7 +1,10 @@
-// Package bench measures judgments against a target: a closed-loop pool
+// Package bench measures judgments against an Endpoint: a closed-loop pool
 // keeps c judgments in flight, the measured window is bracketed by /metrics
-// scrapes, and everything lands in a receipt. Its tests are the benchmark
-// suite (BenchmarkJudgments) and the stability tests (TestStability).
+// scrapes, the figures come from receipts/tally, and everything lands in a
+// receipt. Choosing and starting what is measured (a live vLLM, the twin) is
+// bench/target's job, so this package links neither the twin nor Docker. Its
+// tests are the benchmark suite (BenchmarkJudgments) and the stability tests
+// (TestStability).
 package bench
 
 import (
