@@ -100,9 +100,8 @@ func Diff(before, after Snapshot) receipts.Server {
 	}
 	srv.Counters = counters
 	srv.Histograms = histograms
-	srv.PrefixCacheHitRate = d.hitRate(counters, PrefixCacheHits, PrefixCacheQueries, "prefix cache")
-	srv.MMCacheHitRate = d.hitRate(counters, MMCacheHits, MMCacheQueries, "mm cache")
-	srv.Problems = d.problems // hitRate may add one
+	d.problems = append(d.problems, tally.HitRates(&srv)...)
+	srv.Problems = d.problems
 	if len(extra) > 0 {
 		srv.Extra = extra
 	}
