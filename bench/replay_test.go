@@ -1,10 +1,11 @@
-package bench
+package bench_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts/answers"
 	"github.com/vetbench/vetbench/receipts/typevet"
@@ -28,8 +29,8 @@ func TestReplayTypevetAnswers(t *testing.T) {
 			require.NoError(t, err)
 			set, err := sets.Open(context.Background(), tc.set, sets.Options{TypevetIDs: true})
 			require.NoError(t, err)
-			sess := inProcess(t, set, testEnv(t), stub.WithReplay(rp))
-			rec, err := sess.Measure(t.Context(), Point{Concurrency: 16})
+			sess := inProcess(t, set, testConfig(), stub.WithReplay(rp))
+			rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 16})
 			require.NoError(t, err)
 
 			p := answers.DefaultPolicy()

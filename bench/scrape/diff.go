@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 // Diff turns two readings into the window's figures. It never fails: what it
@@ -99,9 +100,8 @@ func Diff(before, after Snapshot) receipts.Server {
 	}
 	srv.Counters = counters
 	srv.Histograms = histograms
-	srv.PrefixCacheHitRate = d.hitRate(counters, PrefixCacheHits, PrefixCacheQueries, "prefix cache")
-	srv.MMCacheHitRate = d.hitRate(counters, MMCacheHits, MMCacheQueries, "mm cache")
-	srv.Problems = d.problems // hitRate may add one
+	d.problems = append(d.problems, tally.HitRates(&srv)...)
+	srv.Problems = d.problems
 	if len(extra) > 0 {
 		srv.Extra = extra
 	}
@@ -370,19 +370,14 @@ func unionKeys[V any](a, b map[string]V) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// hitRate is Δhits/Δqueries from m, nil when either is missing or there were
-// no queries; hits above queries is recorded as a problem, not clipped.
+// hitRate is Δhits/Δqueries from m (tally.HitRatio); hits above queries is
+// recorded as a problem, not clipped.
 func (d *differ) hitRate(m map[string]float64, hitsKey, queriesKey, what string) *float64 {
-	hits, okH := m[hitsKey]
-	queries, okQ := m[queriesKey]
-	if !okH || !okQ || queries <= 0 {
-		return nil
+	r, err := tally.HitRatio(m, hitsKey, queriesKey)
+	if err != nil {
+		d.problemf("%s: %v", what, err)
 	}
-	if hits > queries {
-		d.problemf("%s: %s hits exceed %s queries", what, num(hits), num(queries))
-		return nil
-	}
-	return ptr(hits / queries)
+	return r
 }
 
 // gauges reads each gauge in both readings.

@@ -72,7 +72,7 @@ func armRank(a string) int {
 
 func armOf(r *receipts.Receipt) string {
 	if r.Server != nil && r.Server.CacheReset != nil {
-		return r.Server.CacheReset.Arm
+		return string(r.Server.CacheReset.Arm)
 	}
 	return ""
 }

@@ -1,0 +1,620 @@
+package roofline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Config is the architecture of a text model as a Hugging Face
+// config.json states it, resolved per layer. ParseConfig fills it; a test
+// or a what-if may build one by hand.
+type Config struct {
+	// ModelType is the text model's model_type (text_config's when the
+	// config nests one).
+	ModelType     string
+	Architectures []string
+
+	Hidden, Layers, Vocab int
+	// Heads and KVHeads count query and key/value heads; HeadDim is the
+	// per-head width (standard attention).
+	Heads, KVHeads, HeadDim int
+	// Intermediate is the width of a dense MLP.
+	Intermediate   int
+	TiedEmbeddings bool
+
+	// MLA is set for multi-head latent attention.
+	MLA *MLA
+	// MoE is set for a mixture of experts.
+	MoE *MoE
+	// Windows holds, per layer, the sliding window in tokens; 0 is full
+	// attention.
+	Windows []int
+
+	// Layout details that move the count by a fraction of a percent.
+	QKNorm     bool // per-head q_norm and k_norm (Qwen3, Gemma 3)
+	QKVBias    bool // biases on q, k, v (Qwen2)
+	OBias      bool // bias on o_proj (attention_bias)
+	MLPBias    bool // biases on the MLP (mlp_bias)
+	GemmaNorms bool // four norms per layer instead of two (Gemma 3)
+}
+
+// MLA is multi-head latent attention (DeepSeek-V2/V3, Kimi K2, GLM-4.7
+// Flash): one latent of KVLoRARank plus a shared rope key per token.
+type MLA struct {
+	QLoRARank     int // 0: queries projected directly
+	KVLoRARank    int
+	QKNopeHeadDim int
+	QKRopeHeadDim int
+	VHeadDim      int
+}
+
+// MoE is a mixture of experts.
+type MoE struct {
+	Experts, TopK      int
+	ExpertIntermediate int
+	// SharedIntermediate is the total width of the shared experts, which
+	// every token runs (0: none).
+	SharedIntermediate int
+	// SharedGate is Qwen2-MoE's sigmoid gate on the shared expert.
+	SharedGate bool
+	// Layers says, per layer, whether its MLP is a MoE block (otherwise a
+	// dense MLP of Config.Intermediate).
+	Layers []bool
+}
+
+// MoELayers counts the MoE blocks.
+func (m *MoE) MoELayers() int {
+	n := 0
+	for _, b := range m.Layers {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// FieldError names the config field that is missing, malformed or not
+// modelled.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// ReadConfig reads and parses a config.json.
+func ReadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read model config: %w", err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// family is what a model_type implies beyond its fields.
+type family struct {
+	moe        string // "", "deepseek", "qwen", "mixtral"
+	qkNorm     bool
+	qkvBias    bool
+	gemma      bool // Gemma 3 norms, window pattern, defaults
+	slidingAll bool // a non-null sliding_window applies to every layer
+	tiedByDef  bool // tie_word_embeddings when absent
+}
+
+// families lists the model types whose weight layout this package knows.
+// A model_type outside it is refused: a count from guessed fields would be
+// a silent wrong answer.
+var families = map[string]family{
+	"llama":             {},
+	"mistral":           {slidingAll: true},
+	"qwen2":             {qkvBias: true},
+	"qwen3":             {qkNorm: true},
+	"qwen3_vl_text":     {qkNorm: true},
+	"gemma3_text":       {qkNorm: true, gemma: true, tiedByDef: true},
+	"mixtral":           {moe: "mixtral", slidingAll: true},
+	"qwen2_moe":         {moe: "qwen", qkvBias: true},
+	"qwen3_moe":         {moe: "qwen", qkNorm: true},
+	"qwen3_vl_moe_text": {moe: "qwen", qkNorm: true},
+	"deepseek_v2":       {moe: "deepseek"},
+	"deepseek_v3":       {moe: "deepseek"},
+	"kimi_k2":           {moe: "deepseek"},
+	"glm4_moe_lite":     {moe: "deepseek"},
+}
+
+// gemma3Defaults are transformers' Gemma3TextConfig defaults: the
+// multimodal Gemma 3 configs (google/gemma-3-4b-it and up) name only the
+// fields that differ from them.
+var gemma3Defaults = map[string]any{
+	"vocab_size":             262208,
+	"hidden_size":            2304,
+	"intermediate_size":      9216,
+	"num_hidden_layers":      26,
+	"num_attention_heads":    8,
+	"num_key_value_heads":    4,
+	"head_dim":               256,
+	"sliding_window":         4096,
+	"sliding_window_pattern": 6,
+}
+
+// unmodelled lists fields of architectures whose cost this package does
+// not model (KV sharing, per-layer embeddings, linear attention, SSMs,
+// chunked attention, sparse indexers, hyper-connections). Any of them set
+// to a non-trivial value is refused by name.
+var unmodelled = []string{
+	"num_kv_shared_layers", "hidden_size_per_layer_input", "use_double_wide_mlp",
+	"global_head_dim", "attention_k_eq_v", "enable_moe_block", "per_layer_config",
+	"altup_num_inputs", "linear_num_value_heads", "linear_key_head_dim",
+	"hybrid_override_pattern", "ssm_state_size", "mamba_num_heads",
+	"interleave_moe_layer_step", "attention_chunk_size", "no_rope_layers",
+	"index_topk", "index_n_heads", "hc_mult", "use_sliding_window",
+}
+
+// ParseConfig reads a Hugging Face config.json. A config that nests its
+// text model under text_config (multimodal Gemma 3, Qwen3-VL) is read
+// from there; tie_word_embeddings is taken from the top level when the
+// text_config does not state it.
+func ParseConfig(data []byte) (*Config, error) {
+	top, err := decodeObject(data, "")
+	if err != nil {
+		return nil, err
+	}
+	o := top
+	if raw, ok := top.get("text_config"); ok {
+		t, err := decodeObject(raw, "text_config.")
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := t.get("tie_word_embeddings"); !ok {
+			if v, ok := top.get("tie_word_embeddings"); ok {
+				t.m["tie_word_embeddings"] = v
+			}
+		}
+		if _, ok := t.get("model_type"); !ok {
+			if mt, _, err := top.str("model_type"); err == nil && mt != "" {
+				t.m["model_type"], _ = json.Marshal(mt + "_text")
+			}
+		}
+		o = t
+	}
+	c := &Config{}
+	if c.Architectures, err = top.strs("architectures"); err != nil {
+		return nil, err
+	}
+	mt, ok, err := o.str("model_type")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &FieldError{o.path + "model_type", "missing: the architecture cannot be told"}
+	}
+	fam, known := families[mt]
+	if !known {
+		return nil, &FieldError{o.path + "model_type", fmt.Sprintf("%q is not a modelled architecture (known: %s)", mt, strings.Join(knownTypes(), ", "))}
+	}
+	c.ModelType = mt
+	if fam.gemma {
+		o.defaults = gemma3Defaults
+	}
+	for _, k := range unmodelled {
+		if o.set(k) {
+			return nil, &FieldError{o.path + k, "set, but this architecture feature is not modelled"}
+		}
+	}
+
+	if c.Hidden, err = o.need("hidden_size"); err != nil {
+		return nil, err
+	}
+	if c.Layers, err = o.need("num_hidden_layers"); err != nil {
+		return nil, err
+	}
+	if c.Vocab, err = o.need("vocab_size"); err != nil {
+		return nil, err
+	}
+	if c.Heads, err = o.need("num_attention_heads"); err != nil {
+		return nil, err
+	}
+	if c.KVHeads, err = o.intOr("num_key_value_heads", c.Heads); err != nil {
+		return nil, err
+	}
+	if c.HeadDim, err = o.intOr("head_dim", c.Hidden/c.Heads); err != nil {
+		return nil, err
+	}
+	if c.TiedEmbeddings, err = o.boolOr("tie_word_embeddings", fam.tiedByDef); err != nil {
+		return nil, err
+	}
+	c.QKNorm, c.QKVBias, c.GemmaNorms = fam.qkNorm, fam.qkvBias, fam.gemma
+	if c.OBias, err = o.boolOr("attention_bias", false); err != nil {
+		return nil, err
+	}
+	if c.QKVBias {
+		c.OBias = false // Qwen2 biases q, k, v only, whatever attention_bias says
+	} else {
+		c.QKVBias = c.OBias
+	}
+	if c.MLPBias, err = o.boolOr("mlp_bias", false); err != nil {
+		return nil, err
+	}
+	if err := readMLA(o, c); err != nil {
+		return nil, err
+	}
+	if err := readMoE(o, fam, c); err != nil {
+		return nil, err
+	}
+	if c.MoE == nil || slices.Contains(c.MoE.Layers, false) {
+		if c.Intermediate, err = o.need("intermediate_size"); err != nil {
+			return nil, err
+		}
+	}
+	if err := readWindows(o, fam, c); err != nil {
+		return nil, err
+	}
+	return c, c.validate()
+}
+
+func knownTypes() []string {
+	ks := make([]string, 0, len(families))
+	for k := range families {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func readMLA(o object, c *Config) error {
+	rank, ok, err := o.int("kv_lora_rank")
+	if err != nil || !ok || rank == 0 {
+		return err
+	}
+	m := &MLA{KVLoRARank: rank}
+	if m.QLoRARank, err = o.intOr("q_lora_rank", 0); err != nil {
+		return err
+	}
+	if m.QKNopeHeadDim, err = o.need("qk_nope_head_dim"); err != nil {
+		return err
+	}
+	if m.QKRopeHeadDim, err = o.need("qk_rope_head_dim"); err != nil {
+		return err
+	}
+	if m.VHeadDim, err = o.need("v_head_dim"); err != nil {
+		return err
+	}
+	c.MLA = m
+	return nil
+}
+
+func readMoE(o object, fam family, c *Config) error {
+	var expertsKey string
+	switch fam.moe {
+	case "":
+		return nil
+	case "deepseek":
+		expertsKey = "n_routed_experts"
+	case "qwen":
+		expertsKey = "num_experts"
+	case "mixtral":
+		expertsKey = "num_local_experts"
+	}
+	e, ok, err := o.int(expertsKey)
+	if err != nil || !ok || e == 0 {
+		return err // a dense member of a MoE family (DeepSeek-V2 dense)
+	}
+	m := &MoE{Experts: e, Layers: make([]bool, c.Layers)}
+	if m.TopK, err = o.need("num_experts_per_tok"); err != nil {
+		return err
+	}
+	if m.TopK > m.Experts {
+		return &FieldError{o.path + "num_experts_per_tok", fmt.Sprintf("%d exceeds %s %d", m.TopK, expertsKey, e)}
+	}
+	switch fam.moe {
+	case "deepseek":
+		if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
+			return err
+		}
+		shared, err := o.intOr("n_shared_experts", 0)
+		if err != nil {
+			return err
+		}
+		m.SharedIntermediate = shared * m.ExpertIntermediate
+		if types, ok, err := o.strs2("mlp_layer_types"); err != nil {
+			return err
+		} else if ok {
+			if len(types) != c.Layers {
+				return &FieldError{o.path + "mlp_layer_types", fmt.Sprintf("%d entries for %d layers", len(types), c.Layers)}
+			}
+			for i, t := range types {
+				switch t {
+				case "dense":
+				case "sparse":
+					m.Layers[i] = true
+				default:
+					return &FieldError{fmt.Sprintf("%smlp_layer_types[%d]", o.path, i), fmt.Sprintf("%q: want dense or sparse", t)}
+				}
+			}
+			break
+		}
+		firstDense, err := o.intOr("first_k_dense_replace", 0)
+		if err != nil {
+			return err
+		}
+		freq, err := o.intOr("moe_layer_freq", 1)
+		if err != nil {
+			return err
+		}
+		if freq < 1 {
+			return &FieldError{o.path + "moe_layer_freq", "want at least 1"}
+		}
+		for i := range m.Layers {
+			m.Layers[i] = i >= firstDense && i%freq == 0
+		}
+	case "qwen":
+		if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
+			return err
+		}
+		if m.SharedIntermediate, err = o.intOr("shared_expert_intermediate_size", 0); err != nil {
+			return err
+		}
+		m.SharedGate = m.SharedIntermediate > 0
+		step, err := o.intOr("decoder_sparse_step", 1)
+		if err != nil {
+			return err
+		}
+		if step < 1 {
+			return &FieldError{o.path + "decoder_sparse_step", "want at least 1"}
+		}
+		only, err := o.ints("mlp_only_layers")
+		if err != nil {
+			return err
+		}
+		for i := range m.Layers {
+			m.Layers[i] = !slices.Contains(only, i) && (i+1)%step == 0
+		}
+	case "mixtral":
+		if m.ExpertIntermediate, err = o.need("intermediate_size"); err != nil {
+			return err
+		}
+		for i := range m.Layers {
+			m.Layers[i] = true
+		}
+	}
+	c.MoE = m
+	return nil
+}
+
+func readWindows(o object, fam family, c *Config) error {
+	c.Windows = make([]int, c.Layers)
+	window, _, err := o.int("sliding_window")
+	if err != nil {
+		return err
+	}
+	types, ok, err := o.strs2("layer_types")
+	if err != nil {
+		return err
+	}
+	if ok {
+		if len(types) != c.Layers {
+			return &FieldError{o.path + "layer_types", fmt.Sprintf("%d entries for %d layers", len(types), c.Layers)}
+		}
+		for i, t := range types {
+			switch t {
+			case "full_attention":
+			case "sliding_attention":
+				if window <= 0 {
+					return &FieldError{o.path + "sliding_window", fmt.Sprintf("missing, but layer_types[%d] is sliding_attention", i)}
+				}
+				c.Windows[i] = window
+			default:
+				return &FieldError{fmt.Sprintf("%slayer_types[%d]", o.path, i), fmt.Sprintf("%q is not modelled (want full_attention or sliding_attention)", t)}
+			}
+		}
+		return nil
+	}
+	switch {
+	case fam.gemma:
+		// The config's own spelling (either) before the family default.
+		stated := object{path: o.path, m: o.m}
+		pattern, ok, err := stated.int("sliding_window_pattern")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if pattern, ok, err = stated.int("_sliding_window_pattern"); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			pattern = gemma3Defaults["sliding_window_pattern"].(int)
+		}
+		if pattern < 1 {
+			return &FieldError{o.path + "sliding_window_pattern", "want at least 1"}
+		}
+		for i := range c.Windows {
+			if (i+1)%pattern != 0 { // every pattern-th layer is global
+				c.Windows[i] = window
+			}
+		}
+	case fam.slidingAll && window > 0:
+		for i := range c.Windows {
+			c.Windows[i] = window
+		}
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	check := func(name string, v int) error {
+		if v <= 0 {
+			return &FieldError{name, fmt.Sprintf("%d: want a positive number", v)}
+		}
+		return nil
+	}
+	for _, err := range []error{
+		check("hidden_size", c.Hidden), check("num_hidden_layers", c.Layers),
+		check("vocab_size", c.Vocab), check("num_attention_heads", c.Heads),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if c.MLA != nil {
+		return nil
+	}
+	if err := check("num_key_value_heads", c.KVHeads); err != nil {
+		return err
+	}
+	if err := check("head_dim", c.HeadDim); err != nil {
+		return err
+	}
+	if c.Heads%c.KVHeads != 0 {
+		return &FieldError{"num_key_value_heads", fmt.Sprintf("%d does not divide num_attention_heads %d", c.KVHeads, c.Heads)}
+	}
+	return nil
+}
+
+// object is one JSON object of a config, with the path that prefixes its
+// fields in errors and the defaults of its family.
+type object struct {
+	path     string
+	m        map[string]json.RawMessage
+	defaults map[string]any
+}
+
+func decodeObject(data []byte, path string) (object, error) {
+	o := object{path: path}
+	label := ""
+	if path != "" {
+		label = strings.TrimSuffix(path, ".") + ": "
+	}
+	if err := json.Unmarshal(data, &o.m); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return o, fmt.Errorf("%snot valid JSON at byte %d: %w", label, se.Offset, err)
+		}
+		return o, fmt.Errorf("%swant a JSON object: %w", label, err)
+	}
+	if o.m == nil {
+		return o, fmt.Errorf("%swant a JSON object, got null", label)
+	}
+	return o, nil
+}
+
+// get returns a field that is present and not null, or its family default.
+func (o object) get(k string) (json.RawMessage, bool) {
+	v, ok := o.m[k]
+	if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return v, true
+	}
+	if d, ok := o.defaults[k]; ok {
+		b, _ := json.Marshal(d)
+		return b, true
+	}
+	return nil, false
+}
+
+// set says whether a field holds anything but null, false, 0, "" or an
+// empty list or object.
+func (o object) set(k string) bool {
+	v, ok := o.get(k)
+	if !ok {
+		return false
+	}
+	switch s := string(bytes.TrimSpace(v)); s {
+	case "false", "0", `""`, "[]", "{}":
+		return false
+	}
+	return true
+}
+
+func (o object) int(k string) (int, bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return 0, false, nil
+	}
+	var f float64
+	if err := json.Unmarshal(v, &f); err != nil || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
+		return 0, false, &FieldError{o.path + k, fmt.Sprintf("want a whole number ≥ 0, got %s", v)}
+	}
+	return int(f), true, nil
+}
+
+func (o object) need(k string) (int, error) {
+	n, ok, err := o.int(k)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, &FieldError{o.path + k, "missing"}
+	}
+	return n, nil
+}
+
+func (o object) intOr(k string, def int) (int, error) {
+	n, ok, err := o.int(k)
+	if !ok || err != nil {
+		return def, err
+	}
+	return n, nil
+}
+
+func (o object) boolOr(k string, def bool) (bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return def, nil
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		return false, &FieldError{o.path + k, fmt.Sprintf("want true or false, got %s", v)}
+	}
+	return b, nil
+}
+
+func (o object) str(k string) (string, bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return "", false, nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false, &FieldError{o.path + k, fmt.Sprintf("want a string, got %s", v)}
+	}
+	return s, true, nil
+}
+
+// strs reads an optional list of strings (nil when absent).
+func (o object) strs(k string) ([]string, error) {
+	s, _, err := o.strs2(k)
+	return s, err
+}
+
+func (o object) strs2(k string) ([]string, bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return nil, false, nil
+	}
+	var s []string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return nil, false, &FieldError{o.path + k, fmt.Sprintf("want a list of strings, got %s", v)}
+	}
+	return s, true, nil
+}
+
+func (o object) ints(k string) ([]int, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return nil, nil
+	}
+	var s []int
+	if err := json.Unmarshal(v, &s); err != nil {
+		return nil, &FieldError{o.path + k, fmt.Sprintf("want a list of whole numbers, got %s", v)}
+	}
+	return s, nil
+}

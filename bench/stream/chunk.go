@@ -1,0 +1,180 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// chunk is the part of a chat.completion.chunk that the client reads.
+type chunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			Reasoning *string `json:"reasoning"`
+			// reasoning_content is the older name of reasoning.
+			ReasoningContent *string `json:"reasoning_content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens            int `json:"prompt_tokens"`
+		CompletionTokens        int `json:"completion_tokens"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+	// Object "error" with a message is the flat error shape of vLLM before
+	// 0.10.1.
+	Object string `json:"object"`
+}
+
+// Update is what one chunk brought, handed to an Observer as it arrives.
+type Update struct {
+	Time      time.Time
+	Content   string
+	Reasoning string
+	// Tokens is the running completion_tokens when the chunk carried
+	// usage, -1 otherwise.
+	Tokens int
+	// Final marks the usage-only chunk.
+	Final bool
+}
+
+// Observer sees every chunk as it arrives, after the Result took it in. A
+// non-nil error stops the stream; the Result keeps what arrived and
+// carries the error wrapped in ErrAborted (a loop detector stops a looping
+// request this way).
+type Observer func(Update) error
+
+// collector turns events into a Result.
+type collector struct {
+	res       *Result
+	content   strings.Builder
+	reasoning strings.Builder
+	running   int // last running completion_tokens seen
+}
+
+func (c *collector) finish() {
+	c.res.Content = c.content.String()
+	c.res.Reasoning = c.reasoning.String()
+}
+
+// event takes one event's data that arrived at t. It reports [DONE], and an
+// error for an error object or a chunk that does not parse.
+func (c *collector) event(t time.Time, data []byte) (Update, bool, error) {
+	up := Update{Time: t, Tokens: -1}
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		c.res.Done = true
+		return up, true, nil
+	}
+	var ch chunk
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return up, false, fmt.Errorf("%w: %v: %s", ErrMalformed, err, excerpt(data))
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		return up, false, serverError(ch.Error)
+	}
+	if ch.Object == "error" {
+		return up, false, serverError(data)
+	}
+	r := c.res
+	if len(ch.Choices) > 0 {
+		if r.FirstChunk.IsZero() {
+			r.FirstChunk = t
+		}
+		// n = 1 requests: choice 0 only.
+		for _, cc := range ch.Choices {
+			if cc.Index != 0 {
+				continue
+			}
+			if cc.Delta.Content != nil {
+				up.Content += *cc.Delta.Content
+			}
+			switch {
+			case cc.Delta.Reasoning != nil:
+				up.Reasoning += *cc.Delta.Reasoning
+			case cc.Delta.ReasoningContent != nil:
+				up.Reasoning += *cc.Delta.ReasoningContent
+			}
+			if cc.FinishReason != nil && *cc.FinishReason != "" {
+				r.FinishReason = *cc.FinishReason
+			}
+		}
+		if up.Content != "" || up.Reasoning != "" {
+			if r.FirstToken.IsZero() {
+				r.FirstToken = t
+			}
+			r.LastToken = t
+			r.Chunks++
+			c.content.WriteString(up.Content)
+			c.reasoning.WriteString(up.Reasoning)
+			if r.TokensFrom == "" || r.TokensFrom == FromChunks {
+				r.OutputTokens, r.TokensFrom = r.Chunks, FromChunks
+			}
+		}
+	}
+	if u := ch.Usage; u != nil {
+		if u.PromptTokens > 0 {
+			r.PromptTokens = u.PromptTokens
+		}
+		up.Tokens = u.CompletionTokens
+		if len(ch.Choices) == 0 {
+			// The usage-only final chunk: the server's total.
+			up.Final = true
+			r.OutputTokens, r.TokensFrom = u.CompletionTokens, FromUsage
+			if d := u.CompletionTokensDetails; d != nil {
+				r.ReasoningTokens = d.ReasoningTokens
+			}
+		} else {
+			if u.CompletionTokens > c.running {
+				c.running = u.CompletionTokens
+				r.Timeline = append(r.Timeline, Point{T: t, Tokens: u.CompletionTokens})
+			}
+			if r.TokensFrom != FromUsage {
+				r.OutputTokens, r.TokensFrom = c.running, FromContinuous
+			}
+		}
+	}
+	return up, false, nil
+}
+
+// serverError reads the error member of a chunk: an object {message,
+// type, param, code} (code an int or a string), or a bare string.
+func serverError(raw json.RawMessage) *ServerError {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return &ServerError{Message: s}
+	}
+	var e struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Param   *string         `json:"param"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return &ServerError{Message: excerpt(raw)}
+	}
+	out := &ServerError{Message: e.Message, Type: e.Type}
+	if e.Param != nil {
+		out.Param = *e.Param
+	}
+	if n, err := strconv.Atoi(strings.Trim(string(e.Code), `"`)); err == nil {
+		out.Code = n
+	}
+	return out
+}
+
+func excerpt(b []byte) string {
+	const n = 200
+	if len(b) > n {
+		return strconv.Quote(string(b[:n])) + "…"
+	}
+	return strconv.Quote(string(b))
+}

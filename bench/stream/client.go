@@ -1,0 +1,317 @@
+// Package stream is a streaming client for vLLM's /v1/chat/completions:
+// stream on, with the usage chunk and continuous usage stats. One call
+// sends one request and returns its Result: time to first token, time
+// between tokens, the server's output token count (and its running count
+// over time, so a fixed window can count the tokens inside it), end to end
+// time, the text per channel and the finish reason. A request that fails —
+// an HTTP error, an error object inside the stream, a cut connection, a
+// cancel — still returns what it measured, with the error.
+package stream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vetbench/vetbench/judgments"
+)
+
+// Path is the endpoint the client posts to.
+const Path = "/v1/chat/completions"
+
+// maxErrorBody bounds how much of a non-200 answer is read.
+const maxErrorBody = 64 << 10
+
+// Client sends streamed chat completions to one server. It is safe for
+// concurrent use.
+type Client struct {
+	baseURL  string
+	apiKey   string
+	http     *http.Client
+	now      func() time.Time
+	stall    time.Duration
+	maxEvent int
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithAPIKey sends "Authorization: Bearer <key>". The key goes nowhere else.
+func WithAPIKey(k string) Option { return func(c *Client) { c.apiKey = k } }
+
+// WithHTTPClient replaces the default HTTP client. Its Timeout, if any,
+// bounds the whole stream; prefer a context or WithStallTimeout.
+func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithClock replaces time.Now for every timestamp of a Result, so tests can
+// drive time. The clock is read once before sending and once per event.
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
+
+// WithStallTimeout fails a request when no byte arrives for d, headers
+// included (0, the default, waits as long as the context allows). vLLM
+// sends the header with the first chunk, so d must exceed the longest
+// prefill the run expects.
+func WithStallTimeout(d time.Duration) Option { return func(c *Client) { c.stall = d } }
+
+// WithMaxEventBytes bounds one server-sent event (default
+// DefaultMaxEventBytes).
+func WithMaxEventBytes(n int) Option { return func(c *Client) { c.maxEvent = n } }
+
+// New returns a client for the server at baseURL (no trailing /v1).
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{
+		baseURL:  strings.TrimRight(baseURL, "/"),
+		http:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}},
+		now:      time.Now,
+		maxEvent: DefaultMaxEventBytes,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Do sends r and reads its stream to the end. It always returns a Result;
+// Result.Err is nil only when the stream ended with [DONE] and no error
+// object. obs, when non-nil, sees each chunk as it arrives.
+func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
+	res := &Result{ID: r.ID}
+	body, err := r.Body()
+	if err != nil {
+		res.Sent = c.now()
+		res.End = res.Sent
+		res.Err = fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return res
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := newStallWatch(c.stall, cancel)
+	defer watch.stop()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+Path, bytes.NewReader(body))
+	if err != nil {
+		res.Sent = c.now()
+		res.End = res.Sent
+		res.Err = fmt.Errorf("%s: %w", Path, err)
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if r.ID != "" {
+		req.Header.Set("X-Request-Id", r.ID)
+	}
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+
+	res.Sent = c.now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		res.End = c.now()
+		res.Err = c.failure(ctx, watch, fmt.Errorf("%s: %w", Path, err))
+		return res
+	}
+	defer resp.Body.Close()
+	watch.touch()
+
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		res.End = c.now()
+		res.Err = StatusError(resp, data)
+		return res
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		res.End = c.now()
+		res.Err = fmt.Errorf("%w: HTTP 200 with Content-Type %q: %s", ErrNotStream, resp.Header.Get("Content-Type"), excerpt(data))
+		return res
+	}
+
+	c.read(ctx, watch, &watchedReader{r: resp.Body, w: watch}, res, obs)
+	return res
+}
+
+// read consumes the event stream into res.
+func (c *Client) read(ctx context.Context, watch *stallWatch, body io.Reader, res *Result, obs Observer) {
+	col := &collector{res: res}
+	defer col.finish()
+	dec := NewDecoder(body)
+	dec.SetMaxEventBytes(c.maxEvent)
+	for {
+		ev, err := dec.Next()
+		t := c.now()
+		res.End = t
+		if err != nil {
+			// Any end other than an oversized event is a cut: EOF, a
+			// truncated event, a reset or unterminated chunked body.
+			if !errors.Is(err, ErrEventTooLong) {
+				err = fmt.Errorf("%w after %d tokens: %w", ErrCut, res.OutputTokens, err)
+			}
+			res.Err = c.failure(ctx, watch, err)
+			return
+		}
+		up, done, err := col.event(t, ev.Data)
+		if err != nil {
+			res.Err = err
+			return
+		}
+		if done {
+			return
+		}
+		if obs != nil {
+			if err := obs(up); err != nil {
+				res.Err = fmt.Errorf("%w: %w", ErrAborted, err)
+				return
+			}
+		}
+	}
+}
+
+// failure names why a request ended early: the stall watch, the caller's
+// context, or the transport.
+func (c *Client) failure(ctx context.Context, watch *stallWatch, err error) error {
+	switch {
+	case watch.fired():
+		return fmt.Errorf("%w: nothing for %s: %w", ErrStalled, c.stall, err)
+	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return err
+}
+
+// StatusError reads a non-200 answer as vLLM writes it: {"error": {message,
+// type, param, code}} since 0.10.1, the flat shape before, and {"error":
+// "Unauthorized"} from the API-key middleware. Retry-After is kept.
+func StatusError(resp *http.Response, data []byte) *judgments.StatusError {
+	e := &judgments.StatusError{Endpoint: Path, Code: resp.StatusCode}
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			e.RetryAfter = time.Duration(n) * time.Second
+		}
+	}
+	var nested struct {
+		Error json.RawMessage `json:"error"`
+	}
+	var flat struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	switch {
+	case json.Unmarshal(data, &nested) == nil && len(nested.Error) > 0 && string(nested.Error) != "null":
+		se := serverError(nested.Error)
+		e.Message, e.Type, e.Param = se.Message, se.Type, se.Param
+	case json.Unmarshal(data, &flat) == nil && flat.Message != "":
+		e.Message, e.Type = flat.Message, flat.Type
+	default:
+		e.Message = strings.TrimSpace(string(data))
+		if len(e.Message) > 200 {
+			e.Message = e.Message[:200] + "…"
+		}
+	}
+	return e
+}
+
+// ErrorClass names the kind of a Result's error with a stable word that
+// counts and receipts can group by: "" (no error), "canceled", "timeout",
+// "stalled", "http_<status>", "stream_error", "cut", "short", "long",
+// "no_usage", "malformed", "not_stream", "aborted", "invalid_request",
+// "transport".
+func ErrorClass(err error) string {
+	var se *judgments.StatusError
+	var ce *CountError
+	var srv *ServerError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrStalled):
+		return "stalled"
+	case errors.Is(err, ErrAborted):
+		return "aborted"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &se):
+		return "http_" + strconv.Itoa(se.Code)
+	case errors.As(err, &srv):
+		return "stream_error"
+	case errors.As(err, &ce):
+		if ce.Got < ce.Want {
+			return "short"
+		}
+		return "long"
+	case errors.Is(err, ErrNoUsage):
+		return "no_usage"
+	case errors.Is(err, ErrCut):
+		return "cut"
+	case errors.Is(err, ErrMalformed), errors.Is(err, ErrEventTooLong):
+		return "malformed"
+	case errors.Is(err, ErrNotStream):
+		return "not_stream"
+	case errors.Is(err, ErrInvalidRequest):
+		return "invalid_request"
+	}
+	return "transport"
+}
+
+// stallWatch cancels a request when nothing arrives for a while.
+type stallWatch struct {
+	d      time.Duration
+	mu     sync.Mutex
+	t      *time.Timer
+	didact bool
+}
+
+func newStallWatch(d time.Duration, cancel context.CancelFunc) *stallWatch {
+	w := &stallWatch{d: d}
+	if d > 0 {
+		w.t = time.AfterFunc(d, func() {
+			w.mu.Lock()
+			w.didact = true
+			w.mu.Unlock()
+			cancel()
+		})
+	}
+	return w
+}
+
+func (w *stallWatch) touch() {
+	if w.t != nil {
+		w.t.Reset(w.d)
+	}
+}
+
+func (w *stallWatch) stop() {
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
+
+func (w *stallWatch) fired() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.didact
+}
+
+// watchedReader resets the stall watch on every byte that arrives.
+type watchedReader struct {
+	r io.Reader
+	w *stallWatch
+}
+
+func (r *watchedReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.w.touch()
+	}
+	return n, err
+}

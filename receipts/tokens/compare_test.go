@@ -1,0 +1,121 @@
+package tokens
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// slower is a twin-like candidate of a published point: every run takes
+// factor times as long, with request samples.
+func slower(t *testing.T, base *Receipt, factor float64) *Receipt {
+	t.Helper()
+	pt := base.Point
+	var runs []Run
+	for _, br := range base.Runs {
+		wall := br.WallSeconds * factor
+		var reqs []Request
+		for i := range pt.Concurrency {
+			reqs = append(reqs, Request{
+				ID: fmt.Sprintf("r%d", i), PromptTokens: 30, OutputTokens: pt.OutputTokens,
+				TTFTSeconds: f64(0.05), ITLSeconds: f64((wall - 0.05) / float64(pt.OutputTokens-1)), E2ESeconds: wall,
+			})
+		}
+		runs = append(runs, NewRun(pt, wall, reqs))
+	}
+	r := &Receipt{
+		Schema: Schema, Source: SourceVetbench,
+		Target:   receipts.Target{Kind: receipts.TargetInProcess, Profile: "rtx3090"},
+		Identity: Identity{ServerBuild: "vetbench-twin", GPU: base.Identity.GPU, Sampling: "temperature=0 ignore_eos=true"},
+		Point:    pt, Runs: runs, Summary: Summarize(pt, runs),
+	}
+	require.NoError(t, r.Validate())
+	return r
+}
+
+func TestComparePublishedWithACandidate(t *testing.T) {
+	t.Parallel()
+	base, err := ReadPublishedFile(publishedPath)
+	require.NoError(t, err)
+	var cand []*Receipt
+	for _, b := range base[:len(base)-1] { // the candidate lacks the last point
+		cand = append(cand, slower(t, b, 1.25))
+	}
+	c, err := Compare(base, cand)
+	require.NoError(t, err)
+	require.Len(t, c.Points, 9)
+	require.Equal(t, []Key{base[9].Key()}, c.OnlyBase)
+	require.Empty(t, c.OnlyCand)
+	for _, p := range c.Points {
+		require.InDelta(t, 1/1.25-1, p.AggregateOutputTokS.Rel, 1e-9, "%s", p.Key)
+		require.InDelta(t, 1/1.25-1, p.PerRequestOutputTokS.Rel, 1e-9)
+		require.InDelta(t, 0.25, p.MeanTPOTMs.Rel, 1e-9)
+		require.Nil(t, p.TTFTP50Ms, "the published format has no TTFT")
+		require.Equal(t, []string{"target: live → twin", "server_build: " + base[0].Identity.ServerBuild + " → vetbench-twin"}, p.IdentityDiff)
+		require.Contains(t, p.Unverified, "profile")
+		require.Contains(t, p.Unverified, "sampling")
+	}
+	text := c.Text()
+	first := fmt.Sprintf("%.1f → %.1f (-20.0%%)", base[0].Summary.AggregateOutputTokS, base[0].Summary.AggregateOutputTokS/1.25)
+	require.Contains(t, text, first)
+	require.Contains(t, text, "identity differs: target: live → twin\n", "shared notes are printed once")
+	require.Contains(t, text, "only in baseline: workload=one_image/c=32/output=128")
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	require.True(t, strings.HasPrefix(lines[0], "workload"))
+	require.True(t, strings.HasPrefix(lines[1], "one_image  1 "), "points sorted by workload, then c: %q", lines[1])
+}
+
+func TestComparePointFlagsProblemsAndRefusesOtherPoints(t *testing.T) {
+	t.Parallel()
+	a, b := sample(), sample()
+	b.Runs[0].WallSeconds *= 2
+	b.Runs[0] = NewRun(b.Point, b.Runs[0].WallSeconds, b.Runs[0].Requests)
+	b.Summary = Summarize(b.Point, b.Runs)
+	pc, err := ComparePoint(a, b)
+	require.NoError(t, err)
+	require.Less(t, pc.AggregateOutputTokS.Rel, 0.0)
+	require.NotNil(t, pc.TTFTP50Ms)
+	require.Contains(t, pc.Problems, "baseline: 1 of 4 requests failed, 0 short")
+	require.Empty(t, pc.IdentityDiff)
+
+	other := sample()
+	other.Point.Concurrency = 4
+	_, err = ComparePoint(a, other)
+	require.ErrorContains(t, err, "different points")
+	_, err = Compare([]*Receipt{a, sample()}, nil)
+	require.ErrorContains(t, err, "twice")
+}
+
+// Reading the published receipt and comparing it with a run is one call
+// each.
+func ExampleCompare() {
+	base, err := ReadPublishedFile("testdata/token-throughput-rtx3090.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// A candidate: here the baseline's first point itself.
+	c, err := Compare(base, base[:1])
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.WriteText(os.Stdout)
+	// Output:
+	// workload  c  output  aggregate tok/s        per-request tok/s      TPOT ms              TTFT p50 ms
+	// text      1  128     156.6 → 156.6 (+0.0%)  156.6 → 156.6 (+0.0%)  6.39 → 6.39 (+0.0%)  —
+	// only in baseline: workload=one_image/c=1/output=128
+	// only in baseline: workload=one_image/c=4/output=128
+	// only in baseline: workload=one_image/c=8/output=128
+	// only in baseline: workload=one_image/c=16/output=128
+	// only in baseline: workload=one_image/c=32/output=128
+	// only in baseline: workload=text/c=4/output=128
+	// only in baseline: workload=text/c=8/output=128
+	// only in baseline: workload=text/c=16/output=128
+	// only in baseline: workload=text/c=32/output=128
+}

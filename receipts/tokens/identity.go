@@ -1,0 +1,97 @@
+package tokens
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vetbench/vetbench/receipts"
+)
+
+type identityField struct{ name, value string }
+
+// identityFields lists, in a fixed order, what makes two points
+// comparable. Concurrency, repeats, run id, times and the endpoint are
+// left out on purpose: they vary between points of one experiment.
+func (r *Receipt) identityFields() []identityField {
+	id := r.Identity
+	out := []identityField{
+		{"target", targetClass(r.Target)},
+		{"model", id.Model},
+		{"server_build", id.ServerBuild},
+		{"server_flags", id.ServerFlags},
+		{"gpu", id.GPU},
+		{"profile", mapKey(id.Profile)},
+		{"sampling", id.Sampling},
+		{"workload", r.Point.Workload},
+		{"output_tokens", strconv.Itoa(r.Point.OutputTokens)},
+		{"prompt_digest", id.PromptDigest},
+		{"cache_isolation", id.CacheIsolation},
+		{"harness_version", id.HarnessVersion},
+	}
+	return out
+}
+
+// targetClass is "live" or "twin": a twin and a real server are never the
+// same experiment; container and in-process twins are.
+func targetClass(t receipts.Target) string {
+	switch t.Kind {
+	case receipts.TargetContainer, receipts.TargetInProcess:
+		if t.Replay != "" {
+			return "twin replay " + t.Replay
+		}
+		return "twin"
+	case receipts.TargetLive, receipts.TargetTypevet:
+		return "live"
+	}
+	return string(t.Kind)
+}
+
+func mapKey(m map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// IdentityDigest is the hex sha256 over the identity fields.
+func (r *Receipt) IdentityDigest() string {
+	h := sha256.New()
+	for _, f := range r.identityFields() {
+		fmt.Fprintf(h, "%s=%s\n", f.name, f.value)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// IdentityDiff lists, in words, the identity fields both receipts record
+// and that differ ("gpu: RTX 3090 → H100"). Empty means comparable as far
+// as both know.
+func IdentityDiff(a, b *Receipt) []string {
+	var out []string
+	bf := b.identityFields()
+	for i, f := range a.identityFields() {
+		g := bf[i]
+		if f.value != "" && g.value != "" && f.value != g.value {
+			out = append(out, fmt.Sprintf("%s: %s → %s", f.name, f.value, g.value))
+		}
+	}
+	return out
+}
+
+// IdentityUnverified names the identity fields only one side records: the
+// comparison cannot say they are equal.
+func IdentityUnverified(a, b *Receipt) []string {
+	var out []string
+	bf := b.identityFields()
+	for i, f := range a.identityFields() {
+		if (f.value == "") != (bf[i].value == "") {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package tokens
+
+import (
+	"math"
+	"slices"
+)
+
+// ClassShort is the error class of a request that produced fewer tokens
+// than asked (stream.ErrorClass names it the same).
+const ClassShort = "short"
+
+// NewRun computes a run's figures from its requests: generated tokens
+// (the server's count, every request), verified tokens (requests without
+// error that produced exactly p.OutputTokens), failed and short counts,
+// output tok/s over wall seconds. A request without an error whose count
+// differs from the ask is counted short all the same: the receipt never
+// passes a count it did not check.
+func NewRun(p Point, wallSeconds float64, requests []Request) Run {
+	r := Run{WallSeconds: wallSeconds, Requests: requests}
+	for _, q := range requests {
+		r.GeneratedTokens += q.OutputTokens
+		switch {
+		case q.ErrorClass == ClassShort || (q.Error == "" && q.OutputTokens < p.OutputTokens):
+			r.Short++
+		case q.Error != "" || q.OutputTokens != p.OutputTokens:
+			r.Failed++
+		default:
+			r.VerifiedTokens += q.OutputTokens
+		}
+	}
+	if wallSeconds > 0 {
+		r.OutputTokS = float64(r.GeneratedTokens) / wallSeconds
+	}
+	return r
+}
+
+// Summarize computes the point's figures from its runs. It is the one
+// place they are computed; Validate recomputes them to catch an edited
+// receipt.
+func Summarize(p Point, runs []Run) Summary {
+	var s Summary
+	gen, wall := 0, 0.0
+	var ttft, itl, tpot, e2e, rate []float64
+	samples := false
+	for _, r := range runs {
+		gen += r.GeneratedTokens
+		wall += r.WallSeconds
+		s.TotalVerifiedOutputTokens += r.VerifiedTokens
+		s.Failed += r.Failed
+		s.Short += r.Short
+		if r.GPUMemoryMiBAfter != nil && (s.PeakGPUMemoryMiB == nil || *r.GPUMemoryMiBAfter > *s.PeakGPUMemoryMiB) {
+			s.PeakGPUMemoryMiB = ptr(*r.GPUMemoryMiBAfter)
+		}
+		if len(r.Requests) == 0 {
+			s.Requests += p.Concurrency
+			continue
+		}
+		samples = true
+		s.Requests += len(r.Requests)
+		for _, q := range r.Requests {
+			if q.Error != "" {
+				continue
+			}
+			if q.TTFTSeconds != nil {
+				ttft = append(ttft, *q.TTFTSeconds*1000)
+				if q.OutputTokens > 1 {
+					tpot = append(tpot, (q.E2ESeconds-*q.TTFTSeconds)/float64(q.OutputTokens-1)*1000)
+				}
+			}
+			if q.ITLSeconds != nil {
+				itl = append(itl, *q.ITLSeconds*1000)
+			}
+			e2e = append(e2e, q.E2ESeconds*1000)
+			if q.E2ESeconds > 0 {
+				rate = append(rate, float64(q.OutputTokens)/q.E2ESeconds)
+			}
+		}
+	}
+	if wall > 0 {
+		s.AggregateOutputTokS = float64(gen) / wall
+	}
+	if p.Concurrency > 0 {
+		s.PerRequestOutputTokS = s.AggregateOutputTokS / float64(p.Concurrency)
+	}
+	if len(runs) > 0 {
+		s.MeanCompletionSeconds = wall / float64(len(runs))
+	}
+	if p.OutputTokens > 0 {
+		s.MeanTPOTMs = s.MeanCompletionSeconds / float64(p.OutputTokens) * 1000
+	}
+	if samples {
+		s.TTFTMs, s.ITLMs, s.TPOTMs, s.E2EMs, s.RequestOutputTokS = dist(ttft), dist(itl), dist(tpot), dist(e2e), dist(rate)
+	}
+	return s
+}
+
+// dist summarises samples; nil when there are none.
+func dist(xs []float64) *Dist {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	return &Dist{
+		N: len(s), Mean: sum / float64(len(s)),
+		P50: Percentile(s, 50), P90: Percentile(s, 90), P99: Percentile(s, 99),
+		Max: s[len(s)-1],
+	}
+}
+
+// Percentile is numpy's default (linear) percentile of sorted samples.
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	pos := p / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+}
+
+func ptr[T any](v T) *T { return &v }
