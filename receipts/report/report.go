@@ -370,7 +370,9 @@ func (b *builder) runsSection() Section {
 			return r.BenchFile
 		}},
 		{"source", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Source }) }},
-		{"target kind", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return string(x.Target.Kind) }) }},
+		{"target kind", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return string(x.Target.Kind) })
+		}},
 		{"twin profile", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Target.Profile }) }},
 		{"time scale", func(r *Run) string { return scaleText(timeScale(r)) }},
 		{"replay", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Target.Replay }) }},
