@@ -3,13 +3,16 @@
 // script, no network) and as CSV tables.
 //
 // It decides nothing: which answers moved comes from receipts/answers,
-// whether the candidate is slower from receipts/speed, whether two
-// receipts are the same experiment from receipts; the checks (Little's
-// law, reconciliation) are the receipts' own. Build turns two Runs into a
-// Report of Sections; a Section holds Charts (LineChart, HeatMap) and
-// Tables, so a new kind of figure (token throughput, a speed matrix) is a
-// function that returns a Section, appended to Report.Sections before
-// WriteHTML and CSVFiles.
+// whether the candidate is slower from receipts/speed, token-throughput
+// changes from receipts/tokens, whether two receipts are the same
+// experiment from receipts; the checks (Little's law, reconciliation) and
+// matrix statuses are the receipts' own. Load reads a run directory
+// (judgment receipts, token-throughput receipts and speed matrices, told
+// apart by schema, and bench.txt); Build turns two Runs into a Report of
+// Sections. A Section holds Charts (LineChart, HeatMap) and Tables, so
+// another figure is a function that returns a Section, appended to
+// Report.Sections before WriteHTML and CSVFiles; LineTable and
+// HeatMapTable give a chart's data as a CSV table.
 package report
 
 import (
@@ -21,7 +24,9 @@ import (
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
+	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // Report is what the page shows, in order: the title, banners, the
@@ -120,6 +125,9 @@ func Build(base, cand *Run, opt Options) (*Report, error) {
 	if err := b.compareAnswers(); err != nil {
 		return nil, err
 	}
+	if err := b.compareTokens(); err != nil {
+		return nil, err
+	}
 	b.identity()
 	b.decideGate()
 	b.title()
@@ -127,6 +135,12 @@ func Build(base, cand *Run, opt Options) (*Report, error) {
 	b.summary()
 	for _, set := range b.sets() {
 		b.rep.Sections = append(b.rep.Sections, b.setSection(set))
+	}
+	if s, ok := b.tokensSection(); ok {
+		b.rep.Sections = append(b.rep.Sections, s)
+	}
+	if s, ok := b.matrixSection(); ok {
+		b.rep.Sections = append(b.rep.Sections, s)
 	}
 	if s, ok := b.gateSection(); ok {
 		b.rep.Sections = append(b.rep.Sections, s)
@@ -147,7 +161,10 @@ type builder struct {
 	// points where it holds.
 	idDiff   map[string][]Key
 	idPoints int
-	gate     *speed.Report
+	// otherDiff are identity differences of the token points.
+	otherDiff []string
+	tokenCmp  *tokens.Comparison
+	gate      *speed.Report
 }
 
 func (b *builder) runs() []*Run {
@@ -286,7 +303,7 @@ func (b *builder) identity() {
 			b.idDiff[d] = append(b.idDiff[d], k)
 		}
 	}
-	if len(b.idDiff) == 0 {
+	if len(b.idDiff) == 0 && len(b.otherDiff) == 0 {
 		return
 	}
 	ban := Banner{Tone: Bad, Title: "Identity mismatch: the two runs are not the same experiment"}
@@ -294,6 +311,7 @@ func (b *builder) identity() {
 	for _, d := range slices.Sorted(maps.Keys(b.idDiff)) {
 		ban.Lines = append(ban.Lines, d+" ("+b.where(b.idDiff[d])+")")
 	}
+	ban.Lines = append(ban.Lines, capLines(slices.Compact(slices.Sorted(slices.Values(b.otherDiff))), 12)...)
 	if b.opt.Answers.AllowIdentityDrift {
 		ban.Lines[0] = "Identity drift allowed: answers are compared anyway and the speed gate's verdict is shown; read both knowing that what differs below differs. What differs (baseline → candidate):"
 	}
@@ -311,7 +329,9 @@ func (b *builder) where(ks []Key) string {
 	return strings.Join(s, ", ")
 }
 
-func (b *builder) comparable() bool { return len(b.idDiff) == 0 || b.opt.Answers.AllowIdentityDrift }
+func (b *builder) comparable() bool {
+	return len(b.idDiff) == 0 && len(b.otherDiff) == 0 || b.opt.Answers.AllowIdentityDrift
+}
 
 func (b *builder) title() {
 	if b.pair() {
@@ -362,7 +382,16 @@ func (b *builder) runsSection() Section {
 	}
 	fields := []field{
 		{"directory", func(r *Run) string { return r.Dir }},
-		{"receipts", func(r *Run) string { return fmt.Sprintf("%d in %s", len(r.Entries), r.ReceiptDir) }},
+		{"receipts", func(r *Run) string {
+			s := fmt.Sprintf("%d in %s", len(r.Entries), r.ReceiptDir)
+			if n := len(r.Tokens); n > 0 {
+				s += fmt.Sprintf("; %d token-throughput points", n)
+			}
+			if n := len(r.Matrices); n > 0 {
+				s += fmt.Sprintf("; %d speed matrices", n)
+			}
+			return s
+		}},
 		{"benchmark output", func(r *Run) string {
 			if r.BenchFile == "" {
 				return "none (no " + BenchName + ")"
@@ -514,17 +543,22 @@ func shortDigest(d string) string {
 // of trouble.
 func (b *builder) summary() {
 	t := Table{Caption: "Verdicts", CSV: "summary.csv", Header: []string{"check", "result", "detail"}}
-	if b.pair() {
+	if b.pair() && len(b.base.Entries) > 0 && len(b.cand.Entries) > 0 {
 		t.Rows = append(t.Rows, entriesRow(b.base.Label+" vs "+b.cand.Label+": answers", b.crossEntries()))
 	}
 	for _, r := range b.runs() {
-		t.Rows = append(t.Rows, entriesRow(r.Label+": answers at each level vs c=1", b.levelEntries(r)))
+		if len(r.Entries) > 0 {
+			t.Rows = append(t.Rows, entriesRow(r.Label+": answers at each level vs c=1", b.levelEntries(r)))
+		}
 	}
 	if row, ok := b.gateRow(); ok {
 		t.Rows = append(t.Rows, row)
 	}
 	// Failures, stops and self-checks of every point.
 	for _, r := range b.runs() {
+		if len(r.Entries) == 0 {
+			continue
+		}
 		var failed, discarded, stopped, checks int
 		for _, p := range r.Entries {
 			x := p.Receipt
@@ -543,6 +577,42 @@ func (b *builder) summary() {
 		}
 		t.Rows = append(t.Rows, []Cell{{Text: r.Label + ": failures and self-checks"}, res,
 			{Text: fmt.Sprintf("%d points; %d failed judgments, %d discarded, %d points stopped early, %d with a failed self-check", len(r.Entries), failed, discarded, stopped, checks)}})
+	}
+	for _, r := range b.runs() {
+		if len(r.Tokens) > 0 {
+			var failed, short, stopped int
+			for _, e := range r.Tokens {
+				failed += e.Receipt.Summary.Failed
+				short += e.Receipt.Summary.Short
+				if e.Receipt.Stopped != nil {
+					stopped++
+				}
+			}
+			res := Cell{Text: "clean", Tone: OK}
+			if failed+short+stopped > 0 {
+				res = Cell{Text: "trouble", Tone: Bad}
+			}
+			t.Rows = append(t.Rows, []Cell{{Text: r.Label + ": token-throughput points"}, res,
+				{Text: fmt.Sprintf("%d points; %d failed requests, %d short, %d points stopped early", len(r.Tokens), failed, short, stopped)}})
+		}
+		for _, e := range r.Matrices {
+			counts := e.Matrix.Counts()
+			var parts []string
+			for _, st := range []matrix.Status{matrix.Valid, matrix.RequestsQueued, matrix.Looped, matrix.Failed, matrix.Skipped} {
+				if n := counts[st]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", n, st.Label()))
+				}
+			}
+			res := Cell{Text: "clean", Tone: OK}
+			if counts[matrix.Failed]+counts[matrix.Looped] > 0 || e.Matrix.Stopped != nil {
+				res = Cell{Text: "trouble", Tone: Bad}
+			}
+			detail := fmt.Sprintf("%d cells: %s", len(e.Matrix.Cells), strings.Join(parts, ", "))
+			if e.Matrix.Stopped != nil {
+				detail += "; stopped early"
+			}
+			t.Rows = append(t.Rows, []Cell{{Text: r.Label + ": speed matrix"}, res, {Text: detail}})
+		}
 	}
 	b.rep.Sections = append(b.rep.Sections, Section{ID: "summary", Title: "Summary", Tables: []Table{t}})
 }
@@ -689,6 +759,18 @@ func (b *builder) warnings() {
 		for _, p := range r.Entries {
 			for _, w := range p.Receipt.Warnings {
 				b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("%s %s: %s", r.Label, p.Key(), w))
+			}
+		}
+	}
+	for _, r := range b.runs() {
+		for _, e := range r.Tokens {
+			for _, w := range e.Receipt.Warnings {
+				b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("%s token point %s: %s", r.Label, e.Receipt.Key(), w))
+			}
+		}
+		for _, e := range r.Matrices {
+			for _, w := range e.Matrix.Warnings {
+				b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("%s speed matrix %s: %s", r.Label, e.File, w))
 			}
 		}
 	}

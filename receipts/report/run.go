@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"slices"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tokens"
 	"github.com/vetbench/vetbench/receipts/typevet"
 )
 
@@ -23,6 +26,11 @@ type Run struct {
 	Dir, ReceiptDir string
 	// Entries are the receipts, sorted by set, arm and concurrency.
 	Entries []Entry
+	// Tokens and Matrices are the run's token-throughput receipts and
+	// speed matrices (vetbench.tokens/v1, vetbench.matrix/v1), in file
+	// order.
+	Tokens   []TokensEntry
+	Matrices []MatrixEntry
 	// BenchFile is the benchmark output read (empty when there is none);
 	// Bench its samples.
 	BenchFile string
@@ -82,7 +90,9 @@ const BenchName = "bench.txt"
 
 // Load reads the run in dir: a `make bench` output (dir/receipts/*.json
 // and dir/bench.txt) or a plain directory of receipts (dir/*.json, and
-// dir/bench.txt when present). Receipts may be vetbench's or typevet's.
+// dir/bench.txt when present). Judgment receipts may be vetbench's or
+// typevet's; token-throughput receipts and speed matrices are told apart
+// by their schema.
 // An unreadable receipt fails the load with its file and field; so does a
 // malformed bench.txt, and two receipts of one point. Errors name the
 // directory or file.
@@ -107,12 +117,9 @@ func Load(dir, label string) (*Run, error) {
 	}
 	var errs []error
 	for _, p := range paths {
-		r, err := typevet.ReadAny(p)
-		if err != nil {
+		if err := run.read(p); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		run.Entries = append(run.Entries, Entry{File: p, Receipt: r})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -132,6 +139,42 @@ func Load(dir, label string) (*Run, error) {
 		run.BenchFile, run.Bench = bench, s
 	}
 	return run, nil
+}
+
+// read adds the document at path, told apart by its schema: a token
+// receipt, a speed matrix, or a judgment receipt (vetbench's or
+// typevet's).
+func (run *Run) read(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var probe struct {
+		Schema string `json:"schema"`
+	}
+	// Only a look at the schema; the real read reports every error.
+	_ = json.Unmarshal(data, &probe)
+	switch probe.Schema {
+	case tokens.Schema:
+		r, err := tokens.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		run.Tokens = append(run.Tokens, TokensEntry{File: path, Receipt: r})
+	case matrix.Schema:
+		m, err := matrix.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		run.Matrices = append(run.Matrices, MatrixEntry{File: path, Matrix: m})
+	default:
+		r, err := typevet.ReadAny(path)
+		if err != nil {
+			return err
+		}
+		run.Entries = append(run.Entries, Entry{File: path, Receipt: r})
+	}
+	return nil
 }
 
 // point returns the run's receipt at k.
