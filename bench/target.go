@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/testcontainers/testcontainers-go"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/container"
 )
 
 // Target is the server judgments are sent to.
@@ -76,7 +76,7 @@ func OpenTarget(ctx context.Context, env Env, opts ...stub.Option) (*Target, err
 	// Unset: the container when Docker answers. Should it still fail to
 	// start (no Go toolchain to build the twin, a broken daemon), the twin
 	// runs in-process and the receipt says so.
-	docker := stub.DockerAvailable(ctx)
+	docker := container.DockerAvailable(ctx)
 	if docker == nil {
 		t, err := startContainer(ctx, env, opts...)
 		if err == nil {
@@ -130,11 +130,7 @@ func StartStub(opts ...stub.Option) (*Target, error) {
 }
 
 func startContainer(ctx context.Context, env Env, opts ...stub.Option) (*Target, error) {
-	custom := make([]testcontainers.ContainerCustomizer, len(opts))
-	for i, o := range opts {
-		custom[i] = o
-	}
-	ctr, err := stub.RunContainer(ctx, custom...)
+	ctr, err := container.Run(ctx, container.WithStub(opts...))
 	if err != nil {
 		if ctr != nil {
 			_ = ctr.Terminate(context.WithoutCancel(ctx))
