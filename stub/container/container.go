@@ -243,20 +243,27 @@ func imageExists(ctx context.Context, image string) bool {
 // same container. A twin that exits (a bad flag, a bad profile) fails the
 // wait at once, with what it printed.
 func (c *Container) waitHealthy(ctx context.Context) error {
-	port, err := c.MappedPort(ctx, Port)
-	if err != nil {
-		return fmt.Errorf("mapped port: %w", err)
-	}
-	hosts := []string{"localhost"}
-	if h, err := c.Host(ctx); err == nil && h != "localhost" {
-		hosts = append([]string{h}, hosts...)
-	}
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	hc := &http.Client{Timeout: time.Second}
+	var hosts []string
+	port := ""
 	for {
+		// A container that exited has no mapped port: ask its state first.
+		if st, err := c.State(ctx); err == nil && !st.Running {
+			return fmt.Errorf("vllmstub exited with code %d before /health answered: %s", st.ExitCode, c.logTail(ctx))
+		}
+		if port == "" {
+			if p, err := c.MappedPort(ctx, Port); err == nil {
+				port = p.Port()
+				hosts = []string{"localhost"}
+				if h, err := c.Host(ctx); err == nil && h != "localhost" {
+					hosts = append([]string{h}, hosts...)
+				}
+			}
+		}
 		for _, h := range hosts {
-			url := "http://" + net.JoinHostPort(h, port.Port())
+			url := "http://" + net.JoinHostPort(h, port)
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
 			if err != nil {
 				return err
@@ -269,12 +276,9 @@ func (c *Container) waitHealthy(ctx context.Context) error {
 				}
 			}
 		}
-		if st, err := c.State(ctx); err == nil && !st.Running {
-			return fmt.Errorf("vllmstub exited with code %d before /health answered: %s", st.ExitCode, c.logTail(ctx))
-		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for /health on %v port %s: %w", hosts, port.Port(), ctx.Err())
+			return fmt.Errorf("wait for /health on %v port %q: %w", hosts, port, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
