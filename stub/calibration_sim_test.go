@@ -99,7 +99,7 @@ func TestCalibrationSimulated(t *testing.T) {
 
 	slow := sc.run(ProfileH100Gemma4(), 1.3, "checks")
 	outside := twintest.CompareFigures(t, "slowdown 1.3", simFigures(slow["checks_full_c16"]), twintest.ReceiptFigures(sc.rec["checks_full_c16"].Throughput))
-	require.NotEmpty(t, outside, "a 30%% slower engine still passes: the calibration check cannot fail")
+	require.NotEmpty(t, outside, "a 30% slower engine still passes: the calibration check cannot fail")
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

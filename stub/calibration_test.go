@@ -85,7 +85,7 @@ func TestCalibrationChecksTwin(t *testing.T) {
 
 	slow := session(t, []int{16}, stub.WithSlowdown(1.3))
 	outside := twintest.CompareFigures(t, "slowdown 1.3", slow[16], twintest.ReceiptFigures(rec["checks_full_c16"].Throughput))
-	require.NotEmpty(t, outside, "a 30%% slower server still passes: the calibration check cannot fail")
+	require.NotEmpty(t, outside, "a 30% slower server still passes: the calibration check cannot fail")
 }
 
 // calibrationTimeScale is how much faster than real time the HTTP
