@@ -203,7 +203,8 @@ func (m *metrics) iterate(it iteration) {
 	}
 	for _, r := range it.finished {
 		m.success[r.finishReason]++
-		m.hist["vllm:request_max_num_generation_tokens"].observe(float64(r.maxTokens))
+		// Tokens generated (the most over n), not the max_tokens asked.
+		m.hist["vllm:request_max_num_generation_tokens"].observe(float64(r.generated))
 		m.hist["vllm:request_params_n"].observe(1)
 		m.hist["vllm:e2e_request_latency_seconds"].observe(r.finished - r.arrival)
 		if !r.everRan {

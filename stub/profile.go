@@ -43,6 +43,12 @@ type Profile struct {
 	StepTokenExponent float64
 	StepPerSeq        time.Duration
 	StepPerImage      time.Duration
+	// StepPerKVToken is added per cached token each scheduled sequence
+	// attends to (the KV a decode step reads grows with context and batch).
+	StepPerKVToken time.Duration
+	// Physical, when set, replaces the step formula above with a roofline
+	// model of a model config on a GPU (ProfilePhysical).
+	Physical *Physical `json:",omitempty"`
 	// Scheduler overheads: a request drained at a step boundary waits
 	// AdmitPerRequest for every request added after it, then SchedulePass
 	// before the schedule that picks it (vLLM's queue time when nothing
@@ -68,6 +74,14 @@ type Profile struct {
 	// FrontendPerInflight is added to every frontend job per request the
 	// engine holds (submitted, waiting or running).
 	FrontendPerInflight time.Duration
+	// FrontendPerPromptToken is added to a chat request's frontend job per
+	// prompt token (rendering and tokenizing a long prompt holds the API
+	// server).
+	FrontendPerPromptToken time.Duration
+	// IngestBase and IngestPerPromptToken delay a request between the
+	// frontend and the engine core without holding up the next one (a
+	// pipelined stage: transfer to the engine process, block hashing).
+	IngestBase, IngestPerPromptToken time.Duration
 }
 
 // Profile names.
@@ -194,10 +208,16 @@ func (p Profile) Validate() error {
 	case p.LimitImages < 0:
 		return fmt.Errorf("profile %s: image limit %d is negative", p.Name, p.LimitImages)
 	}
-	for _, d := range []time.Duration{p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.AdmitPerRequest,
-		p.SchedulePass, p.Network, p.NetworkJitter, p.FrontendBase, p.FrontendImageMiss, p.FrontendImageHit, p.FrontendTokenize, p.FrontendPerInflight} {
+	for _, d := range []time.Duration{p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepPerKVToken, p.AdmitPerRequest,
+		p.SchedulePass, p.Network, p.NetworkJitter, p.FrontendBase, p.FrontendImageMiss, p.FrontendImageHit, p.FrontendTokenize,
+		p.FrontendPerInflight, p.FrontendPerPromptToken, p.IngestBase, p.IngestPerPromptToken} {
 		if d < 0 {
 			return fmt.Errorf("profile %s: negative duration %s", p.Name, d)
+		}
+	}
+	if p.Physical != nil {
+		if err := p.Physical.validate(); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
 		}
 	}
 	return nil

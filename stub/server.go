@@ -435,7 +435,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	if s.eng.clock.sleepUntil(r.Context(), recv+rt/2) != nil {
 		return
 	}
-	_, done := s.eng.frontend(recv+rt/2, nil, true)
+	_, done := s.eng.frontend(recv+rt/2, nil, true, 0)
 	if s.eng.clock.sleepUntil(r.Context(), done+rt/2) != nil {
 		return
 	}
@@ -528,6 +528,10 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	if req.MaxCompletionTokens != nil {
 		maxTokens = *req.MaxCompletionTokens
 	}
+	if e := promptTooLong(&req, len(p.Tokens), maxLen); e != nil {
+		writeError(w, e)
+		return
+	}
 	if maxTokens < 1 {
 		writeError(w, badRequest("max_tokens", "max_tokens must be at least 1, got %d.", maxTokens))
 		return
@@ -536,6 +540,10 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, badRequest("input_tokens",
 			"This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains at least %d input tokens, for a total of at least %d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)",
 			maxLen, maxTokens, len(p.Tokens), len(p.Tokens)+maxTokens, len(p.Tokens)))
+		return
+	}
+	if e := req.checkSampling(maxTokens); e != nil {
+		writeError(w, e)
 		return
 	}
 	if lim := s.cfg.profile.MaxLogprobs; lim >= 0 && topK > lim {
@@ -587,11 +595,16 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	if s.eng.clock.sleepUntil(ctx, recv+rt/2) != nil {
 		return
 	}
-	arrival, ready := s.eng.frontend(recv+rt/2, digests, false)
+	arrival, ready := s.eng.frontend(recv+rt/2, digests, false, len(p.Tokens))
 	r := &request{prompt: p, hashes: blockHashes(p, s.cfg.profile.BlockSize, req.CacheSalt), maxTokens: maxTokens,
 		arrival: arrival, done: make(chan struct{})}
+	decodeFaults(r, &req, fault, maxTokens)
 	if err := s.eng.submit(r, ready); err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: EngineDeadMessage})
+		return
+	}
+	if req.streaming() {
+		s.stream(w, hr, streamCall{rid: rid, req: &req, topK: topK, r: r, fault: fault, rt: rt, ready: ready})
 		return
 	}
 	select {
@@ -602,6 +615,10 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	}
 	if r.err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: r.err.Error()})
+		return
+	}
+	if r.finishReason == "error" {
+		writeError(w, generationError())
 		return
 	}
 	resp := s.answer(rid, &req, topK, r)

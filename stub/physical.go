@@ -1,0 +1,226 @@
+package stub
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vetbench/vetbench/bench/roofline"
+)
+
+// Physical is a roofline step model: a model's shape (its Hugging Face
+// config and dtypes), a GPU's peaks, and the GPU family's efficiency
+// constants. A step costs
+//
+//	StepFixed + max(bytes ÷ (BandwidthShare · bandwidth), FLOPs ÷ (ComputeShare · FLOP/s))
+//	  + PerSeq · sequences + PerImage · images encoded
+//
+// where bytes and FLOPs are what roofline.Shape.Step prices for the step's
+// decodes and prefill chunks (weights read once, each sequence's KV).
+type Physical struct {
+	Config     *roofline.Config
+	Dtypes     roofline.Dtypes
+	Hardware   roofline.Hardware
+	Efficiency Efficiency
+}
+
+// Efficiency is the named constants of one GPU family, fitted once
+// (TestFitEfficiency on the gemma-4-E2B H200 NVL matrix's 8K and 16K
+// rows) and reused for any model on that family: a profile for another
+// model is the same constants with another config.
+type Efficiency struct {
+	Family string
+	// BandwidthShare is the share of peak memory bandwidth a step achieves
+	// reading weights and KV.
+	BandwidthShare float64
+	// ComputeShare is the share of peak dense FLOP/s a prefill achieves.
+	ComputeShare float64
+	// StepFixed is every step's fixed cost (launches, scheduling, sampling);
+	// PerSeq the cost of each sequence in a step; PerImage of each image
+	// the vision encoder runs.
+	StepFixed, PerSeq, PerImage time.Duration
+	// Host side: the API server's serial cost per request and per prompt
+	// token (rendering, tokenizing), and the pipelined latency before the
+	// engine core holds a request, per request and per prompt token.
+	FrontendBase, FrontendPerPromptToken time.Duration
+	IngestBase, IngestPerPromptToken     time.Duration
+}
+
+// Validate reports constants a step model cannot use.
+func (e Efficiency) Validate() error {
+	if !(e.BandwidthShare > 0 && e.BandwidthShare <= 1) || !(e.ComputeShare > 0 && e.ComputeShare <= 1) {
+		return fmt.Errorf("efficiency %s: bandwidth share %v and compute share %v must be in (0, 1]", e.Family, e.BandwidthShare, e.ComputeShare)
+	}
+	for _, d := range []time.Duration{e.StepFixed, e.PerSeq, e.PerImage, e.FrontendBase, e.FrontendPerPromptToken, e.IngestBase, e.IngestPerPromptToken} {
+		if d < 0 {
+			return fmt.Errorf("efficiency %s: negative duration %s", e.Family, d)
+		}
+	}
+	return nil
+}
+
+// EfficiencyHopper is the Hopper family's constants (H100, H200).
+// PROVISIONAL: hand estimates until the fit on the gemma-4-E2B-it H200 NVL
+// matrix lands.
+var EfficiencyHopper = Efficiency{
+	Family:                 "hopper",
+	BandwidthShare:         0.80,
+	ComputeShare:           0.40,
+	StepFixed:              2600 * time.Microsecond,
+	PerSeq:                 15 * time.Microsecond,
+	PerImage:               2 * time.Millisecond,
+	FrontendBase:           1 * time.Millisecond,
+	FrontendPerPromptToken: 1800 * time.Nanosecond,
+	IngestBase:             40 * time.Millisecond,
+	IngestPerPromptToken:   1200 * time.Nanosecond,
+}
+
+// efficiencies maps GPU names of roofline's table to their family.
+var gpuFamilies = map[string]string{"h100-sxm": "hopper", "h200-sxm": "hopper", "h200-nvl": "hopper", "rtx3090": "ampere"}
+
+// Efficiencies lists the fitted families.
+func Efficiencies() map[string]Efficiency {
+	return map[string]Efficiency{"hopper": EfficiencyHopper}
+}
+
+// EfficiencyFor is the constants of a GPU's family, or an error naming
+// the fitted families when it has none.
+func EfficiencyFor(gpu string) (Efficiency, error) {
+	fam, ok := gpuFamilies[strings.ToLower(gpu)]
+	if e, fitted := Efficiencies()[fam]; ok && fitted {
+		return e, nil
+	}
+	names := make([]string, 0, len(Efficiencies()))
+	for n := range Efficiencies() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if !ok {
+		fam = "unknown"
+	}
+	return Efficiency{}, fmt.Errorf("gpu %q (family %s) has no fitted efficiency constants (fitted: %s); name one to borrow it", gpu, fam, strings.Join(names, ", "))
+}
+
+// ServeFlags are the vllm serve flags a physical profile takes: zero
+// fields take vLLM's defaults (max_model_len from the config's context,
+// or 8192 when unknown; 256 sequences; 8192 batched tokens;
+// gpu_memory_utilization 0.9).
+type ServeFlags struct {
+	MaxModelLen, MaxNumSeqs, MaxNumBatchedTokens int
+	GPUMemoryUtilization                         float64
+	LimitImages                                  int
+	NoPrefixCaching                              bool
+}
+
+// ProfilePhysical builds a profile from first principles: the model's
+// config and dtypes, the GPU's peaks and its family's efficiency
+// constants time every step (roofline), and the KV capacity is what the
+// GPU's memory × gpu_memory_utilization leaves after the weights, in
+// tokens of the model's KV bytes per token. The network and the client
+// are not modelled (a profile of a server, not of a path to it).
+func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw roofline.Hardware, eff Efficiency, f ServeFlags) (Profile, error) {
+	if cfg == nil {
+		return Profile{}, errors.New("physical profile: no model config")
+	}
+	if err := eff.Validate(); err != nil {
+		return Profile{}, err
+	}
+	shape, err := roofline.NewShape(cfg, d)
+	if err != nil {
+		return Profile{}, fmt.Errorf("physical profile: %w", err)
+	}
+	if !(hw.Bandwidth.Value > 0 && hw.FLOPs.Value > 0) {
+		return Profile{}, fmt.Errorf("physical profile: gpu %s has no bandwidth or FLOP/s", hw.Name)
+	}
+	if !(hw.MemoryBytes > 0) {
+		return Profile{}, fmt.Errorf("physical profile: gpu %s has no memory size for the KV capacity", hw.Name)
+	}
+	p := ProfileFast()
+	p.Name = name
+	p.Model, p.Root = name, name
+	p.MaxModelLen = 8192
+	p.MaxNumSeqs = 256
+	p.MaxNumBatchedTokens = 8192
+	p.GPUMemoryUtilization = 0.9
+	p.LimitImages = 1
+	if f.MaxModelLen > 0 {
+		p.MaxModelLen = f.MaxModelLen
+	}
+	if f.MaxNumSeqs > 0 {
+		p.MaxNumSeqs = f.MaxNumSeqs
+	}
+	if f.MaxNumBatchedTokens > 0 {
+		p.MaxNumBatchedTokens = f.MaxNumBatchedTokens
+	}
+	if f.GPUMemoryUtilization > 0 {
+		p.GPUMemoryUtilization = f.GPUMemoryUtilization
+	}
+	if f.LimitImages > 0 {
+		p.LimitImages = f.LimitImages
+	}
+	p.EnablePrefixCaching = !f.NoPrefixCaching
+	kvBytes := float64(shape.KVBytesPerToken)
+	free := hw.MemoryBytes*p.GPUMemoryUtilization - shape.WeightBytes
+	if kvBytes <= 0 || free <= 0 {
+		return Profile{}, fmt.Errorf("physical profile: %.3g bytes of weights leave no KV memory in %.3g × %v", shape.WeightBytes, hw.MemoryBytes, p.GPUMemoryUtilization)
+	}
+	p.NumGPUBlocks = int(math.Floor(free / kvBytes / float64(p.BlockSize)))
+	p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepTokenExponent = 0, 0, 0, 0, 1
+	p.FrontendBase, p.FrontendPerPromptToken = eff.FrontendBase, eff.FrontendPerPromptToken
+	p.IngestBase, p.IngestPerPromptToken = eff.IngestBase, eff.IngestPerPromptToken
+	p.Physical = &Physical{Config: cfg, Dtypes: d, Hardware: hw, Efficiency: eff}
+	return p, p.Validate()
+}
+
+// physical is a Physical ready to price steps.
+type physical struct {
+	shape                   *roofline.Shape
+	hw                      roofline.Hardware
+	bw, fl                  float64
+	fixed, perSeq, perImage float64
+}
+
+// model builds the step model; nil for a profile without one.
+func (p *Physical) model() *physical {
+	if p == nil {
+		return nil
+	}
+	shape, err := roofline.NewShape(p.Config, p.Dtypes)
+	if err != nil {
+		return nil // Validate refused it before any engine was built
+	}
+	e := p.Efficiency
+	return &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare,
+		fixed: e.StepFixed.Seconds(), perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
+}
+
+func (p *Physical) validate() error {
+	if p.Config == nil {
+		return errors.New("physical model without a model config")
+	}
+	if _, err := roofline.NewShape(p.Config, p.Dtypes); err != nil {
+		return err
+	}
+	if !(p.Hardware.Bandwidth.Value > 0 && p.Hardware.FLOPs.Value > 0) {
+		return fmt.Errorf("gpu %s has no bandwidth or FLOP/s", p.Hardware.Name)
+	}
+	return p.Efficiency.Validate()
+}
+
+// seconds is one step's duration.
+func (m *physical) seconds(s *step) float64 {
+	parts := make([]roofline.Part, len(s.entries))
+	for i, e := range s.entries {
+		parts[i] = roofline.Part{Context: e.from, Tokens: e.n}
+	}
+	cost, err := m.shape.Step(parts)
+	if err != nil {
+		return m.fixed // a step always has parts of at least one token
+	}
+	c := m.hw.Ceiling(cost)
+	return m.fixed + max(c.BandwidthSeconds/m.bw, c.ComputeSeconds/m.fl) +
+		m.perSeq*float64(len(s.entries)) + m.perImage*float64(s.images)
+}
