@@ -45,6 +45,11 @@ type request struct {
 	// streaming handler follows them.
 	progress chan struct{}
 	times    []float64
+	// scanned is how many leading blocks cacheFull has registered or
+	// listed in uncached (full blocks a duplicate hash kept out of the
+	// cache); both reset when the request's blocks are rebuilt.
+	scanned  int
+	uncached []int
 }
 
 func (r *request) promptLen() int { return len(r.prompt.Tokens) }
@@ -97,9 +102,10 @@ type timing struct {
 	frontendBase, frontendImageMiss                  float64
 	frontendImageHit, frontendTokenize               float64
 	frontendPerInflight                              float64
-	frontendPerPromptToken                           float64
+	frontendPerPromptToken, frontendPromptExp        float64
 	stepPerKVToken                                   float64
 	ingestBase, ingestPerPromptToken                 float64
+	ingestPerInflight, ingestExp                     float64
 	slowdown                                         float64
 	phys                                             *physical
 }
@@ -118,8 +124,10 @@ func newTiming(p Profile, slowdown float64) *timing {
 		network: s(p.Network), networkJitter: s(p.NetworkJitter), frontendBase: k(p.FrontendBase), frontendImageMiss: k(p.FrontendImageMiss),
 		frontendImageHit: k(p.FrontendImageHit), frontendTokenize: k(p.FrontendTokenize),
 		frontendPerInflight: k(p.FrontendPerInflight), frontendPerPromptToken: k(p.FrontendPerPromptToken),
-		stepPerKVToken: k(p.StepPerKVToken),
-		ingestBase:     k(p.IngestBase), ingestPerPromptToken: k(p.IngestPerPromptToken),
+		frontendPromptExp: p.FrontendPromptExponent,
+		stepPerKVToken:    k(p.StepPerKVToken),
+		ingestBase:        k(p.IngestBase), ingestPerPromptToken: k(p.IngestPerPromptToken),
+		ingestPerInflight: k(p.IngestPerInflight), ingestExp: p.IngestInflightExponent,
 		slowdown: slowdown,
 		phys:     p.Physical.model(),
 	}
@@ -128,8 +136,16 @@ func newTiming(p Profile, slowdown float64) *timing {
 // ingest is the latency between the frontend handing a request over and
 // the engine core holding it (transfer, block hashing): a pipeline stage
 // that delays each request without holding up the next.
-func (t *timing) ingest(promptTokens int) float64 {
-	return t.ingestBase + t.ingestPerPromptToken*float64(promptTokens)
+func (t *timing) ingest(promptTokens, load int) float64 {
+	d := t.ingestBase + t.ingestPerPromptToken*float64(promptTokens)
+	if t.ingestPerInflight > 0 && load > 0 {
+		exp := t.ingestExp
+		if exp == 0 {
+			exp = 1
+		}
+		d += t.ingestPerInflight * math.Pow(float64(load), exp)
+	}
+	return d
 }
 
 // roundTrip is the network round trip for a uniform draw u in [0, 1):
@@ -224,6 +240,7 @@ func (c *core) schedule(now float64) *step {
 			c.pool.touch(b)
 		}
 		r.blocks = append(r.blocks[:0], hits...)
+		r.scanned, r.uncached = 0, r.uncached[:0]
 		r.numComputed = cached
 		c.grow(r, need)
 		c.cacheFull(r, cached+n)
@@ -271,11 +288,34 @@ func (c *core) grow(r *request, need int) {
 	}
 }
 
-// cacheFull registers r's full prompt blocks up to upto tokens.
+// cacheFull registers r's full prompt blocks up to upto tokens, in block
+// order. A block a duplicate hash kept out is retried on later calls (the
+// duplicate may have been evicted since); a cached block stays cached while
+// r holds it, so blocks below r.scanned need no second look. (Rescanning
+// every block each step would cost a 128K-token prompt 8K map lookups per
+// step.)
 func (c *core) cacheFull(r *request, upto int) {
-	for b := 0; b < upto/c.p.BlockSize && b < len(r.hashes) && b < len(r.blocks); b++ {
-		c.pool.cache(r.blocks[b], r.hashes[b])
+	if !c.pool.caching {
+		return
 	}
+	limit := min(upto/c.p.BlockSize, len(r.hashes), len(r.blocks))
+	keep := r.uncached[:0]
+	for _, b := range r.uncached {
+		if b < limit {
+			c.pool.cache(r.blocks[b], r.hashes[b])
+		}
+		if !r.blocks[b].hashed {
+			keep = append(keep, b)
+		}
+	}
+	r.uncached = keep
+	for b := r.scanned; b < limit; b++ {
+		c.pool.cache(r.blocks[b], r.hashes[b])
+		if !r.blocks[b].hashed {
+			r.uncached = append(r.uncached, b)
+		}
+	}
+	r.scanned = max(r.scanned, limit)
 }
 
 // encode runs the vision encoder for images whose placeholders fall in the

@@ -1,6 +1,7 @@
 package stub
 
 import (
+	_ "embed" // the E2B profile's model config
 	"errors"
 	"fmt"
 	"math"
@@ -15,7 +16,8 @@ import (
 // config and dtypes), a GPU's peaks, and the GPU family's efficiency
 // constants. A step costs
 //
-//	StepFixed + max(bytes ÷ (BandwidthShare · bandwidth), FLOPs ÷ (ComputeShare · FLOP/s))
+//	StepFixed + max(bytes ÷ (BandwidthShare · bandwidth),
+//	               (matmul FLOPs ÷ ComputeShare + attention FLOPs ÷ AttentionShare) ÷ FLOP/s)
 //	  + PerSeq · sequences + PerImage · images encoded
 //
 // where bytes and FLOPs are what roofline.Shape.Step prices for the step's
@@ -36,8 +38,11 @@ type Efficiency struct {
 	// BandwidthShare is the share of peak memory bandwidth a step achieves
 	// reading weights and KV.
 	BandwidthShare float64
-	// ComputeShare is the share of peak dense FLOP/s a prefill achieves.
-	ComputeShare float64
+	// ComputeShare is the share of peak dense FLOP/s a step's matrix
+	// products achieve; AttentionShare that of its attention (a long
+	// prefill's FLOPs are mostly attention, and Gemma 4's 512-wide global
+	// heads run slower kernels).
+	ComputeShare, AttentionShare float64
 	// StepFixed is every step's fixed cost (launches, scheduling, sampling);
 	// PerSeq the cost of each sequence in a step; PerImage of each image
 	// the vision encoder runs.
@@ -47,14 +52,24 @@ type Efficiency struct {
 	// engine core holds a request, per request and per prompt token.
 	FrontendBase, FrontendPerPromptToken time.Duration
 	IngestBase, IngestPerPromptToken     time.Duration
+	IngestPerInflight                    time.Duration
+	IngestInflightExponent               float64
+	// FrontendPromptExponent makes the frontend's per-token cost grow as
+	// tokens^exponent (0 reads as 1).
+	FrontendPromptExponent float64
 }
 
 // Validate reports constants a step model cannot use.
 func (e Efficiency) Validate() error {
-	if !(e.BandwidthShare > 0 && e.BandwidthShare <= 1) || !(e.ComputeShare > 0 && e.ComputeShare <= 1) {
-		return fmt.Errorf("efficiency %s: bandwidth share %v and compute share %v must be in (0, 1]", e.Family, e.BandwidthShare, e.ComputeShare)
+	for _, x := range []float64{e.BandwidthShare, e.ComputeShare, e.AttentionShare} {
+		if !(x > 0 && x <= 1) {
+			return fmt.Errorf("efficiency %s: bandwidth, compute and attention shares %v, %v, %v must be in (0, 1]", e.Family, e.BandwidthShare, e.ComputeShare, e.AttentionShare)
+		}
 	}
-	for _, d := range []time.Duration{e.StepFixed, e.PerSeq, e.PerImage, e.FrontendBase, e.FrontendPerPromptToken, e.IngestBase, e.IngestPerPromptToken} {
+	if !(e.FrontendPromptExponent >= 0 && e.FrontendPromptExponent <= 2) {
+		return fmt.Errorf("efficiency %s: frontend prompt exponent %v: want [0, 2]", e.Family, e.FrontendPromptExponent)
+	}
+	for _, d := range []time.Duration{e.StepFixed, e.PerSeq, e.PerImage, e.FrontendBase, e.FrontendPerPromptToken, e.IngestBase, e.IngestPerPromptToken, e.IngestPerInflight} {
 		if d < 0 {
 			return fmt.Errorf("efficiency %s: negative duration %s", e.Family, d)
 		}
@@ -67,15 +82,56 @@ func (e Efficiency) Validate() error {
 // matrix lands.
 var EfficiencyHopper = Efficiency{
 	Family:                 "hopper",
-	BandwidthShare:         0.80,
-	ComputeShare:           0.40,
-	StepFixed:              2600 * time.Microsecond,
-	PerSeq:                 15 * time.Microsecond,
-	PerImage:               2 * time.Millisecond,
-	FrontendBase:           1 * time.Millisecond,
-	FrontendPerPromptToken: 1800 * time.Nanosecond,
-	IngestBase:             40 * time.Millisecond,
-	IngestPerPromptToken:   1200 * time.Nanosecond,
+	BandwidthShare:         0.8627015664272997,
+	ComputeShare:           0.5819419565201625,
+	AttentionShare:         0.5863997730005197,
+	StepFixed:              2751811,
+	PerSeq:                 6010,
+	PerImage:               2000000,
+	FrontendBase:           1168654,
+	FrontendPerPromptToken: 1509,
+	IngestBase:             39811670,
+	IngestPerPromptToken:   1938,
+	IngestPerInflight:      26994971,
+	IngestInflightExponent: 0.6172980522121622,
+}
+
+// EfficiencyE2BH200NVL is PROVISIONAL.
+var EfficiencyE2BH200NVL = Efficiency{Family: "hopper", BandwidthShare: 0.8777929642566845, ComputeShare: 0.6387828598541512,
+	AttentionShare: 0.37925457191263934, StepFixed: 2792705, PerSeq: 9498, PerImage: 2000000, FrontendBase: 1289717,
+	FrontendPerPromptToken: 1882, IngestBase: 45941090, IngestPerPromptToken: 1302, IngestPerInflight: 23051441,
+	IngestInflightExponent: 0.5589942255379923, FrontendPromptExponent: 1}
+
+// gemma4E2BConfig is gemma-4-E2B-it's text model (models/, a copy of
+// bench/roofline's testdata config; its README says where the fields
+// come from).
+//
+//go:embed models/gemma-4-e2b-it.json
+var gemma4E2BConfig []byte
+
+// ProfileE2BH200NVL is gemma-4-E2B-it (BF16) on one H200 NVL with the
+// flags of the published speed matrix (--max-model-len 131072
+// --gpu-memory-utilization 0.854015 --limit-mm-per-prompt image 4,
+// vLLM's defaults otherwise: 8192 batched tokens, 1024 sequences): the
+// roofline model of its config on the GPU's peaks with constants fitted
+// to every row of that matrix (EfficiencyE2BH200NVL). TestProfileE2BH200NVL
+// shows each published figure within ±15%.
+func ProfileE2BH200NVL() Profile {
+	cfg, err := roofline.ParseConfig(gemma4E2BConfig)
+	if err != nil {
+		panic("stub: embedded gemma-4-E2B-it config: " + err.Error())
+	}
+	hw, err := roofline.LookupGPU("h200-nvl")
+	if err != nil {
+		panic("stub: " + err.Error())
+	}
+	p, err := ProfilePhysical("RedHatAI/gemma-4-E2B-it", cfg, roofline.Dtypes{}, hw, EfficiencyE2BH200NVL,
+		ServeFlags{MaxModelLen: 131072, GPUMemoryUtilization: 0.854015, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024, LimitImages: 4})
+	if err != nil {
+		panic("stub: " + err.Error())
+	}
+	p.Name = ProfileE2BName
+	return p
 }
 
 // efficiencies maps GPU names of roofline's table to their family.
@@ -171,6 +227,8 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 	p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepTokenExponent = 0, 0, 0, 0, 1
 	p.FrontendBase, p.FrontendPerPromptToken = eff.FrontendBase, eff.FrontendPerPromptToken
 	p.IngestBase, p.IngestPerPromptToken = eff.IngestBase, eff.IngestPerPromptToken
+	p.IngestPerInflight, p.IngestInflightExponent = eff.IngestPerInflight, eff.IngestInflightExponent
+	p.FrontendPromptExponent = eff.FrontendPromptExponent
 	p.Physical = &Physical{Config: cfg, Dtypes: d, Hardware: hw, Efficiency: eff}
 	return p, p.Validate()
 }
@@ -179,7 +237,7 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 type physical struct {
 	shape                   *roofline.Shape
 	hw                      roofline.Hardware
-	bw, fl                  float64
+	bw, fl, at              float64
 	fixed, perSeq, perImage float64
 }
 
@@ -193,7 +251,7 @@ func (p *Physical) model() *physical {
 		return nil // Validate refused it before any engine was built
 	}
 	e := p.Efficiency
-	return &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare,
+	return &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.AttentionShare,
 		fixed: e.StepFixed.Seconds(), perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
 }
 
@@ -220,7 +278,9 @@ func (m *physical) seconds(s *step) float64 {
 	if err != nil {
 		return m.fixed // a step always has parts of at least one token
 	}
-	c := m.hw.Ceiling(cost)
-	return m.fixed + max(c.BandwidthSeconds/m.bw, c.ComputeSeconds/m.fl) +
-		m.perSeq*float64(len(s.entries)) + m.perImage*float64(s.images)
+	// The roofline's two bounds, each at its achieved share: bytes at the
+	// bandwidth share, matmul and attention FLOPs at theirs.
+	bw := m.hw.Ceiling(cost).BandwidthSeconds / m.bw
+	fl := (cost.WeightFLOPs/m.fl + cost.AttentionFLOPs/m.at) / m.hw.FLOPs.Value
+	return m.fixed + max(bw, fl) + m.perSeq*float64(len(s.entries)) + m.perImage*float64(s.images)
 }

@@ -123,12 +123,17 @@ func (e *engine) signal() {
 func (e *engine) frontend(at float64, digests []string, tokenize bool, promptTokens int) (start, ready float64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	start, done := e.fe.reserve(at, digests, tokenize, len(e.inbox)+len(e.c.waiting)+len(e.c.running), promptTokens)
+	load := len(e.inbox) + len(e.c.waiting) + len(e.c.running)
+	start, done := e.fe.reserve(at, digests, tokenize, load, promptTokens)
 	if !tokenize {
-		done += e.t.ingest(promptTokens)
+		done += e.t.ingest(promptTokens, load)
 	}
 	return start, done
 }
+
+// promptExpRef is the prompt length at which FrontendPerPromptToken is the
+// per-token cost whatever FrontendPromptExponent says.
+const promptExpRef = 8192
 
 // frontendModel is vLLM's API server as one FIFO worker: a request queues
 // behind earlier ones and costs FrontendBase plus, per image,
@@ -152,8 +157,12 @@ func (f *frontendModel) reserve(now float64, digests []string, tokenize bool, lo
 	cost := f.t.frontendBase
 	if tokenize {
 		cost = f.t.frontendTokenize
-	} else if promptTokens > 0 {
-		cost += f.t.frontendPerPromptToken * float64(promptTokens)
+	} else if promptTokens > 0 && f.t.frontendPerPromptToken > 0 {
+		n := float64(promptTokens)
+		cost += f.t.frontendPerPromptToken * n
+		if exp := f.t.frontendPromptExp; exp != 0 && exp != 1 {
+			cost += f.t.frontendPerPromptToken * n * (math.Pow(n/promptExpRef, exp-1) - 1)
+		}
 	}
 	cost += f.t.frontendPerInflight * float64(load)
 	hits := 0

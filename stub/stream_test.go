@@ -161,6 +161,32 @@ func TestStreamShape(t *testing.T) {
 			require.Nil(t, parseChunk(t, e).Usage, e)
 		}
 
+		// With logprobs each token chunk carries its entry: the first is
+		// the non-streaming answer's first.
+		_, evs = tw.events(t, chatBody(tw.Model(), 3, `"stream":true,"ignore_eos":true,"logprobs":true,"top_logprobs":2,`))
+		code, data = tw.post(t, "/v1/chat/completions", chatBody(tw.Model(), 3, `"ignore_eos":true,"logprobs":true,"top_logprobs":2,`))
+		require.Equal(t, http.StatusOK, code)
+		var lp struct {
+			Choices []struct {
+				Logprobs struct {
+					Content []json.RawMessage `json:"content"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(data), &lp))
+		for i := 1; i <= 3; i++ {
+			var c struct {
+				Choices []struct {
+					Logprobs struct {
+						Content []json.RawMessage `json:"content"`
+					} `json:"logprobs"`
+				} `json:"choices"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(evs[i]), &c))
+			require.Len(t, c.Choices[0].Logprobs.Content, 1, evs[i])
+			require.JSONEq(t, string(lp.Choices[0].Logprobs.Content[i-1]), string(c.Choices[0].Logprobs.Content[0]), "token %d", i)
+		}
+
 		// bench/stream: TTFT is the first step (1 ms + 10 µs for one
 		// sequence on the fast profile, no network), each later token one
 		// more step.
