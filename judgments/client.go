@@ -50,7 +50,8 @@ func AuthHint(keySent bool) string {
 }
 
 // Unauthorized is the 401 a caller of another endpoint (/v1/models,
-// /metrics) reports, in the client's words.
+// /metrics) reports, in the client's words; endpoint may be empty when the
+// caller's error already names it.
 func Unauthorized(endpoint string, keySent bool) *StatusError {
 	return &StatusError{Endpoint: endpoint, Code: http.StatusUnauthorized, KeySent: keySent}
 }
@@ -61,7 +62,10 @@ func (e *StatusError) Is(target error) bool {
 }
 
 func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("%s: HTTP %d", e.Endpoint, e.Code)
+	msg := fmt.Sprintf("HTTP %d", e.Code)
+	if e.Endpoint != "" {
+		msg = e.Endpoint + ": " + msg
+	}
 	if e.Code == http.StatusUnauthorized {
 		// vLLM's body is {"error": "Unauthorized"}: the status says it all.
 		return msg + ": " + AuthHint(e.KeySent)

@@ -36,6 +36,8 @@ const (
 	EnvGoldenDir       = "VETBENCH_GOLDEN_DIR"
 	EnvModelRevision   = "VETBENCH_MODEL_REVISION"
 	EnvServerFlags     = "VETBENCH_SERVER_FLAGS"
+	EnvServerEnv       = "VETBENCH_SERVER_ENV"
+	EnvScoringFallback = "VETBENCH_SCORING_FALLBACK"
 	EnvGPUHourlyUSD    = "VETBENCH_GPU_HOURLY_USD"
 	EnvLFWDir          = "VETBENCH_LFW_DIR"
 	EnvCEDARDir        = "VETBENCH_CEDAR_DIR"
@@ -197,6 +199,15 @@ func settings() []setting {
 		{env: EnvGoldenDir, set: text(func(c *Config) *string { return &c.GoldenDir })},
 		{env: EnvModelRevision, set: text(func(c *Config) *string { return &c.ModelRevision })},
 		{env: EnvServerFlags, set: func(c *Config, v string) error { c.ServerFlags = v; return nil }},
+		{env: EnvServerEnv, set: func(c *Config, v string) error { c.ServerEnv = strings.TrimSpace(v); return nil }},
+		{env: EnvScoringFallback, set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return errors.New("want true or false (1 or 0)")
+			}
+			c.ScoringFallback = b
+			return nil
+		}},
 		{env: EnvGPUHourlyUSD, set: func(c *Config, v string) error {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
