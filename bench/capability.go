@@ -89,4 +89,3 @@ func cachedTokens(o Outcome) *int {
 	}
 	return &sum
 }
-

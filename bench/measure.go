@@ -226,8 +226,8 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 			ModelRevision:   s.Config.ModelRevision,
 			ScoringMode:     string(s.Client.Mode()),
 			ScoringFallback: s.Fallback,
-			Controls:      s.Controls,
-			Concurrency:   c,
+			Controls:        s.Controls,
+			Concurrency:     c,
 			Fixture: receipts.FixturePins{
 				Dataset:     s.Set.Pins.Dataset,
 				Source:      s.Set.Pins.Source,
