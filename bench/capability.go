@@ -42,14 +42,20 @@ func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model stri
 	why := fmt.Sprintf("scoring mode %s needs logprob_token_ids, and this server (%s) ignores it: a one-token request asking for ids %v got %s of them back (the field arrived in vLLM PR #43463)",
 		judgments.ModeTokenIDs, build, got.Asked, countWord(len(got.Asked)-len(got.Missing)))
 	if !s.Config.ScoringFallback {
-		return fmt.Errorf("%w: %s; set %s=%s to score from the top logprobs, or %s=true to let a run fall back by itself",
-			ErrTokenIDsIgnored, why, config.EnvScoring, judgments.ModeTopLogprobs, config.EnvScoringFallback)
+		return &tokenIDsError{msg: fmt.Sprintf("%s; set %s=%s to score from the top logprobs, or %s=true to let a run fall back by itself",
+			why, config.EnvScoring, judgments.ModeTopLogprobs, config.EnvScoringFallback)}
 	}
 	s.Client = s.newClient(model, judgments.ModeTopLogprobs)
 	s.Fallback = fmt.Sprintf("%s → %s: %s (%s=true)", judgments.ModeTokenIDs, judgments.ModeTopLogprobs, why, config.EnvScoringFallback)
 	s.Notes = append(s.Notes, "scoring fell back to "+string(judgments.ModeTopLogprobs)+": "+why)
 	return nil
 }
+
+// tokenIDsError is ErrTokenIDsIgnored in full: why, and what to do.
+type tokenIDsError struct{ msg string }
+
+func (e *tokenIDsError) Error() string        { return e.msg }
+func (e *tokenIDsError) Is(target error) bool { return target == ErrTokenIDsIgnored }
 
 func countWord(n int) string {
 	if n == 0 {
