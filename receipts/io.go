@@ -26,13 +26,16 @@ func Read(r io.Reader, name string) (*Receipt, error) {
 	return Decode(data, name)
 }
 
+// receiptShape is the Receipt type's field tables, made once (read only).
+var receiptShape = jsontree.NewShape(reflect.TypeFor[Receipt]())
+
 // Decode parses and validates a receipt held in memory.
 func Decode(data []byte, name string) (*Receipt, error) {
 	tree, err := jsontree.Decode(data)
 	if err != nil {
 		return nil, asSchemaError(err, name)
 	}
-	if err := jsontree.CheckShape(tree, reflect.TypeFor[Receipt](), ""); err != nil {
+	if err := receiptShape.Check(tree, ""); err != nil {
 		return nil, asSchemaError(err, name)
 	}
 	var rc Receipt

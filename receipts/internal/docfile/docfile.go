@@ -60,7 +60,11 @@ func (e *SizeError) Unwrap() error { return ErrTooLarge }
 // Read reads at most MaxBytes from r; one byte more is a *SizeError, and
 // nothing past that byte is read.
 func Read(r io.Reader) ([]byte, error) {
-	return read(r, -1)
+	size := int64(-1)
+	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
+		size = int64(l.Len())
+	}
+	return read(r, size)
 }
 
 // ReadFile reads the file at path, refusing one over MaxBytes by its size

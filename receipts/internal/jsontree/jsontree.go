@@ -150,16 +150,52 @@ var timeType = reflect.TypeFor[time.Time]()
 // fields, no null where a value is required, integers where integers are
 // wanted, times in RFC 3339. The first misfit, in document order, is an
 // *Error naming its path under the prefix path. It is linear in the tree:
-// paths are rendered only for the error, struct fields are looked up once
-// per type.
+// paths are rendered only for the error. A reader that checks many
+// documents of one type makes its Shape once instead.
 func CheckShape(v any, t reflect.Type, path string) error {
-	c := shapeChecker{path: NewPath(path), fields: map[reflect.Type]map[string]reflect.StructField{}}
-	return c.check(v, t)
+	return NewShape(t).Check(v, path)
+}
+
+// Shape is a Go type ready for CheckShape: the JSON field tables of every
+// struct type reachable from it, made once. It is read-only, so one Shape
+// may check documents concurrently.
+type Shape struct {
+	t      reflect.Type
+	fields map[reflect.Type]map[string]reflect.StructField
+}
+
+// NewShape walks t and the types it holds.
+func NewShape(t reflect.Type) *Shape {
+	s := &Shape{t: t, fields: map[reflect.Type]map[string]reflect.StructField{}}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			walk(t.Elem())
+		case reflect.Struct:
+			if _, done := s.fields[t]; done || t == timeType {
+				return
+			}
+			f := jsonFields(t)
+			s.fields[t] = f
+			for _, sf := range f {
+				walk(sf.Type)
+			}
+		}
+	}
+	walk(t)
+	return s
+}
+
+// Check is CheckShape of v against the shape's type.
+func (s *Shape) Check(v any, path string) error {
+	c := shapeChecker{path: NewPath(path), fields: s.fields}
+	return c.check(v, s.t)
 }
 
 type shapeChecker struct {
 	path   Path
-	fields map[reflect.Type]map[string]reflect.StructField
+	fields map[reflect.Type]map[string]reflect.StructField // read only
 }
 
 func (c *shapeChecker) bad(format string, args ...any) error {
@@ -198,8 +234,7 @@ func (c *shapeChecker) check(v any, t reflect.Type) error {
 		}
 		fields, ok := c.fields[t]
 		if !ok {
-			fields = jsonFields(t)
-			c.fields[t] = fields
+			fields = jsonFields(t) // not reachable when the Shape was made
 		}
 		for _, key := range obj.Keys {
 			c.path.Key(key)

@@ -130,50 +130,69 @@ func (p *parser) literal(lit string) error {
 	return nil
 }
 
+// object parses an object. Keys and values go on the scratch stacks and
+// the object is made at its end, its map at its final size; duplicates
+// are found by a scan while the object is small, by a map past that.
 func (p *parser) object() (any, error) {
 	p.pos++ // '{'
-	obj := &Object{}
-	base := len(p.keys)
+	kbase, vbase := len(p.keys), len(p.elems)
+	var seen map[string]struct{}
+	fail := func(err error) (any, error) {
+		p.keys = p.keys[:kbase]
+		clear(p.elems[vbase:])
+		p.elems = p.elems[:vbase]
+		return nil, err
+	}
 	p.ws()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return obj, nil
+		return &Object{}, nil
 	}
 	for {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			p.keys = p.keys[:base]
-			return nil, p.syntax("looking for beginning of object key string")
+			return fail(p.syntax("looking for beginning of object key string"))
 		}
 		at := p.pos
 		key, err := p.str()
 		if err != nil {
-			p.keys = p.keys[:base]
-			return nil, err
-		}
-		if obj.Values == nil {
-			// Made on the first key: an empty object costs no map.
-			obj.Values = map[string]any{}
+			return fail(err)
 		}
 		p.path.Key(key)
-		if _, dup := obj.Values[key]; dup {
-			p.keys = p.keys[:base]
-			return nil, p.errAt(at, "duplicate key")
+		keys := p.keys[kbase:]
+		dup := false
+		if seen == nil && len(keys) < 16 {
+			for _, k := range keys {
+				if k == key {
+					dup = true
+					break
+				}
+			}
+		} else {
+			if seen == nil {
+				seen = make(map[string]struct{}, 2*len(keys))
+				for _, k := range keys {
+					seen[k] = struct{}{}
+				}
+			}
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		}
+		if dup {
+			return fail(p.errAt(at, "duplicate key"))
 		}
 		p.ws()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			p.keys = p.keys[:base]
-			return nil, p.syntax("after object key")
+			return fail(p.syntax("after object key"))
 		}
 		p.pos++
 		p.ws()
 		v, err := p.value()
 		if err != nil {
-			p.keys = p.keys[:base]
-			return nil, err
+			return fail(err)
 		}
 		p.path.Pop()
 		p.keys = append(p.keys, key)
-		obj.Values[key] = v
+		p.elems = append(p.elems, v)
 		p.ws()
 		if p.pos < len(p.data) && p.data[p.pos] == ',' {
 			p.pos++
@@ -182,12 +201,17 @@ func (p *parser) object() (any, error) {
 		}
 		if p.pos < len(p.data) && p.data[p.pos] == '}' {
 			p.pos++
-			obj.Keys = append([]string(nil), p.keys[base:]...)
-			p.keys = p.keys[:base]
+			keys := p.keys[kbase:]
+			obj := &Object{Keys: append([]string(nil), keys...), Values: make(map[string]any, len(keys))}
+			for i, k := range keys {
+				obj.Values[k] = p.elems[vbase+i]
+			}
+			p.keys = p.keys[:kbase]
+			clear(p.elems[vbase:]) // the scratch must not keep the tree alive
+			p.elems = p.elems[:vbase]
 			return obj, nil
 		}
-		p.keys = p.keys[:base]
-		return nil, p.syntax("after object key:value pair")
+		return fail(p.syntax("after object key:value pair"))
 	}
 }
 
