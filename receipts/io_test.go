@@ -200,7 +200,7 @@ func TestSyntaxErrorLineColumn(t *testing.T) {
 // minimal valid one, a stopped one, broken ones); the body does no
 // reflection-based comparison, so the fuzzer spends its time on inputs:
 //
-//	go test ./receipts -run '^$' -fuzz '^FuzzRead$' -fuzztime 60s -fuzzminimizetime 5s
+//	go test ./receipts -run '^$' -fuzz '^FuzzRead$' -fuzztime 60s -fuzzminimizetime 200x
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"schema":"vetbench.receipt/v1","items":[{"answers":[{}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

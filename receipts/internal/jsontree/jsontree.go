@@ -24,7 +24,7 @@ import (
 
 // MaxDepth bounds how deeply arrays and objects may nest. The deepest
 // document vetbench reads (a typevet throughput receipt) nests 7 levels;
-// a hostile "[[[[…" fails at level MaxDepth+1, before the walker goes
+// a hostile "[[[[…" fails at level MaxDepth+1, before the parser goes
 // deeper.
 const MaxDepth = 32
 

@@ -142,7 +142,7 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 // accepted (bar duplicate keys and the depth limit), the same values.
 // Seeds are in testdata/fuzz/FuzzDecode:
 //
-//	go test ./receipts/internal/jsontree -run '^$' -fuzz FuzzDecode -fuzztime 60s -fuzzminimizetime 5s
+//	go test ./receipts/internal/jsontree -run '^$' -fuzz FuzzDecode -fuzztime 60s -fuzzminimizetime 200x
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"a": [1, -2.5e3, "x\u00e9", null, true, {"b": {}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
