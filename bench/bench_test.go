@@ -1,38 +1,40 @@
-package bench
+package bench_test
 
 import (
 	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 // BenchmarkJudgments measures every set at every concurrency level
-// (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS). One op is one pass over
+// (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS, see bench/config). One op is one pass over
 // the set; the reported figures cover the measured windows of all passes
 // (warmup, cache resets and /metrics reads are outside them), so ns/op is
 // hidden. Each point's last receipt is written to VETBENCH_OUT.
 func BenchmarkJudgments(b *testing.B) {
 	s := getSuite(b)
-	for _, name := range s.env.Sets {
-		for _, c := range s.env.Levels {
-			for _, arm := range s.env.Arms {
+	for _, name := range s.cfg.Sets {
+		for _, c := range s.cfg.Levels {
+			for _, arm := range s.cfg.Arms {
 				bname := fmt.Sprintf("set=%s/c=%d", name, c)
-				if len(s.env.Arms) > 1 {
-					bname += "/arm=" + arm
+				if len(s.cfg.Arms) > 1 {
+					bname += "/arm=" + string(arm)
 				}
 				b.Run(bname, func(b *testing.B) {
 					ctx := s.context(b)
 					sess := s.session(b, name)
-					p := Point{Concurrency: c, Arm: arm, Warmup: 1}
+					p := bench.Point{Concurrency: c, Arm: arm, Warmup: s.cfg.Warmup}
 					var recs []*receipts.Receipt
 					for b.Loop() {
 						rec, err := sess.Measure(ctx, p)
-						path := ReceiptPath(s.outDir(), name, p)
+						path := bench.ReceiptPath(s.outDir(), name, p)
 						var werr error
 						if rec != nil {
 							werr = writeReceipt(path, rec)
@@ -51,7 +53,7 @@ func BenchmarkJudgments(b *testing.B) {
 						recs = append(recs, rec)
 					}
 					b.ReportMetric(0, "ns/op")
-					merged := Merge(recs)
+					merged := tally.Merge(recs)
 					metrics.Report(b, metrics.FromReceipt(merged))
 					if moved, ok := movedAgainstGolden(s, name, c, recs[len(recs)-1]); ok {
 						metrics.Report(b, []metrics.Metric{metrics.Moved(moved)})

@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench/audit"
+	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/quality"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 // HarnessVersion names this harness in every receipt's identity: a change in
@@ -27,52 +29,63 @@ const HarnessVersion = "vetbench/0.1"
 // ErrStopped wraps the reason of a run that ended before its set did.
 var ErrStopped = errors.New("run stopped early")
 
-// Session is one target and one set, ready to be measured: the server probed
-// and the controls tokenized once per run, never per judgment.
+// Session is one endpoint and one set, ready to be measured: the server
+// probed and the controls tokenized once per run, never per judgment.
 type Session struct {
-	Target   *Target
-	Env      Env
+	Endpoint Endpoint
+	Config   config.Config
 	Set      fixtures.Set
 	Client   *judgments.Client
 	Info     probe.Info
 	Controls judgments.Controls
 	// Notes are facts about the session worth a line in the receipt.
 	Notes []string
-	held  func() // see Pool.held; tests only
+
+	// Test seams (export_test.go): the pool's and sampler's clock, the
+	// pool's held hook, and a wrapper around the judge in the window.
+	clock func() time.Time
+	held  func(i int)
+	wrap  func(Judge) Judge
 }
 
-// NewSession probes the target and pins the control tokens.
-func NewSession(ctx context.Context, t *Target, set fixtures.Set, env Env) (*Session, error) {
+// NewSession probes the endpoint and pins the control tokens. cfg gives the
+// run settings (scoring mode, timeouts, what the receipt pins).
+func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.Config) (*Session, error) {
+	if ep.Target.Kind == "" {
+		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the receipts")
+	}
 	if err := set.Spec.Validate(); err != nil {
 		return nil, err
 	}
+	ep.BaseURL = strings.TrimRight(ep.BaseURL, "/")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	info, err := probe.Server(ctx, hc, t.BaseURL, t.authorize)
+	kind := ep.Target.Kind
+	info, err := probe.Server(ctx, hc, ep.BaseURL, ep.authorize)
 	if err != nil {
-		return nil, fmt.Errorf("probe %s target: %w", t.Kind, err)
+		return nil, fmt.Errorf("probe %s target: %w", kind, err)
 	}
-	model := t.Model
+	model := ep.Model
 	if model == "" && len(info.Served) > 0 {
 		model = info.Served[0].ID
 	}
 	if err := info.Check(model); err != nil {
-		return nil, fmt.Errorf("%s target: %w", t.Kind, err)
+		return nil, fmt.Errorf("%s target: %w", kind, err)
 	}
-	s := &Session{Target: t, Env: env, Set: set, Info: info, Notes: append(append([]string(nil), t.Notes...), info.Notes...)}
-	s.Client = judgments.NewClient(t.BaseURL,
+	s := &Session{Endpoint: ep, Config: cfg, Set: set, Info: info, Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
+	s.Client = judgments.NewClient(ep.BaseURL,
 		judgments.WithModel(model),
-		judgments.WithAPIKey(t.APIKey),
+		judgments.WithAPIKey(ep.APIKey),
 		judgments.WithHTTPClient(hc),
-		judgments.WithMode(env.Mode),
-		judgments.WithTopLogprobs(env.TopLogprobs),
-		judgments.WithRequestTimeout(env.RequestTimeout),
+		judgments.WithMode(cfg.Mode),
+		judgments.WithTopLogprobs(cfg.TopLogprobs),
+		judgments.WithRequestTimeout(cfg.RequestTimeout),
 		judgments.WithRequestIDPrefix("vetbench-"+newRunID()[:8]),
 	)
 	s.Controls, err = s.Client.Tokenize(ctx, set.Spec.Controls())
 	if err != nil {
 		// Text-matched scoring needs no ids; a server without /tokenize is
 		// fine there, and the receipt says the ids are not pinned.
-		if env.Mode != judgments.ModeTopLogprobs || !errors.Is(err, judgments.ErrNoTokenizer) {
+		if cfg.Mode != judgments.ModeTopLogprobs || !errors.Is(err, judgments.ErrNoTokenizer) {
 			return nil, fmt.Errorf("pin control tokens: %w", err)
 		}
 		s.Controls = nil
@@ -84,9 +97,10 @@ func NewSession(ctx context.Context, t *Target, set fixtures.Set, env Env) (*Ses
 // Point is one measured point of a sweep.
 type Point struct {
 	Concurrency int
-	// Arm is "cold" (reset the server's caches before the window, when the
-	// server allows it) or "warm" (keep whatever the caches hold).
-	Arm string
+	// Arm is cold (reset the server's caches before the window, when the
+	// server allows it; also when empty) or warm (keep whatever the caches
+	// hold).
+	Arm receipts.Arm
 	// Warmup judgments run before the window, outside every figure.
 	Warmup int
 }
@@ -99,15 +113,16 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	c := max(p.Concurrency, 1)
 	rec := s.receipt(c)
 	hc := s.Client.HTTPClient()
-	auth := s.Target.authorize
+	auth := s.Endpoint.authorize
+	base := s.Endpoint.BaseURL
 
 	// Warmup: connections, server-side compilation; outside the window.
 	for range p.Warmup {
 		if _, err := s.Client.Judge(ctx, s.Set.Spec, s.Controls, s.Set.Cases[0].Item); err != nil {
-			rec.Stopped = &receipts.Stopped{Index: 0, Item: s.Set.Cases[0].ID, Reason: "error",
+			rec.Stopped = &receipts.Stopped{Index: 0, Item: s.Set.Cases[0].ID, Reason: receipts.StopError,
 				ErrorClass: errorClass(err), Message: "warmup: " + err.Error()}
 			if ctx.Err() != nil {
-				rec.Stopped.Reason = "canceled"
+				rec.Stopped.Reason = receipts.StopCanceled
 			}
 			rec.Finished = time.Now().UTC()
 			return rec, fmt.Errorf("%w: warmup: %w", ErrStopped, err)
@@ -115,26 +130,34 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	}
 
 	reset := probe.WarmArm()
-	if p.Arm != "warm" {
+	if p.Arm != receipts.ArmWarm {
 		var err error
-		reset, err = probe.ResetCaches(ctx, hc, s.Target.BaseURL, auth)
+		reset, err = probe.ResetCaches(ctx, hc, base, auth)
 		if err != nil {
 			return nil, fmt.Errorf("reset caches: %w", err)
 		}
 	}
 
-	metricsURL := s.Target.BaseURL + "/metrics"
+	metricsURL := base + "/metrics"
 	before, _ := scrape.Fetch(ctx, hc, metricsURL, scrape.WithAuthorize(auth))
-	sampler := audit.NewSampler(c)
-	pool := Pool{Concurrency: c, StopOnError: !s.Env.ContinueOnError, Observer: sampler, held: s.held}
-	o := pool.Run(ctx, s.Client, s.Set, s.Controls)
+	var sopts []audit.SamplerOption
+	if s.clock != nil {
+		sopts = append(sopts, audit.WithClock(s.clock))
+	}
+	sampler := audit.NewSampler(c, sopts...)
+	pool := Pool{Concurrency: c, StopOnError: !s.Config.ContinueOnError, Observer: sampler, clock: s.clock, held: s.held}
+	var judge Judge = s.Client
+	if s.wrap != nil {
+		judge = s.wrap(judge)
+	}
+	o := pool.Run(ctx, judge, s.Set, s.Controls)
 	occ := sampler.Close()
 	// The closing scrape must happen even after Ctrl-C: what was measured is kept.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	after, _ := scrape.Fetch(sctx, hc, metricsURL, scrape.WithAuthorize(auth))
 
-	items, tp, stopped := tally(s.Set, o, c)
+	items, tp, stopped := figures(s.Set, o, c)
 	rec.Items, rec.Throughput, rec.Stopped = items, tp, stopped
 	rec.Finished = time.Now().UTC()
 
@@ -145,7 +168,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	if rec.Identity.CacheConfig = scrape.CacheConfig(before); rec.Identity.CacheConfig == nil {
 		rec.Identity.CacheConfig = scrape.CacheConfig(after)
 	}
-	if p.Arm != "warm" && !reset.Prefix {
+	if p.Arm != receipts.ArmWarm && !reset.Prefix {
 		rec.Warnings = append(rec.Warnings, "cold arm, but the prefix cache was not reset: "+reset.Note)
 	}
 
@@ -155,16 +178,16 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		timed = append(timed, r.Latency().Seconds())
 		unanswered += r.Judgment.Requests - len(r.Judgment.Answers)
 	}
-	ll := audit.LittlesLaw(occ, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(timed), MeanLatencySeconds: LatencyOf(timed).Mean})
+	ll := audit.LittlesLaw(occ, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(timed), MeanLatencySeconds: tally.LatencyOf(timed).Mean})
 	rc := audit.Reconcile(audit.ClientCounts{Requests: tp.Requests, PromptTokens: tp.PromptTokens, Unanswered: unanswered}, rec.Server)
 	rec.Checks = &receipts.Checks{LittlesLaw: &ll, Reconciliation: &rc}
-	if s.Env.GPUHourlyUSD > 0 && tp.Judgments > 0 {
-		cost, err := audit.CostOf(s.Env.GPUHourlyUSD, tp)
+	if s.Config.GPUHourlyUSD > 0 && tp.Judgments > 0 {
+		cost, err := audit.CostOf(s.Config.GPUHourlyUSD, tp)
 		switch {
 		case err != nil:
 			rec.Warnings = append(rec.Warnings, "cost: "+err.Error())
-		case s.Target.TimeScale > 1:
-			rec.Warnings = append(rec.Warnings, fmt.Sprintf("cost not computed: the twin ran %gx faster than real time", s.Target.TimeScale))
+		case s.Endpoint.Target.TimeScale > 1:
+			rec.Warnings = append(rec.Warnings, fmt.Sprintf("cost not computed: the twin ran %gx faster than real time", s.Endpoint.Target.TimeScale))
 		default:
 			rec.Cost = &cost
 		}
@@ -193,10 +216,10 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 		Set:     s.Set.Name,
 		RunID:   newRunID(),
 		Started: time.Now().UTC(),
-		Target:  s.Target.Receipt(),
+		Target:  s.Endpoint.Receipt(),
 		Pins: receipts.Pins{
 			Model:         s.Client.Model(),
-			ModelRevision: s.Env.ModelRevision,
+			ModelRevision: s.Config.ModelRevision,
 			ScoringMode:   string(s.Client.Mode()),
 			Controls:      s.Controls,
 			Concurrency:   c,
@@ -213,7 +236,7 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 			PromptDigests:  s.Set.Spec.PromptDigests(),
 			FixtureDigests: s.Set.Digests(),
 			HarnessVersion: HarnessVersion,
-			ServerFlags:    s.Env.ServerFlags,
+			ServerFlags:    s.Config.ServerFlags,
 		},
 		// Set before the run so that a receipt of a run that never got to
 		// its window (a failed warmup) is still a valid receipt.
@@ -221,7 +244,7 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 		Warnings:   append([]string(nil), s.Notes...),
 	}
 	if s.Client.Mode() == judgments.ModeTopLogprobs {
-		rec.Pins.TopLogprobs = s.Env.TopLogprobs
+		rec.Pins.TopLogprobs = s.Config.TopLogprobs
 	}
 	s.Info.Pin(&rec.Pins)
 	return rec
@@ -230,7 +253,7 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 // ReceiptPath is where a point's receipt goes: <dir>/<set>_c<N>[_warm].json.
 func ReceiptPath(dir, set string, p Point) string {
 	name := fmt.Sprintf("%s_c%d", set, max(p.Concurrency, 1))
-	if p.Arm == "warm" {
+	if p.Arm == receipts.ArmWarm {
 		name += "_warm"
 	}
 	return filepath.Join(dir, name+".json")

@@ -1,7 +1,10 @@
-// Package bench measures judgments against a target: a closed-loop pool
+// Package bench measures judgments against an Endpoint: a closed-loop pool
 // keeps c judgments in flight, the measured window is bracketed by /metrics
-// scrapes, and everything lands in a receipt. Its tests are the benchmark
-// suite (BenchmarkJudgments) and the stability tests (TestStability).
+// scrapes, the figures come from receipts/tally, and everything lands in a
+// receipt. Choosing and starting what is measured (a live vLLM, the twin) is
+// bench/target's job, so this package links neither the twin nor Docker. Its
+// tests are the benchmark suite (BenchmarkJudgments) and the stability tests
+// (TestStability).
 package bench
 
 import (
@@ -50,16 +53,36 @@ type Pool struct {
 	// as typevet does: no new judgments start, in-flight ones finish.
 	StopOnError bool
 	Observer    Observer
-	// held runs after a judgment's latency clock stops and before its slot
-	// is freed. Only tests set it: time spent there is time the latency
-	// figures do not see, which Little's law must catch.
-	held func()
+
+	// Test seams, set only through export_test.go. clock replaces
+	// time.Now. held runs after judgment i's latency clock stops and
+	// before its slot is freed: time spent there is time the latency
+	// figures do not see, which Little's law must catch. exited runs once
+	// every goroutine of a Stream has returned.
+	clock  func() time.Time
+	held   func(i int)
+	exited func()
+}
+
+func (p Pool) now() time.Time {
+	if p.clock != nil {
+		return p.clock()
+	}
+	return time.Now()
 }
 
 // Stream runs the set and sends each result as it finishes; the channel is
 // closed when the last in-flight judgment is done. Cancelling ctx stops new
-// judgments and aborts in-flight requests.
+// judgments and aborts in-flight requests; a caller that stops reading must
+// cancel ctx, and the workers then return without sending what is left.
 func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls judgments.Controls) <-chan Result {
+	return p.stream(ctx, ctx.Done(), j, set, controls)
+}
+
+// stream is Stream with the channel that releases a blocked send: ctx.Done()
+// for a caller that may stop reading, nil for Run, which reads to the end
+// and must get every result, the aborted ones too.
+func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set fixtures.Set, controls judgments.Controls) <-chan Result {
 	c := max(p.Concurrency, 1)
 	out := make(chan Result, c)
 	next := make(chan int)
@@ -67,7 +90,8 @@ func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls ju
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
 
-	go func() { // feeder: hands out indices in slice order until stopped
+	var wg sync.WaitGroup
+	wg.Go(func() { // feeder: hands out indices in slice order until stopped
 		defer close(next)
 		if p.Observer != nil {
 			defer p.Observer.Drain()
@@ -81,13 +105,10 @@ func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls ju
 				return
 			}
 		}
-	}()
+	})
 
-	var wg sync.WaitGroup
 	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range next {
 				// A stop may race with the feeder's last hand-off; never
 				// start a judgment after the run has stopped.
@@ -102,25 +123,32 @@ func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls ju
 				if p.Observer != nil {
 					p.Observer.Start()
 				}
-				r := Result{Index: i, Start: time.Now()}
+				r := Result{Index: i, Start: p.now()}
 				r.Judgment, r.Err = j.Judge(ctx, set.Spec, controls, set.Cases[i].Item)
-				r.End = time.Now()
+				r.End = p.now()
 				if p.held != nil {
-					p.held()
+					p.held(i)
 				}
 				if r.Err != nil && p.StopOnError {
 					halt()
 				}
-				out <- r
+				select {
+				case out <- r:
+				case <-abandon:
+					return // nobody reads any more
+				}
 				if p.Observer != nil {
 					p.Observer.End()
 				}
 			}
-		}()
+		})
 	}
 	go func() {
 		wg.Wait()
 		close(out)
+		if p.exited != nil {
+			p.exited()
+		}
 	}()
 	return out
 }
@@ -139,15 +167,15 @@ type Outcome struct {
 // Run runs the pool to the end and gathers the results. Wall time runs from
 // just before the first judgment starts to after the last one ends.
 func (p Pool) Run(ctx context.Context, j Judge, set fixtures.Set, controls judgments.Controls) Outcome {
-	start := time.Now()
+	start := p.now()
 	if p.Observer != nil {
 		p.Observer.Open()
 	}
 	byIndex := make([]*Result, len(set.Cases))
-	for r := range p.Stream(ctx, j, set, controls) {
+	for r := range p.stream(ctx, nil, j, set, controls) {
 		byIndex[r.Index] = &r
 	}
-	o := Outcome{Wall: time.Since(start), StopIndex: -1}
+	o := Outcome{Wall: p.now().Sub(start), StopIndex: -1}
 	for i, r := range byIndex {
 		if r == nil {
 			// Never started: only a stop or a cancel leaves gaps.

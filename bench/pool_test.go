@@ -7,17 +7,26 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
 )
 
-// fakeJudge answers after a delay, fails the items in fail, and records the
-// most judgments it saw in flight at once.
+// The pool tests run in synctest bubbles: time there is virtual and moves
+// only when every goroutine of the bubble is blocked, so "all c judgments
+// are in flight", a 5 ms judgment and a cancel after 70 ms are exact facts,
+// whatever else the machine is doing.
+
+// fakeJudge answers after a delay (or, with gate set, when the test sends on
+// it), fails the items in fail, and counts judgments in flight.
 type fakeJudge struct {
 	delay    time.Duration
+	gate     chan struct{}
 	fail     map[string]error
 	inFlight atomic.Int32
 	peak     atomic.Int32
@@ -37,8 +46,14 @@ func (f *fakeJudge) Judge(ctx context.Context, spec judgments.Spec, _ judgments.
 	f.mu.Lock()
 	f.order = append(f.order, it.ID)
 	f.mu.Unlock()
+	wait := f.gate
+	if wait == nil {
+		ch := make(chan struct{})
+		defer time.AfterFunc(f.delay, func() { close(ch) }).Stop()
+		wait = ch
+	}
 	select {
-	case <-time.After(f.delay):
+	case <-wait:
 	case <-ctx.Done():
 		return judgments.Judgment{Item: it.ID, Requests: 1}, &judgments.JudgeError{Item: it.ID, Question: "q", Err: ctx.Err()}
 	}
@@ -57,33 +72,63 @@ func fakeSet(n int) fixtures.Set {
 	return s
 }
 
+// c judgments in flight by construction: judges block until released, and
+// each time every goroutine is blocked exactly c are inside the judge, until
+// fewer than c items are left.
 func TestPoolKeepsCInFlight(t *testing.T) {
 	for _, c := range []int{1, 4, 16} {
 		t.Run(fmt.Sprint("c=", c), func(t *testing.T) {
-			f := &fakeJudge{delay: 5 * time.Millisecond}
-			set := fakeSet(40)
-			o := Pool{Concurrency: c, StopOnError: true}.Run(t.Context(), f, set, nil)
-			require.Equal(t, -1, o.StopIndex)
-			require.Len(t, o.Results, 40)
-			require.EqualValues(t, c, f.peak.Load(), "the pool fills to c and never beyond")
-			for i, r := range o.Results {
-				require.Equal(t, i, r.Index, "results in slice order")
-				require.NoError(t, r.Err)
-			}
-			if c == 1 {
-				require.Equal(t, "i00", f.order[0])
-				require.Equal(t, "i39", f.order[39], "c=1 runs in slice order")
-			}
-			items, tp, stopped := tally(set, o, c)
-			require.Nil(t, stopped)
-			require.Len(t, items, 40)
-			require.Equal(t, 40, tp.Judgments)
-			require.Equal(t, 40, tp.Images)
-			require.Equal(t, 40, tp.Requests)
-			require.Equal(t, 400, tp.PromptTokens)
-			require.InDelta(t, float64(tp.Judgments)/tp.WallSeconds, tp.JudgmentsPerSecond, 1e-9)
-			// Closed loop: throughput ≈ c / latency.
-			require.InEpsilon(t, float64(c)/tp.Latency.Mean, tp.JudgmentsPerSecond, 0.5)
+			synctest.Test(t, func(t *testing.T) {
+				const n = 40
+				f := &fakeJudge{gate: make(chan struct{})}
+				out := Pool{Concurrency: c}.Stream(t.Context(), f, fakeSet(n), nil)
+				for left := n; left > 0; left-- {
+					synctest.Wait()
+					require.EqualValues(t, min(c, left), f.inFlight.Load(), "%d items left", left)
+					f.gate <- struct{}{} // release one judgment
+					<-out
+				}
+				_, open := <-out
+				require.False(t, open, "closed after the last judgment")
+				require.EqualValues(t, c, f.peak.Load(), "never more than c")
+			})
+		})
+	}
+}
+
+// A closed loop of 5 ms judgments: results in slice order, c=1 runs in
+// slice order, and the figures are exact: ceil(40/c) rounds of 5 ms.
+func TestPoolRun(t *testing.T) {
+	for _, c := range []int{1, 4, 16} {
+		t.Run(fmt.Sprint("c=", c), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeJudge{delay: 5 * time.Millisecond}
+				set := fakeSet(40)
+				o := Pool{Concurrency: c, StopOnError: true}.Run(t.Context(), f, set, nil)
+				require.Equal(t, -1, o.StopIndex)
+				require.Len(t, o.Results, 40)
+				for i, r := range o.Results {
+					require.Equal(t, i, r.Index, "results in slice order")
+					require.NoError(t, r.Err)
+					require.Equal(t, 5*time.Millisecond, r.Latency())
+				}
+				if c == 1 {
+					require.Equal(t, "i00", f.order[0])
+					require.Equal(t, "i39", f.order[39], "c=1 runs in slice order")
+				}
+				rounds := (40 + c - 1) / c
+				require.Equal(t, time.Duration(rounds)*5*time.Millisecond, o.Wall)
+				items, tp, stopped := figures(set, o, c)
+				require.Nil(t, stopped)
+				require.Len(t, items, 40)
+				require.InDelta(t, 0.005, tp.Latency.Mean, 1e-12)
+				tp.Latency.Mean = 0.005 // a sum of floats
+				require.Equal(t, receipts.Throughput{
+					Concurrency: c, WallSeconds: o.Wall.Seconds(), Judgments: 40, Images: 40, Requests: 40, PromptTokens: 400,
+					JudgmentsPerSecond: 40 / o.Wall.Seconds(), ImagesPerSecond: 40 / o.Wall.Seconds(),
+					Latency: receipts.Latency{N: 40, Mean: 0.005, P50: 0.005, P95: 0.005, P99: 0.005},
+				}, tp)
+			})
 		})
 	}
 }
@@ -92,71 +137,125 @@ func TestPoolKeepsCInFlight(t *testing.T) {
 // in-flight judgments finish and are discarded, the stopped block names the
 // item and question.
 func TestPoolStopsOnError(t *testing.T) {
-	boom := errors.New("boom")
-	f := &fakeJudge{delay: 2 * time.Millisecond, fail: map[string]error{"i10": boom, "i12": boom}}
-	set := fakeSet(100)
-	o := Pool{Concurrency: 4, StopOnError: true}.Run(t.Context(), f, set, nil)
-	require.Equal(t, 10, o.StopIndex)
-	require.ErrorIs(t, o.StopErr, boom)
-	require.Less(t, len(o.Results), 30, "no new judgments after the failure")
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("boom")
+		f := &fakeJudge{delay: 2 * time.Millisecond, fail: map[string]error{"i10": boom, "i12": boom}}
+		set := fakeSet(100)
+		o := Pool{Concurrency: 4, StopOnError: true}.Run(t.Context(), f, set, nil)
+		require.Equal(t, 10, o.StopIndex)
+		require.ErrorIs(t, o.StopErr, boom)
+		require.LessOrEqual(t, len(o.Results), 16, "no new judgments after the failure: at most the round after it")
 
-	items, tp, stopped := tally(set, o, 4)
-	require.NotNil(t, stopped)
-	require.Equal(t, 10, stopped.Index)
-	require.Equal(t, "i10", stopped.Item)
-	require.Equal(t, "q", stopped.Question)
-	require.Equal(t, "error", stopped.Reason)
-	require.Contains(t, stopped.Message, "boom")
-	require.Equal(t, 10, tp.Judgments, "items before the failing index are kept")
-	require.Equal(t, tp.Discarded, stopped.Discarded)
-	require.Positive(t, stopped.Discarded, "in-flight judgments after the stop are counted")
-	require.Equal(t, len(o.Results), len(items), "nothing measured is dropped from the receipt")
-	for _, it := range items {
-		if it.ID == "i10" {
-			require.NotEmpty(t, it.Error)
-			require.Empty(t, it.Answers, "failed closed")
+		items, tp, stopped := figures(set, o, 4)
+		require.NotNil(t, stopped)
+		require.Equal(t, 10, stopped.Index)
+		require.Equal(t, "i10", stopped.Item)
+		require.Equal(t, "q", stopped.Question)
+		require.Equal(t, receipts.StopError, stopped.Reason)
+		require.Contains(t, stopped.Message, "boom")
+		require.Equal(t, 10, tp.Judgments, "items before the failing index are kept")
+		require.Equal(t, tp.Discarded, stopped.Discarded)
+		require.Positive(t, stopped.Discarded, "in-flight judgments after the stop are counted")
+		require.Equal(t, len(o.Results), len(items), "nothing measured is dropped from the receipt")
+		for _, it := range items {
+			if it.ID == "i10" {
+				require.NotEmpty(t, it.Error)
+				require.Empty(t, it.Answers, "failed closed")
+			}
 		}
-	}
+	})
 }
 
 func TestPoolContinueOnError(t *testing.T) {
-	boom := errors.New("boom")
-	f := &fakeJudge{delay: time.Millisecond, fail: map[string]error{"i03": boom, "i07": boom}}
-	set := fakeSet(20)
-	o := Pool{Concurrency: 4}.Run(t.Context(), f, set, nil)
-	require.Equal(t, -1, o.StopIndex)
-	items, tp, stopped := tally(set, o, 4)
-	require.Nil(t, stopped)
-	require.Len(t, items, 20)
-	require.Equal(t, 18, tp.Judgments)
-	require.Equal(t, 2, tp.Failed)
-	require.Equal(t, "item i03: question q: boom", items[3].Error)
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("boom")
+		f := &fakeJudge{delay: time.Millisecond, fail: map[string]error{"i03": boom, "i07": boom}}
+		set := fakeSet(20)
+		o := Pool{Concurrency: 4}.Run(t.Context(), f, set, nil)
+		require.Equal(t, -1, o.StopIndex)
+		items, tp, stopped := figures(set, o, 4)
+		require.Nil(t, stopped)
+		require.Len(t, items, 20)
+		require.Equal(t, 18, tp.Judgments)
+		require.Equal(t, 2, tp.Failed)
+		require.Equal(t, "item i03: question q: boom", items[3].Error)
+	})
 }
 
+// A cancel at 70 ms into rounds of 20 ms: items 0–11 finished, 12–15 were
+// in flight and are aborted, nothing after starts.
 func TestPoolCancel(t *testing.T) {
-	f := &fakeJudge{delay: 20 * time.Millisecond}
-	set := fakeSet(200)
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(70*time.Millisecond, cancel)
-	o := Pool{Concurrency: 4, StopOnError: true}.Run(ctx, f, set, nil)
-	require.True(t, o.Canceled)
-	require.Positive(t, o.StopIndex)
-	require.Less(t, o.StopIndex, 200)
-	_, tp, stopped := tally(set, o, 4)
-	require.Equal(t, "canceled", stopped.Reason)
-	require.Equal(t, o.StopIndex, tp.Judgments, "every item before the stop finished")
-	require.Less(t, o.Wall, time.Second, "cancel ends the run promptly")
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeJudge{delay: 20 * time.Millisecond}
+		set := fakeSet(200)
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(70*time.Millisecond, cancel)
+		o := Pool{Concurrency: 4, StopOnError: true}.Run(ctx, f, set, nil)
+		require.True(t, o.Canceled)
+		require.Equal(t, 12, o.StopIndex)
+		require.Len(t, o.Results, 16, "the aborted judgments are kept")
+		require.Equal(t, 70*time.Millisecond, o.Wall, "cancel ends the run at once")
+		_, tp, stopped := figures(set, o, 4)
+		require.Equal(t, receipts.StopCanceled, stopped.Reason)
+		require.Equal(t, 12, tp.Judgments, "every item before the stop finished")
+		require.Equal(t, 3, tp.Discarded)
+	})
 }
 
-func TestPercentile(t *testing.T) {
-	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	require.Equal(t, 5.0, Percentile(v, 0.50))
-	require.Equal(t, 10.0, Percentile(v, 0.95))
-	require.Equal(t, 10.0, Percentile(v, 0.99))
-	require.Equal(t, 1.0, Percentile(v, 0))
-	require.Equal(t, 0.0, Percentile(nil, 0.5))
-	l := LatencyOf([]float64{3, 1, 2})
-	require.Equal(t, 3, l.N)
-	require.Equal(t, 2.0, l.P50)
-	require.Equal(t, 2.0, l.Mean)
+// A caller that stops reading and cancels leaves no goroutine behind: the
+// workers must not block forever handing over results nobody reads.
+func TestStreamAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := make(chan struct{})
+		p := Pool{Concurrency: 4, exited: func() { close(exited) }}
+		out := p.Stream(ctx, &fakeJudge{gate: closed()}, fakeSet(50), nil)
+		<-out // read one, then walk away
+		cancel()
+		synctest.Wait() // every goroutine has returned or is blocked for good
+		select {
+		case <-exited:
+		default:
+			for range out { // unblock them, so the bubble can end
+			}
+			t.Fatal("stream goroutines still blocked after the caller stopped reading and cancelled")
+		}
+	})
+}
+
+func closed() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// Little's law on the pool itself, with the sampler as its observer: it
+// holds on a clean closed loop and fires on a delay the latency clock does
+// not count (a slow hand-off of the result), at c > 1.
+func TestPoolLittlesLaw(t *testing.T) {
+	run := func(t *testing.T, held func(int)) receipts.LittlesLaw {
+		var ll receipts.LittlesLaw
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeJudge{delay: 10 * time.Millisecond}
+			set := fakeSet(40)
+			s := audit.NewSampler(4)
+			o := Pool{Concurrency: 4, Observer: s, held: held}.Run(t.Context(), f, set, nil)
+			occ := s.Close()
+			var sum time.Duration
+			for _, r := range o.Results {
+				sum += r.Latency()
+			}
+			ll = audit.LittlesLaw(occ, audit.Window{WallSeconds: o.Wall.Seconds(), Judgments: len(o.Results), MeanLatencySeconds: sum.Seconds() / 40})
+		})
+		return ll
+	}
+	ll := run(t, nil)
+	require.True(t, ll.OK, ll.Problems)
+	require.InDelta(t, 4, ll.MeanInFlight, 1e-9)
+	require.InDelta(t, 0, ll.RelError, 1e-9)
+
+	ll = run(t, func(int) { time.Sleep(5 * time.Millisecond) })
+	require.False(t, ll.OK)
+	require.InDelta(t, 1.0/3, ll.RelError, 1e-9, "each slot is held 15 ms for 10 ms of latency")
+	require.Contains(t, fmt.Sprint(ll.Problems), "time the latency clock does not see")
 }

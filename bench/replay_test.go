@@ -1,12 +1,14 @@
-package bench
+package bench_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts/answers"
+	"github.com/vetbench/vetbench/receipts/replay"
 	"github.com/vetbench/vetbench/receipts/typevet"
 	"github.com/vetbench/vetbench/stub"
 )
@@ -24,12 +26,14 @@ func TestReplayTypevetAnswers(t *testing.T) {
 		t.Run(tc.set, func(t *testing.T) {
 			base, err := typevet.ReadFile("../receipts/typevet/testdata/" + tc.receipt)
 			require.NoError(t, err)
-			rp, err := stub.ReplayFromReceipt(base)
+			recorded, err := replay.FromReceipt(base)
+			require.NoError(t, err)
+			rp, err := stub.NewReplay(recorded.Source, recorded.Answers)
 			require.NoError(t, err)
 			set, err := sets.Open(context.Background(), tc.set, sets.Options{TypevetIDs: true})
 			require.NoError(t, err)
-			sess := inProcess(t, set, testEnv(t), stub.WithReplay(rp))
-			rec, err := sess.Measure(t.Context(), Point{Concurrency: 16})
+			sess := inProcess(t, set, testConfig(), stub.WithReplay(rp))
+			rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 16})
 			require.NoError(t, err)
 
 			p := answers.DefaultPolicy()

@@ -1,4 +1,4 @@
-package bench
+package bench_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
 )
@@ -18,12 +19,12 @@ import (
 // Noul that moves by more than 0.001 fails; near-tie moves are reported.
 func TestStability(t *testing.T) {
 	s := getSuite(t)
-	for _, name := range s.env.Sets {
-		for _, c := range s.env.Levels {
+	for _, name := range s.cfg.Sets {
+		for _, c := range s.cfg.Levels {
 			t.Run(fmt.Sprintf("set=%s/c=%d", name, c), func(t *testing.T) {
 				ctx := s.context(t)
 				sess := s.session(t, name)
-				rec, err := sess.Measure(ctx, Point{Concurrency: c, Arm: "cold", Warmup: 1})
+				rec, err := sess.Measure(ctx, bench.Point{Concurrency: c, Arm: receipts.ArmCold, Warmup: s.cfg.Warmup})
 				require.NoError(t, err)
 				checkGolden(t, s.goldenPath(name, c), rec, *update)
 			})

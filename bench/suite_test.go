@@ -1,4 +1,4 @@
-package bench
+package bench_test
 
 import (
 	"context"
@@ -11,7 +11,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/target"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts"
@@ -20,11 +23,12 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden receipts (receipts/golden) from this run")
 
 // suite is the target and the sets shared by the benchmarks and stability
-// tests of one test process: the target starts once (a container build takes
-// seconds), each set is generated once.
+// tests of one test process: the configuration is read once (here, at the
+// edge), the target starts once (a container build takes seconds), each set
+// is generated once.
 type suite struct {
-	env    Env
-	target *Target
+	cfg    config.Config
+	target *target.Target
 	err    error
 	// interrupt is cancelled by the first Ctrl-C (SIGINT) or SIGTERM: the
 	// run in flight stops, writes its partial receipt and says why; a second
@@ -33,7 +37,7 @@ type suite struct {
 
 	mu       sync.Mutex
 	sets     map[string]fixtures.Set
-	sessions map[string]*Session
+	sessions map[string]*bench.Session
 }
 
 var (
@@ -72,12 +76,12 @@ func getSuite(tb testing.TB) *suite {
 	tb.Helper()
 	sharedOnce.Do(func() {
 		shared.sets = map[string]fixtures.Set{}
-		shared.sessions = map[string]*Session{}
-		shared.env, shared.err = EnvFrom(os.Getenv)
+		shared.sessions = map[string]*bench.Session{}
+		shared.cfg, shared.err = config.Load(config.Env(os.Getenv))
 		if shared.err != nil {
 			return
 		}
-		shared.target, shared.err = OpenTarget(context.Background(), shared.env)
+		shared.target, shared.err = target.Open(context.Background(), shared.cfg)
 	})
 	if shared.err != nil {
 		tb.Fatalf("target: %v", shared.err)
@@ -106,11 +110,7 @@ func (s *suite) set(tb testing.TB, name string) fixtures.Set {
 	if set, ok := s.sets[name]; ok {
 		return set
 	}
-	opts, err := sets.OptionsFromEnv(os.Getenv)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	set, err := sets.Open(context.Background(), name, opts)
+	set, err := sets.Open(context.Background(), name, s.cfg.Fixtures)
 	if err != nil {
 		tb.Fatalf("set %s: %v", name, err)
 	}
@@ -120,7 +120,7 @@ func (s *suite) set(tb testing.TB, name string) fixtures.Set {
 
 // session returns the set's session on the shared target, probed and
 // tokenized once.
-func (s *suite) session(tb testing.TB, name string) *Session {
+func (s *suite) session(tb testing.TB, name string) *bench.Session {
 	tb.Helper()
 	set := s.set(tb, name)
 	s.mu.Lock()
@@ -128,7 +128,7 @@ func (s *suite) session(tb testing.TB, name string) *Session {
 	if sess, ok := s.sessions[name]; ok {
 		return sess
 	}
-	sess, err := NewSession(context.Background(), s.target, set, s.env)
+	sess, err := bench.NewSession(context.Background(), s.target.Endpoint, set, s.cfg)
 	if err != nil {
 		tb.Fatalf("session %s: %v", name, err)
 	}
@@ -138,15 +138,15 @@ func (s *suite) session(tb testing.TB, name string) *Session {
 
 // outDir is where receipts go: VETBENCH_OUT, else out/receipts in the module.
 func (s *suite) outDir() string {
-	if s.env.Out != "" {
-		return s.env.Out
+	if s.cfg.Out != "" {
+		return s.cfg.Out
 	}
 	return filepath.Join("..", "out", "receipts")
 }
 
 // goldenPath is a point's golden receipt.
 func (s *suite) goldenPath(set string, c int) string {
-	dir := s.env.GoldenDir
+	dir := s.cfg.GoldenDir
 	if dir == "" {
 		dir = filepath.Join("..", "receipts", "golden")
 	}

@@ -81,7 +81,7 @@ func targetClass(t Target) string {
 	case TargetLive, TargetTypevet:
 		return "live"
 	}
-	return t.Kind
+	return string(t.Kind)
 }
 
 // servedKey lists the served weights with their context length; the

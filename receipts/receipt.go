@@ -52,8 +52,8 @@ type Receipt struct {
 // Target says what answered: a live server, the twin in a container, or the
 // twin in-process. It never holds credentials.
 type Target struct {
-	Kind     string `json:"kind"` // live | container | inprocess | typevet
-	Endpoint string `json:"endpoint,omitempty"`
+	Kind     TargetKind `json:"kind"`
+	Endpoint string     `json:"endpoint,omitempty"`
 	// Profile and TimeScale describe the twin; TimeScale > 1 means the twin
 	// ran faster than real time and speeds are not real-time figures.
 	Profile   string  `json:"profile,omitempty"`
@@ -61,13 +61,16 @@ type Target struct {
 	Replay    string  `json:"replay,omitempty"`
 }
 
+// TargetKind says what answered a run.
+type TargetKind string
+
 // Target kinds.
 const (
-	TargetLive      = "live"
-	TargetContainer = "container"
-	TargetInProcess = "inprocess"
+	TargetLive      TargetKind = "live"
+	TargetContainer TargetKind = "container"
+	TargetInProcess TargetKind = "inprocess"
 	// TargetTypevet marks a receipt imported from typevet (a live vLLM).
-	TargetTypevet = "typevet"
+	TargetTypevet TargetKind = "typevet"
 )
 
 // Pins are what the answers depend on besides the prompts and images.
@@ -120,17 +123,29 @@ type Identity struct {
 // Stopped says why a run ended before the end of its set.
 type Stopped struct {
 	// Index is the slice position of the item that stopped the run.
-	Index    int    `json:"index"`
-	Item     string `json:"item"`
-	Question string `json:"question,omitempty"`
-	// Reason is "error", "canceled" or "timeout".
-	Reason     string `json:"reason"`
-	ErrorClass string `json:"error_class,omitempty"`
-	Message    string `json:"message"`
+	Index      int        `json:"index"`
+	Item       string     `json:"item"`
+	Question   string     `json:"question,omitempty"`
+	Reason     StopReason `json:"reason"`
+	ErrorClass string     `json:"error_class,omitempty"`
+	Message    string     `json:"message"`
 	// Discarded counts judgments that finished after the stop index; they are
 	// kept in Items with Discarded set but count in no figure.
 	Discarded int `json:"discarded"`
 }
+
+// StopReason says why a run stopped early.
+type StopReason string
+
+// Stop reasons.
+const (
+	// StopError: a judgment failed (HTTP error, missing candidate, ...).
+	StopError StopReason = "error"
+	// StopCanceled: the run was cancelled (Ctrl-C, SIGTERM).
+	StopCanceled StopReason = "canceled"
+	// StopTimeout: a request ran past the per-request timeout.
+	StopTimeout StopReason = "timeout"
+)
 
 // Throughput is the client's view of the measured window.
 type Throughput struct {
@@ -235,8 +250,20 @@ type CacheReset struct {
 	// Encoder is /reset_encoder_cache (cached vision-encoder outputs).
 	Encoder bool   `json:"encoder"`
 	Note    string `json:"note,omitempty"`
-	Arm     string `json:"arm,omitempty"` // cold | warm
+	Arm     Arm    `json:"arm,omitempty"`
 }
+
+// Arm is a measurement's cache arm.
+type Arm string
+
+// Arms.
+const (
+	// ArmCold resets the server's caches before the measured window (see
+	// CacheReset for whether each reset took).
+	ArmCold Arm = "cold"
+	// ArmWarm does not: the caches are as earlier traffic left them.
+	ArmWarm Arm = "warm"
+)
 
 // Checks are the run's measurement self-checks.
 type Checks struct {

@@ -243,7 +243,7 @@ func (r *Receipt) validateStopped(p *problems) {
 		return
 	}
 	switch s.Reason {
-	case "error", "canceled", "timeout":
+	case StopError, StopCanceled, StopTimeout:
 	default:
 		p.add("stopped.reason", "unknown reason %q (want error, canceled or timeout)", s.Reason)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -227,56 +228,64 @@ func TestSamplerMisuse(t *testing.T) {
 	require.True(t, hasSub(got.Problems, "1 judgment(s) still in flight when the window closed"), "%q", got.Problems)
 }
 
-// TestLittlesLawRealPool drives the sampler from real goroutines and real
-// sleeps, the way the runner will, with and without time outside the latency
-// clock. Run under -race it also checks the sampler's locking.
+// TestLittlesLawRealPool drives the sampler from real goroutines with
+// sleeps, the way the runner does, with and without time outside the
+// latency clock. It runs in a synctest bubble: the sleeps and time.Now are
+// virtual, so the figures are exact on any machine, and under -race it
+// still checks the sampler's locking.
 func TestLittlesLawRealPool(t *testing.T) {
-	run := func(hidden time.Duration) (Occupancy, Window) {
-		const c, n = 8, 48
-		s := NewSampler(c)
-		items := make(chan int)
-		lats := make(chan time.Duration, n)
-		var wg sync.WaitGroup
-		s.Open()
-		start := time.Now()
-		for range c {
-			wg.Go(func() {
-				for i := range items {
-					s.Start()
-					time.Sleep(hidden) // e.g. encoding images before the timer starts
-					t0 := time.Now()
-					time.Sleep(time.Duration(4+i%5) * 2 * time.Millisecond)
-					lats <- time.Since(t0)
-					s.End()
-				}
-			})
-		}
-		for i := range n {
-			items <- i
-		}
-		s.Drain()
-		close(items)
-		wg.Wait()
-		wall := time.Since(start)
-		occ := s.Close()
-		close(lats)
-		var sum time.Duration
-		for l := range lats {
-			sum += l
-		}
-		return occ, Window{WallSeconds: wall.Seconds(), Judgments: n, MeanLatencySeconds: sum.Seconds() / n}
+	run := func(t *testing.T, hidden time.Duration) (occ Occupancy, w Window) {
+		synctest.Test(t, func(t *testing.T) {
+			const c, n = 8, 48
+			s := NewSampler(c)
+			items := make(chan int)
+			lats := make(chan time.Duration, n)
+			var wg sync.WaitGroup
+			s.Open()
+			start := time.Now()
+			for range c {
+				wg.Go(func() {
+					for i := range items {
+						s.Start()
+						time.Sleep(hidden) // e.g. encoding images before the timer starts
+						t0 := time.Now()
+						time.Sleep(time.Duration(4+i%5) * 2 * time.Millisecond)
+						lats <- time.Since(t0)
+						s.End()
+					}
+				})
+			}
+			for i := range n {
+				items <- i
+			}
+			s.Drain()
+			close(items)
+			wg.Wait()
+			wall := time.Since(start)
+			occ = s.Close()
+			close(lats)
+			var sum time.Duration
+			for l := range lats {
+				sum += l
+			}
+			w = Window{WallSeconds: wall.Seconds(), Judgments: n, MeanLatencySeconds: sum.Seconds() / n}
+		})
+		return occ, w
 	}
 
-	occ, w := run(0)
+	occ, w := run(t, 0)
 	got := LittlesLaw(occ, w)
 	require.True(t, got.OK, "clean pool flagged: %q (L=%.3f λW=%.3f)", got.Problems, got.MeanInFlight, got.Predicted)
+	require.InDelta(t, 0, got.RelError, 1e-9)
 	require.Equal(t, 8, occ.Peak)
+	require.Equal(t, 96, occ.Events)
 
-	occ, w = run(6 * time.Millisecond)
+	occ, w = run(t, 6*time.Millisecond)
 	got = LittlesLaw(occ, w)
 	require.False(t, got.OK)
 	require.True(t, hasSub(got.Problems, "time the latency clock does not see"), "%q", got.Problems)
 	require.Greater(t, got.MeanInFlight, got.Predicted)
+	require.Greater(t, got.RelError, 0.2, "6 ms hidden per 8–16 ms judgment")
 }
 
 func hasSub(list []string, sub string) bool {

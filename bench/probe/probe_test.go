@@ -141,7 +141,7 @@ func TestResetCaches(t *testing.T) {
 				"POST /reset_mm_cache":      {200, ""},
 				"POST /reset_encoder_cache": {200, ""},
 			},
-			want:        receipts.CacheReset{Requested: true, Prefix: true, MM: true, Encoder: true, Arm: ArmCold},
+			want:        receipts.CacheReset{Requested: true, Prefix: true, MM: true, Encoder: true, Arm: receipts.ArmCold},
 			prefixCalls: 1,
 		},
 		{
@@ -151,7 +151,7 @@ func TestResetCaches(t *testing.T) {
 				"POST /reset_mm_cache":      {200, ""},
 				"POST /reset_encoder_cache": {404, `{"detail":"Not Found"}`},
 			},
-			want: receipts.CacheReset{Requested: true, Prefix: true, MM: true, Arm: ArmCold,
+			want: receipts.CacheReset{Requested: true, Prefix: true, MM: true, Arm: receipts.ArmCold,
 				Note: "prefix cache: 200 with empty body (this vLLM does not confirm the reset); encoder cache: no reset endpoint on this server (404)"},
 			prefixCalls: 1,
 		},
@@ -163,7 +163,7 @@ func TestResetCaches(t *testing.T) {
 				"POST /reset_encoder_cache": {200, `{"success":true}`},
 			},
 			opts: append([]ResetOption{WithAttempts(3)}, fast...),
-			want: receipts.CacheReset{Requested: true, MM: true, Encoder: true, Arm: ArmCold,
+			want: receipts.CacheReset{Requested: true, MM: true, Encoder: true, Arm: receipts.ArmCold,
 				Note: `prefix cache: not reset: refused 3 time(s), last {"success": false} (requests still hold KV blocks?)`},
 			prefixCalls: 3,
 		},
@@ -175,14 +175,14 @@ func TestResetCaches(t *testing.T) {
 				"POST /reset_encoder_cache": {200, `{"success":true}`},
 			},
 			opts: append([]ResetOption{WithAttempts(2)}, fast...),
-			want: receipts.CacheReset{Requested: true, MM: true, Encoder: true, Arm: ArmCold,
+			want: receipts.CacheReset{Requested: true, MM: true, Encoder: true, Arm: receipts.ArmCold,
 				Note: `prefix cache: not reset: refused 2 time(s), last 409 {"error":{"message":"Prefix cache reset failed."}} (requests still hold KV blocks?)`},
 			prefixCalls: 2,
 		},
 		{
 			name:        "dev mode off: 404 recorded, not an error",
 			routes:      map[string]route{},
-			want:        receipts.CacheReset{Requested: true, Arm: ArmCold, Note: "reset endpoints answer 404: VLLM_SERVER_DEV_MODE is off, caches not reset"},
+			want:        receipts.CacheReset{Requested: true, Arm: receipts.ArmCold, Note: "reset endpoints answer 404: VLLM_SERVER_DEV_MODE is off, caches not reset"},
 			prefixCalls: 1,
 		},
 		{
@@ -193,7 +193,7 @@ func TestResetCaches(t *testing.T) {
 				"POST /reset_encoder_cache":                    {200, `{"success":true}`},
 			},
 			opts:        []ResetOption{WithResetExternal()},
-			want:        receipts.CacheReset{Requested: true, Prefix: true, MM: true, Encoder: true, Arm: ArmCold},
+			want:        receipts.CacheReset{Requested: true, Prefix: true, MM: true, Encoder: true, Arm: receipts.ArmCold},
 			prefixCalls: 1,
 			prefixPath:  "/reset_prefix_cache?reset_external=true",
 		},
@@ -268,7 +268,7 @@ func TestResetCachesCanceledDuringBackoff(t *testing.T) {
 
 func TestWarmArm(t *testing.T) {
 	w := WarmArm()
-	require.Equal(t, ArmWarm, w.Arm)
+	require.Equal(t, receipts.ArmWarm, w.Arm)
 	require.False(t, w.Requested || w.Prefix || w.MM || w.Encoder)
 	require.True(t, strings.Contains(w.Note, "not reset"))
 }

@@ -12,15 +12,6 @@ import (
 	"github.com/vetbench/vetbench/receipts"
 )
 
-// Arms of a measurement, recorded in receipts.CacheReset.Arm.
-const (
-	// ArmCold: caches were reset before the warmup (see CacheReset for
-	// whether each reset took).
-	ArmCold = "cold"
-	// ArmWarm: no reset; the server's caches are as earlier traffic left them.
-	ArmWarm = "warm"
-)
-
 // Reset defaults: five tries 0.2, 0.4, 0.8, 1.6 s apart (about 3 s) leave
 // time for aborted requests to release their KV blocks.
 const (
@@ -52,7 +43,7 @@ func WithResetExternal() ResetOption { return func(c *resetConfig) { c.external 
 // WarmArm is the CacheReset of a run that did not reset: the reader is told
 // the caches may hold earlier traffic.
 func WarmArm() receipts.CacheReset {
-	return receipts.CacheReset{Arm: ArmWarm, Note: "caches not reset: may hold earlier runs' prefixes and images"}
+	return receipts.CacheReset{Arm: receipts.ArmWarm, Note: "caches not reset: may hold earlier runs' prefixes and images"}
 }
 
 // ResetCaches empties the server's prefix, multimodal-processor and encoder
@@ -73,7 +64,7 @@ func ResetCaches(ctx context.Context, hc *http.Client, baseURL string, authorize
 		o(&cfg)
 	}
 	base := strings.TrimRight(baseURL, "/")
-	out := receipts.CacheReset{Requested: true, Arm: ArmCold}
+	out := receipts.CacheReset{Requested: true, Arm: receipts.ArmCold}
 	var notes []string
 
 	prefixPath := "/reset_prefix_cache"

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 // Diff turns two readings into the window's figures. It never fails: what it
@@ -100,10 +101,6 @@ func Diff(before, after Snapshot) receipts.Server {
 	}
 	srv.Counters = counters
 	srv.Histograms = histograms
-	srv.PrefixCacheHitRate = d.hitRate(counters, PrefixCacheHits, PrefixCacheQueries, "prefix cache")
-	srv.MMCacheHitRate = d.hitRate(counters, MMCacheHits, MMCacheQueries, "mm cache")
-	d.dropNonFinite(&srv)
-	srv.Problems = d.problems // hitRate and dropNonFinite may add some
 	if len(extra) > 0 {
 		srv.Extra = extra
 	}
@@ -113,6 +110,9 @@ func Diff(before, after Snapshot) receipts.Server {
 			srv.Engines[e] = receipts.EngineInfo{RequestSuccess: v}
 		}
 	}
+	d.dropNonFinite(&srv) // before the hit rates, which read the counters
+	d.problems = append(d.problems, tally.HitRates(&srv)...)
+	srv.Problems = d.problems
 	srv.Status = StatusOK
 	if n := len(d.problems); n > 0 {
 		srv.Status = fmt.Sprintf("partial: %d problem(s), see problems", n)
@@ -428,19 +428,14 @@ func unionKeys[V any](a, b map[string]V) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// hitRate is Δhits/Δqueries from m, nil when either is missing or there were
-// no queries; hits above queries is recorded as a problem, not clipped.
+// hitRate is Δhits/Δqueries from m (tally.HitRatio); hits above queries is
+// recorded as a problem, not clipped.
 func (d *differ) hitRate(m map[string]float64, hitsKey, queriesKey, what string) *float64 {
-	hits, okH := m[hitsKey]
-	queries, okQ := m[queriesKey]
-	if !okH || !okQ || queries <= 0 {
-		return nil
+	r, err := tally.HitRatio(m, hitsKey, queriesKey)
+	if err != nil {
+		d.problemf("%s: %v", what, err)
 	}
-	if hits > queries {
-		d.problemf("%s: %s hits exceed %s queries", what, num(hits), num(queries))
-		return nil
-	}
-	return ptr(hits / queries)
+	return r
 }
 
 // gauges reads each gauge in both readings.

@@ -360,3 +360,15 @@ func TestCacheConfig(t *testing.T) {
 func TestModelNames(t *testing.T) {
 	require.Equal(t, []string{"google/gemma-4-31B-it"}, ModelNames(snap(t, page(t, afterPage))))
 }
+
+// More hits than queries is a broken reading: the rate is left unknown and
+// said, never clipped to 1 (tally.HitRatio).
+func TestDiffHitsAboveQueries(t *testing.T) {
+	after := replaceLine(t, page(t, afterPage), `vllm:mm_cache_hits_total{engine="0"`,
+		`vllm:mm_cache_hits_total{engine="0",model_name="google/gemma-4-31B-it"} 3733.0`)
+	srv := Diff(snap(t, page(t, beforePage)), snap(t, after))
+	require.Nil(t, srv.MMCacheHitRate)
+	require.NotNil(t, srv.PrefixCacheHitRate, "the other rate stands")
+	require.Equal(t, []string{"mm cache: 1260 hits exceed 360 queries"}, srv.Problems)
+	require.Equal(t, "partial: 1 problem(s), see problems", srv.Status)
+}

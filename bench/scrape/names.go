@@ -1,14 +1,17 @@
 package scrape
 
+import "github.com/vetbench/vetbench/receipts/tally"
+
 // Keys of receipts.Server.Counters (deltas over the window). They are
-// typevet's keys, so imported and native receipts compare.
+// typevet's keys, so imported and native receipts compare. The four the hit
+// rates are ratios of are tally's, where the ratios are computed.
 const (
-	PrefixCacheQueries = "prefix_cache_queries" // tokens looked up in the local prefix cache
-	PrefixCacheHits    = "prefix_cache_hits"    // tokens found there
-	MMCacheQueries     = "mm_cache_queries"     // multimodal items looked up
-	MMCacheHits        = "mm_cache_hits"        // multimodal items found
-	PromptTokens       = "prompt_tokens"        // whole prompts, cached tokens included
-	PromptTokensCached = "prompt_tokens_cached" // local + external cached prompt tokens
+	PrefixCacheQueries = tally.PrefixCacheQueries // tokens looked up in the local prefix cache
+	PrefixCacheHits    = tally.PrefixCacheHits    // tokens found there
+	MMCacheQueries     = tally.MMCacheQueries     // multimodal items looked up
+	MMCacheHits        = tally.MMCacheHits        // multimodal items found
+	PromptTokens       = "prompt_tokens"          // whole prompts, cached tokens included
+	PromptTokensCached = "prompt_tokens_cached"   // local + external cached prompt tokens
 	GenerationTokens   = "generation_tokens"
 	RequestSuccess     = "request_success" // finished requests, every finished_reason
 	Preemptions        = "preemptions"

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/config"
+	benchtarget "github.com/vetbench/vetbench/bench/target"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts"
 )
@@ -19,8 +21,8 @@ const runUsage = `usage: vetbench run [flags]
 
 Measures each set at each concurrency level on the target the environment
 names (VETBENCH_ENDPOINT for a live vLLM, else the twin; see the README for
-every VETBENCH_* variable) and writes one receipt per point to -out. Flags
-override the matching variables.
+every VETBENCH_* variable) and writes one receipt per point to -out. A flag
+given overrides its variable.
 
 Ctrl-C stops the point in flight: its receipt is written with what was
 measured and a stopped block that says why.
@@ -38,11 +40,7 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		io.WriteString(e.stderr, runUsage)
 		fs.PrintDefaults()
 	}
-	setsFlag := fs.String("sets", "", "comma-separated sets (VETBENCH_SETS)")
-	levels := fs.String("levels", "", "comma-separated concurrency levels (VETBENCH_LEVELS)")
-	arms := fs.String("arms", "", "cold, warm or cold,warm (VETBENCH_ARMS)")
-	out := fs.String("out", "", "receipt directory (VETBENCH_OUT, default out/receipts)")
-	warmup := fs.Int("warmup", 1, "judgments run before each measured window")
+	flags := config.Flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitNoVerdict
 	}
@@ -50,22 +48,7 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench run: unexpected argument %q\n", fs.Arg(0))
 		return exitNoVerdict
 	}
-	over := map[string]string{"VETBENCH_SETS": *setsFlag, "VETBENCH_LEVELS": *levels, "VETBENCH_ARMS": *arms, "VETBENCH_OUT": *out}
-	getenv := func(k string) string {
-		if v := over[k]; v != "" {
-			return v
-		}
-		return e.lookup(k)
-	}
-	cfg, err := bench.EnvFrom(getenv)
-	if err == nil {
-		err = checkSets(cfg.Sets)
-	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
-		return exitNoVerdict
-	}
-	setOpts, err := sets.OptionsFromEnv(getenv)
+	cfg, err := config.Load(config.Env(e.lookup), flags)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
@@ -79,22 +62,23 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		return exitNoVerdict
 	}
 
-	target, err := bench.OpenTarget(ctx, cfg)
+	tg, err := benchtarget.Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
-	defer target.Close()
-	fmt.Fprintf(e.stdout, "target: %s %s\n", target.Kind, target.Receipt().Endpoint)
+	defer tg.Close()
+	ep := tg.Endpoint
+	fmt.Fprintf(e.stdout, "target: %s %s\n", ep.Target.Kind, ep.Receipt().Endpoint)
 
 	code := exitPass
 	for _, name := range cfg.Sets {
-		set, err := sets.Open(ctx, name, setOpts)
+		set, err := sets.Open(ctx, name, cfg.Fixtures)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 			return exitNoVerdict
 		}
-		sess, err := bench.NewSession(ctx, target, set, cfg)
+		sess, err := bench.NewSession(ctx, ep, set, cfg)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 			return exitNoVerdict
@@ -105,7 +89,7 @@ func runRun(ctx context.Context, e *env, args []string) int {
 					fmt.Fprintln(e.stderr, "vetbench run: interrupted")
 					return exitFail
 				}
-				p := bench.Point{Concurrency: c, Arm: arm, Warmup: *warmup}
+				p := bench.Point{Concurrency: c, Arm: arm, Warmup: cfg.Warmup}
 				rec, err := sess.Measure(ctx, p)
 				path := bench.ReceiptPath(dir, name, p)
 				if rec != nil {
@@ -126,19 +110,6 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	return code
-}
-
-func checkSets(names []string) error {
-	for _, n := range names {
-		known := false
-		for _, k := range sets.Names() {
-			known = known || k == n
-		}
-		if !known {
-			return fmt.Errorf("unknown set %q (want %s)", n, strings.Join(sets.Names(), ", "))
-		}
-	}
-	return nil
 }
 
 // pointSummary is one line per point: speed, answers and the self-checks.

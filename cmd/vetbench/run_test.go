@@ -20,7 +20,10 @@ func runWith(t *testing.T, environ map[string]string, args ...string) (stdout, s
 
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
-	environ := map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_FIXTURE_SIZE": "2"}
+	// The variables say one thing, the flags another: the flags win, the
+	// variables stand where no flag is given (VETBENCH_FIXTURE_SIZE).
+	environ := map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_FIXTURE_SIZE": "2",
+		"VETBENCH_SETS": "faces", "VETBENCH_LEVELS": "32", "VETBENCH_OUT": filepath.Join(dir, "not-here")}
 	stdout, stderr, code := runWith(t, environ, "run", "-sets", "checks,signatures", "-levels", "1,4", "-out", dir)
 	require.Equal(t, exitPass, code, stderr)
 	require.Contains(t, stdout, "target: inprocess")
@@ -31,6 +34,11 @@ func TestRun(t *testing.T) {
 		require.Positive(t, rec.Throughput.Judgments)
 		require.Contains(t, stdout, filepath.Join(dir, name+".json"))
 	}
+	require.NoFileExists(t, filepath.Join(dir, "checks_c32.json"))
+	require.NoDirExists(t, filepath.Join(dir, "not-here"))
+	delete(environ, "VETBENCH_SETS")
+	delete(environ, "VETBENCH_LEVELS")
+	delete(environ, "VETBENCH_OUT")
 
 	// A fault stops the point: exit 1, and the receipt says why.
 	environ["VETBENCH_STUB_FAULTS"] = "missing-candidate:match=|r01:clean|"
@@ -49,7 +57,10 @@ func TestRun(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "-sets", "cats"}, nil, `unknown set "cats"`},
-		{[]string{"run", "-levels", "0"}, nil, "VETBENCH_LEVELS"},
+		{[]string{"run", "-levels", "0"}, nil, `-levels "0": "0" is not a concurrency level`},
+		{[]string{"run"}, map[string]string{"VETBENCH_LEVELS": "x"}, `VETBENCH_LEVELS="x"`},
+		{[]string{"run"}, map[string]string{"VETBENCH_ENDPOINT": "gpu-box"}, `VETBENCH_ENDPOINT="gpu-box": want a base URL`},
+		{[]string{"run", "-sets", "checks"}, map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_STUB_FAULTS": "boom"}, `VETBENCH_STUB_FAULTS: fault "boom"`},
 		{[]string{"run", "extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"run", "-sets", "checks", "-out", dir}, map[string]string{"VETBENCH_ENDPOINT": "http://127.0.0.1:1"}, "connection refused"},
 	} {

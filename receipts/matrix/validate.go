@@ -48,7 +48,7 @@ func targetClass(t receipts.Target) string {
 	case receipts.TargetLive:
 		return "live"
 	}
-	return t.Kind
+	return string(t.Kind)
 }
 
 const maxProblems = 20

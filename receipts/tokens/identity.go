@@ -48,7 +48,7 @@ func targetClass(t receipts.Target) string {
 	case receipts.TargetLive, receipts.TargetTypevet:
 		return "live"
 	}
-	return t.Kind
+	return string(t.Kind)
 }
 
 func mapKey(m map[string]string) string {

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/internal/jsontree"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 // Import reads one typevet receipt. name is the file name used in errors,
@@ -567,15 +567,12 @@ func (im *importer) throughput(wall float64) error {
 			rc.Pins.Concurrency = 1
 		}
 		rc.Warnings = append(rc.Warnings, "typevet receipt has no throughput block: concurrency taken as 1 (typevet 0.4.0 ran one judgment at a time); rates and percentiles derived from wall_seconds and item latencies")
-		t.Concurrency = rc.Pins.Concurrency
-		t.WallSeconds = wall
-		t.Judgments = n
-		t.Images = n * im.lay.images
-		if wall > 0 {
-			t.JudgmentsPerSecond = float64(n) / wall
-			t.ImagesPerSecond = float64(t.Images) / wall
+		tl := tally.Tally{Concurrency: rc.Pins.Concurrency, WallSeconds: wall}
+		for _, it := range rc.Items {
+			tl.Add(tally.Judgment{LatencySeconds: it.LatencySeconds, Images: im.lay.images,
+				Requests: len(im.lay.questions()), PromptTokens: it.InputTokens})
 		}
-		t.Latency = nearestRank(rc.Items)
+		*t = tl.Close()
 		if m, ok, err := im.meanLatency(); err != nil {
 			return err
 		} else if ok {
@@ -629,7 +626,7 @@ func (im *importer) throughput(wall float64) error {
 	} else if ok {
 		t.Latency.Mean = m
 	} else {
-		t.Latency.Mean = nearestRank(rc.Items).Mean
+		t.Latency.Mean = tally.LatencyOf(latencies(rc.Items)).Mean
 	}
 	sv, ok, err := tb.optObj("server")
 	if err != nil || !ok {
@@ -648,29 +645,13 @@ func (im *importer) meanLatency() (float64, bool, error) {
 	return m.optNum("mean_latency_seconds")
 }
 
-// nearestRank computes typevet's client percentiles (index ceil(q·n)−1)
-// and the mean over the items' latencies.
-func nearestRank(items []receipts.Item) receipts.Latency {
-	var xs []float64
-	for _, it := range items {
-		xs = append(xs, it.LatencySeconds)
+// latencies are the items' client latencies in seconds.
+func latencies(items []receipts.Item) []float64 {
+	xs := make([]float64, len(items))
+	for i, it := range items {
+		xs[i] = it.LatencySeconds
 	}
-	l := receipts.Latency{N: len(xs)}
-	if len(xs) == 0 {
-		return l
-	}
-	slices.Sort(xs)
-	rank := func(q float64) float64 {
-		i := int(math.Ceil(q*float64(len(xs)))) - 1
-		return xs[max(i, 0)]
-	}
-	sum := 0.0
-	for _, x := range xs {
-		sum += x
-	}
-	l.Mean = sum / float64(len(xs))
-	l.P50, l.P95, l.P99 = rank(0.50), rank(0.95), rank(0.99)
-	return l
+	return xs
 }
 
 func server(sv *object) (*receipts.Server, error) {
@@ -741,11 +722,9 @@ func server(sv *object) (*receipts.Server, error) {
 		}
 		// The mm cache hit rate is the ratio of two recorded counters,
 		// as vetbench's scrape computes it.
-		if q := s.Counters["mm_cache_queries"]; q > 0 {
-			if h, ok := s.Counters["mm_cache_hits"]; ok {
-				r := h / q
-				s.MMCacheHitRate = &r
-			}
+		var err error
+		if s.MMCacheHitRate, err = tally.HitRatio(s.Counters, tally.MMCacheHits, tally.MMCacheQueries); err != nil {
+			s.Problems = append(s.Problems, "mm cache: "+err.Error())
 		}
 	}
 	if g, ok, err := sv.optObj("gauges"); err != nil {

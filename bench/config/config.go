@@ -1,0 +1,203 @@
+// Package config is a run's configuration, parsed once. Load fills a Config
+// in one step from layers, each overriding the one before: the defaults, the
+// environment (Env), and the command line (Flags); a run file will slot in
+// between the environment and the flags. Every setting is parsed by one
+// function whatever layer it comes from, and an error names the variable or
+// flag it came from. Nothing below the edge (a test's TestMain, the CLI)
+// reads the environment: the Config is passed down.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/vetbench/vetbench/fixtures/sets"
+	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// Config is everything a run is told.
+type Config struct {
+	Target Target
+	Twin   Twin
+	// Sets are the image sets to measure, Fixtures how to build them.
+	Sets     []string
+	Fixtures sets.Options
+	// Levels are the concurrency levels (judgments in flight).
+	Levels []int
+	// Arms are the cache arms per point: cold resets the server's caches
+	// before the window, warm does not.
+	Arms []receipts.Arm
+	// Warmup judgments run before each measured window, outside every figure.
+	Warmup         int
+	RequestTimeout time.Duration
+	// ContinueOnError records a failed judgment and goes on instead of
+	// stopping the run at it.
+	ContinueOnError bool
+	Mode            judgments.Mode
+	// TopLogprobs is top_logprobs in top_logprobs mode.
+	TopLogprobs int
+	// Out is where receipts are written; empty means out/receipts in the
+	// module (the caller resolves it).
+	Out string
+	// GoldenDir holds the golden receipts; empty means receipts/golden in
+	// the module.
+	GoldenDir     string
+	ModelRevision string
+	// ServerFlags are the server's flags as the user states them (part of
+	// a receipt's identity).
+	ServerFlags string
+	// GPUHourlyUSD is the stated hourly price of the serving machine; 0
+	// means none (no cost in receipts).
+	GPUHourlyUSD float64
+}
+
+// Target is a live server; an empty Endpoint selects the twin.
+type Target struct {
+	Endpoint string // base URL without a trailing slash
+	// Model is sent in requests; empty means the first model the server lists.
+	Model string
+	// APIKey is sent as a bearer token, never recorded, and only ever read
+	// from the environment (a flag would show in the process list).
+	APIKey string
+}
+
+// Twin configures the twin when there is no live endpoint.
+type Twin struct {
+	// Placement is receipts.TargetContainer or receipts.TargetInProcess;
+	// empty means a container when a Docker daemon answers, else in-process
+	// (and the receipt says so).
+	Placement receipts.TargetKind
+	// Profile names the twin's timing profile; empty is the twin's default.
+	Profile string
+	// TimeScale > 1 runs the twin that many times faster than real time.
+	TimeScale float64
+	// Slowdown multiplies the twin's server-side time (e.g. 1.2): a
+	// candidate made slower on purpose, to see the speed gate fire.
+	Slowdown float64
+	// Faults are fault specs as stub.ParseFault reads them, to see how a
+	// run fails; bench/target parses them.
+	Faults []string
+}
+
+// Defaults.
+var (
+	DefaultSets           = []string{sets.Checks, sets.Faces, sets.Signatures}
+	DefaultLevels         = []int{1, 4, 16, 32}
+	DefaultArms           = []receipts.Arm{receipts.ArmCold}
+	DefaultRequestTimeout = 120 * time.Second
+	DefaultWarmup         = 1
+)
+
+// Default is the configuration nothing has been said about.
+func Default() Config {
+	return Config{
+		Twin:           Twin{TimeScale: 1, Slowdown: 1},
+		Sets:           append([]string(nil), DefaultSets...),
+		Levels:         append([]int(nil), DefaultLevels...),
+		Arms:           append([]receipts.Arm(nil), DefaultArms...),
+		Warmup:         DefaultWarmup,
+		RequestTimeout: DefaultRequestTimeout,
+		Mode:           judgments.ModeTokenIDs,
+		TopLogprobs:    judgments.DefaultTopLogprobs,
+	}
+}
+
+// Source is one layer of configuration: it sets what it states on c and
+// leaves the rest. Errors name where the value came from.
+type Source func(c *Config) error
+
+// Load is Default() with each source applied in order, later ones winning:
+// Load(Env(os.Getenv), Flags(fs)). Every source is applied and every bad
+// value reported at once.
+func Load(sources ...Source) (Config, error) {
+	c := Default()
+	var errs []error
+	for _, s := range sources {
+		if err := s(&c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("bad configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// Env reads the VETBENCH_* variables through getenv (os.Getenv at the
+// edge). Unset or blank means "not said here".
+func Env(getenv func(string) string) Source {
+	return func(c *Config) error {
+		var errs []error
+		for _, s := range settings() {
+			if s.env == "" {
+				continue
+			}
+			v := getenv(s.env)
+			if isBlank(v) {
+				continue
+			}
+			if err := s.set(c, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", s.env, v, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// Flags defines the run's flags on fs and returns the source that applies
+// the ones given on the command line. Call fs.Parse before Load.
+func Flags(fs *flag.FlagSet) Source {
+	values := map[string]*flagValue{}
+	for _, s := range settings() {
+		if s.flag == "" {
+			continue
+		}
+		v := &flagValue{def: s.def, bool: s.boolean}
+		values[s.flag] = v
+		fs.Var(v, s.flag, s.usage)
+	}
+	return func(c *Config) error {
+		var errs []error
+		byFlag := map[string]setting{}
+		for _, s := range settings() {
+			byFlag[s.flag] = s
+		}
+		// Visit walks only the flags that were set, in name order.
+		fs.Visit(func(f *flag.Flag) {
+			v, ok := values[f.Name]
+			if !ok {
+				return
+			}
+			if err := byFlag[f.Name].set(c, v.raw); err != nil {
+				errs = append(errs, fmt.Errorf("-%s %q: %w", f.Name, v.raw, err))
+			}
+		})
+		return errors.Join(errs...)
+	}
+}
+
+// flagValue keeps a flag's text until Load parses it with the setting's
+// own parser, so a flag and its variable are read by the same code.
+type flagValue struct {
+	raw, def string
+	set      bool
+	bool     bool
+}
+
+func (v *flagValue) String() string {
+	if v == nil || !v.set {
+		if v != nil {
+			return v.def
+		}
+		return ""
+	}
+	return v.raw
+}
+
+func (v *flagValue) Set(s string) error { v.raw, v.set = s, true; return nil }
+
+// IsBoolFlag lets a boolean setting be given as a bare -name.
+func (v *flagValue) IsBoolFlag() bool { return v.bool }

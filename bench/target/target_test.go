@@ -1,0 +1,91 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/stub"
+)
+
+func TestTwinOptions(t *testing.T) {
+	cfg := config.Default()
+	opts, err := TwinOptions(cfg)
+	require.NoError(t, err)
+	require.Len(t, opts, 1, "dev mode only")
+
+	cfg.Twin = config.Twin{Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}}
+	cfg.Target.Model = "m"
+	opts, err = TwinOptions(cfg)
+	require.NoError(t, err)
+	require.Len(t, opts, 6)
+	s, err := stub.New(opts...)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	cfg.Twin = config.Twin{Profile: "a100", Faults: []string{"boom", "http500:every=x"}}
+	_, err = TwinOptions(config.Config{Twin: config.Twin{Faults: []string{"boom", "http500:every=3"}}})
+	require.ErrorContains(t, err, `VETBENCH_STUB_FAULTS: fault "boom": `)
+	require.ErrorContains(t, err, `unknown kind "boom"`)
+	require.NotContains(t, err.Error(), "every=3", "only the bad spec is named")
+	_, err = TwinOptions(cfg)
+	require.ErrorContains(t, err, `VETBENCH_STUB_PROFILE="a100"`)
+}
+
+func TestLive(t *testing.T) {
+	cfg := config.Default()
+	cfg.Target = config.Target{Endpoint: "http://user:pass@gpu-box:8000", Model: "google/gemma-4-31B-it", APIKey: "sk-secret"}
+	tg, err := Open(t.Context(), cfg)
+	require.NoError(t, err)
+	require.NoError(t, tg.Close(), "nothing to stop")
+	ep := tg.Endpoint
+	require.Equal(t, "http://user:pass@gpu-box:8000", ep.BaseURL)
+	require.Equal(t, "google/gemma-4-31B-it", ep.Model)
+	require.Equal(t, "sk-secret", ep.APIKey)
+	require.Equal(t, receipts.Target{Kind: receipts.TargetLive, Endpoint: "http://gpu-box:8000"}, ep.Receipt())
+}
+
+func health(t *testing.T, base string) {
+	t.Helper()
+	res, err := http.Get(base + "/health")
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+func TestInProcess(t *testing.T) {
+	cfg := config.Default()
+	cfg.Twin = config.Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1}
+	tg, err := Open(t.Context(), cfg, stub.WithModel("other"))
+	require.NoError(t, err)
+	ep := tg.Endpoint
+	require.Equal(t, receipts.TargetInProcess, ep.Target.Kind)
+	require.Equal(t, "h100-gemma4-31b", ep.Target.Profile)
+	require.Equal(t, 10.0, ep.Target.TimeScale)
+	require.Equal(t, "other", ep.Model, "caller options come after the configured ones")
+	require.Empty(t, ep.Notes)
+	health(t, ep.BaseURL)
+	require.NoError(t, tg.Close())
+	_, err = http.Get(ep.BaseURL + "/health")
+	require.Error(t, err, "closed")
+}
+
+// No placement and no Docker: the twin runs in-process, and every receipt
+// will say why.
+func TestFallbackInProcess(t *testing.T) {
+	noDocker := func(context.Context) error { return errors.New("docker: daemon not running") }
+	tg, err := open(t.Context(), config.Default(), noDocker)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tg.Close() })
+	require.Equal(t, receipts.TargetInProcess, tg.Endpoint.Target.Kind)
+	require.Equal(t, []string{"twin runs in-process (VETBENCH_STUB unset): no container: docker: daemon not running"}, tg.Endpoint.Notes)
+	health(t, tg.Endpoint.BaseURL)
+
+	_, err = Open(t.Context(), config.Config{Twin: config.Twin{Placement: "vm"}})
+	require.ErrorContains(t, err, `twin placement "vm"`)
+}

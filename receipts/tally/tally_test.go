@@ -1,0 +1,148 @@
+package tally
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/receipts"
+)
+
+// typevet's rule, index ceil(q·n)−1, checked by hand on 1..10 and small n.
+func TestLatencyOf(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		secs          []float64
+		p50, p95, p99 float64
+		mean          float64
+	}{
+		{"1..10", []float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 5, 10, 10, 5.5},
+		{"three", []float64{3, 1, 2}, 2, 3, 3, 2},
+		{"one", []float64{0.25}, 0.25, 0.25, 0.25, 0.25},
+		// n = 20: p95 is index ceil(19)−1 = 18, the 19th value, not the max.
+		{"twenty", seq(20), 10, 19, 20, 10.5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := append([]float64(nil), tt.secs...)
+			l := LatencyOf(tt.secs)
+			require.Equal(t, receipts.Latency{N: len(tt.secs), Mean: tt.mean, P50: tt.p50, P95: tt.p95, P99: tt.p99}, l)
+			require.Equal(t, in, tt.secs, "the input is not sorted in place")
+		})
+	}
+	require.Equal(t, receipts.Latency{}, LatencyOf(nil))
+}
+
+func seq(n int) []float64 {
+	var s []float64
+	for i := n; i >= 1; i-- {
+		s = append(s, float64(i))
+	}
+	return s
+}
+
+func TestTally(t *testing.T) {
+	tl := Tally{Concurrency: 4, WallSeconds: 2}
+	for i := range 6 {
+		tl.Add(Judgment{LatencySeconds: float64(i + 1), Images: 2, Requests: 3, PromptTokens: 100})
+	}
+	// A failed judgment's answered requests reached the server; its
+	// latency and images count nowhere.
+	tl.Add(Judgment{LatencySeconds: 99, Images: 2, Requests: 1, PromptTokens: 30, Failed: true})
+	tl.Add(Judgment{LatencySeconds: 99, Images: 2, Requests: 3, PromptTokens: 100, Discarded: true})
+	got := tl.Close()
+	require.Equal(t, receipts.Throughput{
+		Concurrency: 4, WallSeconds: 2, Judgments: 6, Images: 12, Requests: 22, Failed: 1, Discarded: 1,
+		JudgmentsPerSecond: 3, ImagesPerSecond: 6, PromptTokens: 730,
+		Latency: receipts.Latency{N: 6, Mean: 3.5, P50: 3, P95: 6, P99: 6},
+	}, got)
+	require.Equal(t, got, tl.Close(), "Close twice gives the same figures")
+	require.PanicsWithValue(t, "tally: Add after Close", func() { tl.Add(Judgment{}) })
+
+	// No wall time: counts, but no rates (never a division by zero).
+	empty := Tally{Concurrency: 1}
+	require.Equal(t, receipts.Throughput{Concurrency: 1}, empty.Close())
+}
+
+func TestHitRatio(t *testing.T) {
+	c := map[string]float64{"h": 3, "q": 4, "zero": 0, "big": 5}
+	for _, tt := range []struct {
+		hits, queries string
+		want          any // nil or float64
+		err           string
+	}{
+		{"h", "q", 0.75, ""},
+		{"missing", "q", nil, ""},
+		{"h", "missing", nil, ""},
+		{"h", "zero", nil, ""},
+		{"big", "q", nil, "5 hits exceed 4 queries"},
+	} {
+		t.Run(tt.hits+"/"+tt.queries, func(t *testing.T) {
+			got, err := HitRatio(c, tt.hits, tt.queries)
+			if tt.err != "" {
+				require.EqualError(t, err, tt.err)
+			} else {
+				require.NoError(t, err)
+			}
+			if tt.want == nil {
+				require.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			require.Equal(t, tt.want, *got)
+		})
+	}
+	srv := &receipts.Server{Counters: map[string]float64{PrefixCacheHits: 9, PrefixCacheQueries: 3, MMCacheHits: 1, MMCacheQueries: 4}}
+	problems := HitRates(srv)
+	require.Equal(t, []string{"prefix cache: 9 hits exceed 3 queries"}, problems)
+	require.Nil(t, srv.PrefixCacheHitRate)
+	require.Equal(t, 0.25, *srv.MMCacheHitRate)
+}
+
+func pass(wall float64, judgments int, lat []float64, hits, queries float64) *receipts.Receipt {
+	r := &receipts.Receipt{Throughput: receipts.Throughput{Concurrency: 4, WallSeconds: wall, Judgments: judgments, Images: judgments}}
+	for _, l := range lat {
+		r.Items = append(r.Items, receipts.Item{LatencySeconds: l})
+	}
+	r.Items = append(r.Items, receipts.Item{LatencySeconds: 99, Error: "failed"}, receipts.Item{LatencySeconds: 99, Discarded: true})
+	r.Server = &receipts.Server{Status: "ok", Counters: map[string]float64{
+		PrefixCacheHits: hits, PrefixCacheQueries: queries, MMCacheHits: 1, MMCacheQueries: 2,
+	}, Histograms: map[string]receipts.Histogram{"queue": {Status: "ok", Count: 10, Sum: 1}}}
+	return r
+}
+
+// Passes pool: rates are sums over sums (not means of rates), percentiles
+// come from every kept latency, failed and discarded items count nowhere.
+func TestMerge(t *testing.T) {
+	a := pass(1, 10, []float64{1, 2, 3}, 10, 100)
+	b := pass(3, 20, []float64{4, 5, 6, 7}, 90, 100)
+	m := Merge([]*receipts.Receipt{a, b})
+	require.Equal(t, 30, m.Throughput.Judgments)
+	require.InDelta(t, 30.0/4, m.Throughput.JudgmentsPerSecond, 1e-12)
+	require.Equal(t, 7, m.Throughput.Latency.N)
+	require.Equal(t, 4.0, m.Throughput.Latency.P50)
+	require.Equal(t, 7.0, m.Throughput.Latency.P99)
+	require.InDelta(t, 100.0/200, *m.Server.PrefixCacheHitRate, 1e-12)
+	require.InDelta(t, 0.5, *m.Server.MMCacheHitRate, 1e-12)
+	require.Equal(t, 20.0, m.Server.Histograms["queue"].Count)
+	// The inputs are untouched.
+	require.Equal(t, 10.0, a.Server.Counters[PrefixCacheHits])
+	require.Equal(t, 10.0, a.Server.Histograms["queue"].Count)
+
+	// A pass without a figure leaves the pooled figure unknown, not partial.
+	delete(b.Server.Counters, PrefixCacheHits)
+	m = Merge([]*receipts.Receipt{a, b})
+	require.Nil(t, m.Server.PrefixCacheHitRate)
+	require.Nil(t, Merge(nil))
+}
+
+func ExampleTally() {
+	t := Tally{Concurrency: 2, WallSeconds: 1.5}
+	for _, s := range []float64{0.5, 0.7, 0.6} {
+		t.Add(Judgment{LatencySeconds: s, Images: 2, Requests: 3})
+	}
+	tp := t.Close()
+	fmt.Printf("%.0f judgments/s, %.0f images/s, p50 %.1fs, p95 %.1fs\n",
+		tp.JudgmentsPerSecond, tp.ImagesPerSecond, tp.Latency.P50, tp.Latency.P95)
+	// Output: 2 judgments/s, 4 images/s, p50 0.6s, p95 0.7s
+}
