@@ -19,7 +19,8 @@ var ErrTokenIDsIgnored = errors.New("the server ignores logprob_token_ids")
 // honours logprob_token_ids (probe.LogprobTokenIDs). One that does not
 // stops the session, with what to do about it, unless the configuration
 // allows falling back to top_logprobs: then the session scores that way and
-// the receipts say why.
+// the receipts say why. A probe that fails (a 500, a dropped connection)
+// proves nothing either way and is noted.
 func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model string) error {
 	if s.Client.Mode() != judgments.ModeTokenIDs {
 		return nil
@@ -29,8 +30,14 @@ func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model stri
 		ids = append(ids, s.Controls[c])
 	}
 	got, err := probe.LogprobTokenIDs(ctx, hc, s.Endpoint.BaseURL, s.Endpoint.authorize, model, ids)
-	if err != nil {
-		return fmt.Errorf("probe logprob_token_ids: %w", err)
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("probe logprob_token_ids: %w", ctx.Err())
+	case err != nil:
+		// A failing server tells nothing about the field: the run goes on
+		// and fails, if it does, at its first question, with a receipt.
+		s.Notes = append(s.Notes, "logprob_token_ids not checked before the run: "+err.Error())
+		return nil
 	}
 	if got.Honoured {
 		return nil
