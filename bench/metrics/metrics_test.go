@@ -190,7 +190,7 @@ func TestWriter(t *testing.T) {
 	v, ok := results[0].Value(JudgmentsPerSec)
 	require.True(t, ok)
 	require.Equal(t, 48.8, v)
-	v, ok = results[0].Value("sec") // benchfmt tidies p50-sec to sec
+	v, ok = results[0].Value(P50Sec)
 	require.True(t, ok, results[0].Values)
 	require.Equal(t, 0.3, v)
 }
