@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/vetbench/vetbench/fixtures/sets"
@@ -218,3 +219,15 @@ func (v *flagValue) Set(s string) error { v.raw, v.set = s, true; return nil }
 
 // IsBoolFlag lets a boolean setting be given as a bare -name.
 func (v *flagValue) IsBoolFlag() bool { return v.bool }
+
+// Resolve anchors the relative paths c names (out, the golden directory,
+// the run file, the LFW and CEDAR folders) at base: a test binary runs in
+// its package's directory, and the suite takes them from the module root,
+// where make and go test are run. Absolute paths are left as they are.
+func (c *Config) Resolve(base string) {
+	for _, p := range []*string{&c.Out, &c.GoldenDir, &c.File, &c.Fixtures.LFWDir, &c.Fixtures.CEDARDir} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+}

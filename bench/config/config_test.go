@@ -376,3 +376,13 @@ func TestDuplicatesRefused(t *testing.T) {
 		require.ErrorContains(t, err, tt.want)
 	}
 }
+
+func TestResolve(t *testing.T) {
+	c := Config{Out: "baseline", GoldenDir: "/abs/goldens", File: "run.toml", Fixtures: sets.Options{LFWDir: "data/lfw"}}
+	c.Resolve("/module")
+	require.Equal(t, "/module/baseline", c.Out)
+	require.Equal(t, "/abs/goldens", c.GoldenDir, "absolute: as given")
+	require.Equal(t, "/module/run.toml", c.File)
+	require.Equal(t, "/module/data/lfw", c.Fixtures.LFWDir)
+	require.Empty(t, c.Fixtures.CEDARDir, "unset stays unset")
+}

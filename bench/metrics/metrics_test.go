@@ -193,4 +193,8 @@ func TestWriter(t *testing.T) {
 	v, ok = results[0].Value(P50Sec)
 	require.True(t, ok, results[0].Values)
 	require.Equal(t, 0.3, v)
+
+	// The line itself is go test's: tab-separated, numbers as testing
+	// formats them, units sorted.
+	require.Contains(t, out, "\nmodel: m1\nBenchmarkJudgments/set=checks/c=16"+procs+"\t       3\t        48.80 judgments/s\t         0.3000 p50-sec\t         2.000 preemptions\n")
 }
