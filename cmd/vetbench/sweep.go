@@ -36,15 +36,16 @@ type sweep struct {
 	sets     map[string]fixtures.Set // may be shared between sweeps
 	sessions map[string]*bench.Session
 	progress *progress.Renderer
-	// out gets one summary line per point; the target line and errors go
-	// to errw.
+	// out gets the target line and, when summaries, one line per point;
+	// errors go to errw.
 	out, errw io.Writer
+	summaries bool
 }
 
 // openSweep writes settings.toml and opens bench.txt in dir, then starts
 // the target cfg names (the container twin logs to dir/twin.log).
 func openSweep(ctx context.Context, label string, cfg config.Config, dir *rundir.Dir, out, errw io.Writer, prog *progress.Renderer, shared map[string]fixtures.Set) (*sweep, error) {
-	s := &sweep{label: label, cfg: cfg, dir: dir, sets: shared, sessions: map[string]*bench.Session{}, progress: prog, out: out, errw: errw}
+	s := &sweep{label: label, cfg: cfg, dir: dir, sets: shared, sessions: map[string]*bench.Session{}, progress: prog, out: out, errw: errw, summaries: true}
 	if err := writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) }); err != nil {
 		return nil, err
 	}
@@ -143,7 +144,9 @@ func (s *sweep) pass(ctx context.Context) (stopped int, err error) {
 					if werr != nil {
 						return stopped, fmt.Errorf("write receipt: %w", werr)
 					}
-					fmt.Fprintln(s.out, pointSummary(s.label, rec, path, scale))
+					if s.summaries || err != nil {
+						fmt.Fprintln(s.out, pointSummary(s.label, rec, path, scale))
+					}
 					if err == nil {
 						// A point that stopped early has no benchmark line:
 						// go test prints none for a failed benchmark either.
