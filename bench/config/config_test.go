@@ -386,3 +386,33 @@ func TestResolve(t *testing.T) {
 	require.Equal(t, "/module/data/lfw", c.Fixtures.LFWDir)
 	require.Empty(t, c.Fixtures.CEDARDir, "unset stays unset")
 }
+
+// The README's sample run file is a run file: it loads, and says what it
+// says it does.
+func TestREADMERunFile(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "### Run file")
+	require.True(t, ok)
+	_, rest, ok = strings.Cut(rest, "```toml\n")
+	require.True(t, ok)
+	sample, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	c, err := Load(File(writeRunFile(t, sample)))
+	require.NoError(t, err)
+	require.Equal(t, "http://gpu-box:8000", c.Target.Endpoint)
+	require.Equal(t, DefaultLevels, c.Levels)
+	require.Equal(t, 2.49, c.GPUHourlyUSD)
+	require.Equal(t, "--max-num-seqs 32", c.ServerFlags)
+	require.Equal(t, "fast", c.Twin.Profile)
+	// Every key a run file may hold appears in the sample.
+	for _, s := range settings() {
+		if s.key != "" {
+			_, name, _ := strings.Cut(s.key, ".")
+			if name == "" {
+				name = s.key
+			}
+			require.True(t, strings.Contains(sample, "\n"+name+" = ") || strings.Contains(sample, "\n# "+name+" = "), s.key)
+		}
+	}
+}

@@ -68,7 +68,6 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
-	fmt.Fprintf(e.stderr, "vetbench run: results in %s\n", dir.Path)
 	prog := newProgress(e.stderr)
 	prog.SetTimeScale(cfg.Twin.TimeScale)
 	sw, err := openSweep(ctx, "", cfg, dir, e.stdout, e.stderr, prog, map[string]fixtures.Set{})
@@ -76,6 +75,7 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
+	fmt.Fprintf(e.stderr, "vetbench run: results in %s\n", dir.Path)
 	defer func() {
 		if err := sw.close(); err != nil {
 			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)

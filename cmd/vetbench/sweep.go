@@ -42,30 +42,29 @@ type sweep struct {
 	summaries bool
 }
 
-// openSweep writes settings.toml and opens bench.txt in dir, then starts
-// the target cfg names (the container twin logs to dir/twin.log).
+// openSweep starts the target cfg names (the container twin logs to
+// dir/twin.log), then writes settings.toml and opens bench.txt in dir.
 func openSweep(ctx context.Context, label string, cfg config.Config, dir *rundir.Dir, out, errw io.Writer, prog *progress.Renderer, shared map[string]fixtures.Set) (*sweep, error) {
 	s := &sweep{label: label, cfg: cfg, dir: dir, sets: shared, sessions: map[string]*bench.Session{}, progress: prog, out: out, errw: errw, summaries: true}
-	if err := writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) }); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(dir.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	s.benchTxt, s.lines = f, metrics.NewWriter(f)
 	if cfg.Target.Endpoint == "" && cfg.Twin.Placement != receipts.TargetInProcess {
 		log, err := os.OpenFile(dir.File(rundir.TwinLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
-			f.Close()
 			return nil, err
 		}
 		benchtarget.LogContainersTo(log) // kept open: testcontainers logs until the container is gone
 	}
+	var err error
 	if s.target, err = benchtarget.Open(ctx, cfg); err != nil {
-		f.Close()
 		return nil, err
 	}
+	err = writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) })
+	if err == nil {
+		s.benchTxt, err = os.OpenFile(dir.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	if err != nil {
+		return nil, errors.Join(err, s.target.Close())
+	}
+	s.lines = metrics.NewWriter(s.benchTxt)
 	ep := s.target.Endpoint
 	line := fmt.Sprintf("target: %s %s", ep.Target.Kind, ep.Receipt().Endpoint)
 	if label != "" {

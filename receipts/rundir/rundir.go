@@ -102,11 +102,13 @@ func pointLatest(root, id string) error {
 }
 
 // Named prepares the directory the user named: created when missing. One
-// that already holds results (receipts/, bench.txt, settings.toml,
-// twin.log, or receipts at its top, as VETBENCH_OUT once named the
-// receipts directory itself) is refused with ErrHoldsResults unless force;
-// with force those results are removed first, so the directory holds one
-// run. Anything else in it is left alone.
+// that already holds results (receipts in receipts/, a bench.txt with
+// lines, or receipts at its top, as VETBENCH_OUT once named the receipts
+// directory itself) is refused with ErrHoldsResults unless force; with
+// force the earlier run's files are removed first, so the directory holds
+// one run. What a run that measured nothing left (settings.toml, an empty
+// bench.txt) is replaced without asking; twin.log is appended to. Anything
+// else in it is left alone.
 func Named(path string, force bool) (*Dir, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("run directory %s: not a directory", path)
@@ -119,10 +121,11 @@ func Named(path string, force bool) (*Dir, error) {
 		return nil, fmt.Errorf("run directory %s %w (%s): name a new directory, or pass -force (make bench FORCE=1) to replace them",
 			path, ErrHoldsResults, joinNames(held))
 	}
-	for _, name := range held {
-		if filepath.Ext(name) == ".json" {
-			continue // receipts of the old layout: not ours to delete
-		}
+	remove := []string{ReceiptsDir, BenchFile, SettingsFile}
+	if force {
+		remove = append(remove, TwinLog)
+	}
+	for _, name := range remove {
 		if err := os.RemoveAll(filepath.Join(path, name)); err != nil {
 			return nil, fmt.Errorf("run directory %s: replace: %w", path, err)
 		}
@@ -141,8 +144,8 @@ func Open(path, root string, force bool, now time.Time) (*Dir, error) {
 	return New(root, now)
 }
 
-// Results lists the entries of dir that hold a run's results; none for a
-// directory that does not exist.
+// Results lists the entries of dir that hold a run's results (receipts,
+// benchmark lines); none for a directory that does not exist.
 func Results(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -158,8 +161,10 @@ func Results(dir string) ([]string, error) {
 			if sub, err := os.ReadDir(filepath.Join(dir, name)); err != nil || len(sub) > 0 {
 				held = append(held, name+"/")
 			}
-		case name == BenchFile || name == SettingsFile || name == TwinLog:
-			held = append(held, name)
+		case name == BenchFile:
+			if info, err := e.Info(); err != nil || info.Size() > 0 {
+				held = append(held, name)
+			}
 		case filepath.Ext(name) == ".json" && !e.IsDir():
 			held = append(held, name)
 		}

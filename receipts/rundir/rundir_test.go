@@ -52,11 +52,18 @@ func TestNamed(t *testing.T) {
 	require.Equal(t, abs, d.Path)
 	require.DirExists(t, abs)
 
-	// Empty or holding only other things: fine.
+	// Empty, holding only other things, or what a run that measured
+	// nothing left: fine, and the leftovers go (but the twin's log).
 	require.NoError(t, os.WriteFile(filepath.Join(abs, "notes.md"), []byte("mine"), 0o644))
 	require.NoError(t, os.Mkdir(filepath.Join(abs, ReceiptsDir), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(abs, SettingsFile), []byte("sets = []"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(abs, BenchFile), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(abs, TwinLog), []byte("no docker"), 0o644))
 	_, err = Named(abs, false)
-	require.NoError(t, err, "an empty receipts/ holds nothing")
+	require.NoError(t, err, "an empty receipts/ and an empty bench.txt hold nothing")
+	require.NoFileExists(t, filepath.Join(abs, SettingsFile))
+	require.NoFileExists(t, filepath.Join(abs, BenchFile))
+	require.FileExists(t, filepath.Join(abs, TwinLog))
 
 	// Results: refused, each named; with force, replaced, the rest kept.
 	path, pass, err := d.NextReceipt("checks_c1.json")
@@ -74,6 +81,7 @@ func TestNamed(t *testing.T) {
 	require.NoError(t, err)
 	require.NoFileExists(t, path)
 	require.NoFileExists(t, filepath.Join(abs, BenchFile))
+	require.NoFileExists(t, filepath.Join(abs, TwinLog))
 	require.FileExists(t, filepath.Join(abs, "notes.md"))
 
 	// The old layout (VETBENCH_OUT named the receipts directory): refused;
