@@ -83,11 +83,18 @@ func TestBenchmarkRunDirectory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 
-	// Forced: replaced; the old second pass is gone with the old run.
-	stdout, stderr, code = benchmarkRun(t, dir, "1", "VETBENCH_FORCE=1")
+	// Forced: replaced; the old second pass is gone with the old run. The
+	// run file (VETBENCH_CONFIG) says the levels, with no variable over it.
+	runFile := filepath.Join(t.TempDir(), "run.toml")
+	require.NoError(t, os.WriteFile(runFile, []byte("levels = [2]\n"), 0o644))
+	stdout, stderr, code = benchmarkRun(t, dir, "1", "VETBENCH_FORCE=1", "VETBENCH_LEVELS=", "VETBENCH_CONFIG="+runFile)
 	require.Zero(t, code, "%s\n%s", stdout, stderr)
 	require.NoDirExists(t, filepath.Join(dir, "receipts", "pass2"))
-	require.FileExists(t, filepath.Join(dir, "receipts", "checks_c1.json"))
+	require.NoFileExists(t, filepath.Join(dir, "receipts", "checks_c1.json"), "the run file's levels")
+	require.FileExists(t, filepath.Join(dir, "receipts", "checks_c2.json"))
+	settings, err = os.ReadFile(filepath.Join(dir, rundir.SettingsFile))
+	require.NoError(t, err)
+	require.Contains(t, string(settings), "# read from run file "+runFile)
 }
 
 func benchPoint(c int) bench.Point { return bench.Point{Concurrency: c} }
