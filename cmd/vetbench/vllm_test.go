@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -42,15 +43,15 @@ func TestRunAgainstVLLMFeatures(t *testing.T) {
 	require.Equal(t, exitNoVerdict, code, stdout)
 	require.Contains(t, stderr, "HTTP 401: the key was refused")
 	require.NotContains(t, stderr, "sk-wrong-key")
-	entries, err := os.ReadDir(dir)
+	held, err := rundir.Results(dir)
 	require.NoError(t, err)
-	require.Empty(t, entries, "a run refused at the door writes nothing")
+	require.Empty(t, held, "a run refused at the door holds no results")
 
 	environ["VETBENCH_API_KEY"] = key
 	stdout, stderr, code = runWith(t, environ, "run")
 	streams = append(streams, stdout, stderr)
 	require.Equal(t, exitPass, code, stderr)
-	rec, err := receipts.ReadFile(filepath.Join(dir, "checks_c4.json"))
+	rec, err := receipts.ReadFile(filepath.Join(dir, "receipts", "checks_c4.json"))
 	require.NoError(t, err)
 	require.Nil(t, rec.Stopped)
 	require.Zero(t, rec.Throughput.Failed, "no question fails on an off-format answer")
@@ -109,9 +110,9 @@ func TestRunOlderServer(t *testing.T) {
 		require.Contains(t, stderr, want)
 	}
 	require.NotContains(t, stdout, "receipt:")
-	entries, err := os.ReadDir(dir)
+	held, err := rundir.Results(dir)
 	require.NoError(t, err)
-	require.Empty(t, entries, "nothing that looks like a result")
+	require.Empty(t, held, "nothing that looks like a result")
 	require.Zero(t, rs.Stats().ChatRequests-1, "one probe request, no measured point")
 
 	// Allowed to fall back, the run scores from top_logprobs and says so.
@@ -120,7 +121,7 @@ func TestRunOlderServer(t *testing.T) {
 	stdout, stderr, code = runWith(t, environ, "run")
 	require.Equal(t, exitPass, code, stderr)
 	require.Contains(t, stdout, "warning: scoring fell back to top_logprobs")
-	rec, err := receipts.ReadFile(filepath.Join(dir, "checks_c1.json"))
+	rec, err := receipts.ReadFile(filepath.Join(dir, "receipts", "checks_c1.json"))
 	require.NoError(t, err)
 	require.Equal(t, "top_logprobs", rec.Pins.ScoringMode)
 	require.NotEmpty(t, rec.Pins.ScoringFallback)
