@@ -332,7 +332,7 @@ func (c *Client) post(ctx context.Context, path, requestID string, body []byte, 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, RedactError(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if requestID != "" {
@@ -341,7 +341,7 @@ func (c *Client) post(ctx context.Context, path, requestID string, body []byte, 
 	c.Authorize(req)
 	res, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, RedactError(err))
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(res.Body)

@@ -47,6 +47,8 @@ func TestEnv(t *testing.T) {
 		EnvScoring:         "top_logprobs",
 		EnvTopLogprobs:     "5",
 		EnvTimeout:         "90s",
+		EnvControlTimeout:  "3s",
+		EnvMaxFailed:       "5%",
 		EnvArms:            "cold,warm",
 		EnvContinueOnError: "1",
 		EnvStub:            "inprocess",
@@ -76,7 +78,9 @@ func TestEnv(t *testing.T) {
 		Arms:            []receipts.Arm{receipts.ArmCold, receipts.ArmWarm},
 		Warmup:          1,
 		RequestTimeout:  90 * time.Second,
+		ControlTimeout:  3 * time.Second,
 		ContinueOnError: true,
+		MaxFailed:       0.05,
 		Mode:            judgments.ModeTopLogprobs,
 		TopLogprobs:     5,
 		Out:             "/tmp/out",
@@ -106,6 +110,17 @@ func TestEnvErrors(t *testing.T) {
 		{EnvArms, "hot", `VETBENCH_ARMS="hot": arm "hot": want cold and/or warm`},
 		{EnvTimeout, "90", `VETBENCH_TIMEOUT="90": want a positive duration such as 90s`},
 		{EnvContinueOnError, "yes please", `VETBENCH_CONTINUE_ON_ERROR="yes please": want true or false`},
+		{EnvControlTimeout, "-1s", `VETBENCH_CONTROL_TIMEOUT="-1s": want a positive duration`},
+		{EnvMaxFailed, "1.5", `VETBENCH_MAX_FAILED="1.5": want a share from 0 to 1`},
+		{EnvMaxFailed, "101%", `VETBENCH_MAX_FAILED="101%": want a share`},
+		{EnvMaxFailed, "-0.1", `VETBENCH_MAX_FAILED="-0.1": want a share`},
+		{EnvMaxFailed, "NaN", `VETBENCH_MAX_FAILED="NaN": want a share`},
+		// A base URL with credentials or a query is refused, and the value
+		// is echoed without them, also when it does not parse.
+		{EnvEndpoint, "http://user:SECRET@gpu-box:8000", `VETBENCH_ENDPOINT="http://xxxxx@gpu-box:8000": a base URL holds no credentials: give the key in VETBENCH_API_KEY`},
+		{EnvEndpoint, "http://gpu-box:8000/?token=SECRET", `VETBENCH_ENDPOINT="http://gpu-box:8000/?xxxxx": a base URL has no query`},
+		{EnvEndpoint, "http://user:SECRET@gpu-box:port", `VETBENCH_ENDPOINT="http://xxxxx@gpu-box:port": want a base URL`},
+		{EnvEndpoint, "user:SECRET@gpu-box", `VETBENCH_ENDPOINT="xxxxx@gpu-box": want a base URL`},
 		{EnvGPUHourlyUSD, "$2.49", `VETBENCH_GPU_HOURLY_USD="$2.49": not a number`},
 		{EnvGPUHourlyUSD, "2,49", `VETBENCH_GPU_HOURLY_USD="2,49": not a number`},
 		{EnvGPUHourlyUSD, "0", `VETBENCH_GPU_HOURLY_USD="0": want a positive, finite price`},
@@ -120,6 +135,7 @@ func TestEnvErrors(t *testing.T) {
 			_, err := Load(Env(env(map[string]string{tt.name: tt.value})))
 			require.ErrorContains(t, err, "bad configuration: ")
 			require.ErrorContains(t, err, tt.want)
+			require.NotContains(t, err.Error(), "SECRET")
 		})
 	}
 	_, err := Load(Env(env(map[string]string{EnvLevels: "x", EnvStub: "vm", EnvArms: "hot"})))
@@ -175,6 +191,17 @@ func TestFlags(t *testing.T) {
 	// set it, and one of the two is a mistake worth hearing about.
 	_, err = parse(map[string]string{EnvLevels: "x"}, "-levels", "4")
 	require.ErrorContains(t, err, `VETBENCH_LEVELS="x"`)
+}
+
+// Probes, resets, scrapes and health checks wait at most 10 s, or less
+// when requests are told to give up sooner; a stated control timeout wins.
+func TestControlDeadline(t *testing.T) {
+	c := Default()
+	require.Equal(t, DefaultControlTimeout, c.ControlDeadline())
+	c.RequestTimeout = 2 * time.Second
+	require.Equal(t, 2*time.Second, c.ControlDeadline())
+	c.ControlTimeout = 30 * time.Second
+	require.Equal(t, 30*time.Second, c.ControlDeadline())
 }
 
 func TestFlagHelp(t *testing.T) {

@@ -31,7 +31,9 @@ const (
 	EnvLevels          = "VETBENCH_LEVELS"
 	EnvArms            = "VETBENCH_ARMS"
 	EnvTimeout         = "VETBENCH_TIMEOUT"
+	EnvControlTimeout  = "VETBENCH_CONTROL_TIMEOUT"
 	EnvContinueOnError = "VETBENCH_CONTINUE_ON_ERROR"
+	EnvMaxFailed       = "VETBENCH_MAX_FAILED"
 	EnvOut             = "VETBENCH_OUT"
 	EnvGoldenDir       = "VETBENCH_GOLDEN_DIR"
 	EnvModelRevision   = "VETBENCH_MODEL_REVISION"
@@ -52,18 +54,29 @@ type setting struct {
 	usage   string
 	def     string // shown in the flag's help
 	boolean bool   // a flag that may be given bare
-	set     func(c *Config, v string) error
+	// show, when set, is how a value appears in errors (redacted).
+	show func(v string) string
+	set  func(c *Config, v string) error
 }
 
 // settings lists every setting. A run file (issue 13) will name them by
 // their flag or a key of their own and parse with the same set functions.
 func settings() []setting {
 	return []setting{
-		{env: EnvEndpoint, set: func(c *Config, v string) error {
+		{env: EnvEndpoint, show: judgments.RedactURL, set: func(c *Config, v string) error {
 			v = strings.TrimRight(strings.TrimSpace(v), "/")
+			// url.Parse's error quotes the URL: never shown.
 			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			switch {
+			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 				return errors.New("want a base URL such as http://gpu-box:8000")
+			case u.User != nil:
+				return fmt.Errorf("a base URL holds no credentials: give the key in %s", EnvAPIKey)
+			case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+				// Paths are appended to the base URL: a query would swallow
+				// them (…/?token=x/v1/models), and a token there belongs in
+				// the key.
+				return fmt.Errorf("a base URL has no query or fragment (a token goes in %s)", EnvAPIKey)
 			}
 			c.Target.Endpoint = v
 			return nil
@@ -184,6 +197,14 @@ func settings() []setting {
 			c.RequestTimeout = d
 			return nil
 		}},
+		{env: EnvControlTimeout, set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || d <= 0 {
+				return errors.New("want a positive duration such as 10s")
+			}
+			c.ControlTimeout = d
+			return nil
+		}},
 		{env: EnvContinueOnError, set: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
@@ -192,6 +213,20 @@ func settings() []setting {
 			c.ContinueOnError = b
 			return nil
 		}},
+		{env: EnvMaxFailed, flag: "max-failed", usage: "accepted `share` of failed judgments per point, 0..1 or a percentage (" + EnvMaxFailed + ", default 0)", def: "0",
+			set: func(c *Config, v string) error {
+				v = strings.TrimSpace(v)
+				scale := 1.0
+				if p, ok := strings.CutSuffix(v, "%"); ok {
+					v, scale = strings.TrimSpace(p), 100
+				}
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(f) || f < 0 || f/scale > 1 {
+					return errors.New("want a share from 0 to 1 (0.05) or a percentage (5%)")
+				}
+				c.MaxFailed = f / scale
+				return nil
+			}},
 		{env: EnvOut, flag: "out", usage: "receipt `directory` (" + EnvOut + ", default out/receipts)",
 			set: text(func(c *Config) *string { return &c.Out })},
 		{env: EnvGoldenDir, set: text(func(c *Config) *string { return &c.GoldenDir })},
