@@ -2,17 +2,18 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/interrupt"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/bench/target"
 	"github.com/vetbench/vetbench/fixtures"
@@ -32,12 +33,39 @@ type suite struct {
 	err    error
 	// interrupt is cancelled by the first Ctrl-C (SIGINT) or SIGTERM: the
 	// run in flight stops, writes its partial receipt and says why; a second
-	// Ctrl-C kills the process as usual.
+	// Ctrl-C exits at once, after the receipt being written (signals).
 	interrupt context.Context
+	signals   *interrupt.Handler
 
 	mu       sync.Mutex
 	sets     map[string]fixtures.Set
 	sessions map[string]*bench.Session
+	// failed lists the points that did not pass but printed their line
+	// (failed judgments, a stop): the process exits non-zero for them.
+	failed []string
+	// down is why the server can no longer be measured: no later point
+	// runs.
+	down error
+}
+
+// fail records a point that did not pass, and says so at once on stderr
+// (stdout holds the benchmark lines).
+func (s *suite) fail(point string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msg := fmt.Sprintf("FAIL %s: %v", point, err)
+	s.failed = append(s.failed, msg)
+	fmt.Fprintln(os.Stderr, msg)
+	if errors.Is(err, bench.ErrServerDown) && s.down == nil {
+		s.down = fmt.Errorf("the server is down since %s: %w", point, err)
+	}
+}
+
+// serverDown is non-nil once a point found the server down.
+func (s *suite) serverDown() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down
 }
 
 var (
@@ -47,9 +75,9 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	interrupt, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(interrupt, stop)
-	shared.interrupt = interrupt
+	ctx, signals := interrupt.Notify(context.Background())
+	signals.OnSecond = func() { fmt.Fprintln(os.Stderr, "interrupted again: exiting now") }
+	shared.interrupt, shared.signals = ctx, signals
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		// benchstat reads these anywhere in the stream: directions and exact counts.
 		if err := metrics.WriteUnits(os.Stdout); err != nil {
@@ -58,8 +86,8 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	interrupted := interrupt.Err() != nil
-	stop()
+	interrupted := ctx.Err() != nil
+	signals.Stop()
 	if interrupted {
 		fmt.Fprintln(os.Stderr, "interrupted: the receipt of the point in flight is partial (see its stopped block)")
 	}
@@ -67,6 +95,15 @@ func TestMain(m *testing.M) {
 		if err := shared.target.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "close target:", err)
 		}
+	}
+	// A point whose line was printed over failed work fails the run: the
+	// line shows its failed-items, this says why, the status says no.
+	if len(shared.failed) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d point(s) did not pass:\n  %s\n", len(shared.failed), strings.Join(shared.failed, "\n  "))
+		code = max(code, 1)
+	}
+	if interrupted {
+		code = interrupt.ExitCode
 	}
 	os.Exit(code)
 }
@@ -153,12 +190,13 @@ func (s *suite) goldenPath(set string, c int) string {
 	return filepath.Join(dir, fmt.Sprintf("%s_c%d.golden.json", set, c))
 }
 
-// writeReceipt writes a receipt atomically, creating the directory.
-func writeReceipt(path string, rec *receipts.Receipt) error {
+// writeReceipt writes a receipt atomically, creating the directory; a
+// second Ctrl-C waits for it (or comes before it starts).
+func (s *suite) writeReceipt(path string, rec *receipts.Receipt) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := receipts.WriteFile(path, rec); err != nil {
+	if err := s.signals.Write(func() error { return receipts.WriteFile(path, rec) }); err != nil {
 		return fmt.Errorf("write receipt: %w", err)
 	}
 	return nil

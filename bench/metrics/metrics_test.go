@@ -39,6 +39,8 @@ func receipt() *receipts.Receipt {
 func TestFromReceipt(t *testing.T) {
 	got := FromReceipt(receipt())
 	require.Equal(t, []Metric{
+		{0, FailedItems},
+		{0, DiscardedItems},
 		{4.489868611455695, JudgmentsPerSec},
 		{8.97973722291139, ImagesPerSec},
 		{3.4076462700031698, P50Sec},
@@ -62,8 +64,13 @@ func TestFromReceipt(t *testing.T) {
 	require.Contains(t, units, MMHitRatio)
 
 	r.Server = nil
-	require.Equal(t, []string{JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
+	require.Equal(t, []string{FailedItems, DiscardedItems, JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
 	require.Nil(t, FromReceipt(nil))
+
+	// Failures are reported as counted, also when nothing was kept.
+	r = &receipts.Receipt{Throughput: receipts.Throughput{WallSeconds: 1, Failed: 136, Discarded: 3}}
+	ms := FromReceipt(r)
+	require.Equal(t, []Metric{{136, FailedItems}, {3, DiscardedItems}, {0, JudgmentsPerSec}, {0, ImagesPerSec}}, ms)
 }
 
 func unitsOf(ms []Metric) []string {
@@ -142,5 +149,7 @@ Unit mm-hit-ratio better=higher
 Unit queue-sec better=lower
 Unit preemptions better=lower assume=exact
 Unit moved-items better=lower assume=exact
+Unit failed-items better=lower assume=exact
+Unit discarded-items better=lower assume=exact
 `, out.String())
 }
