@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -93,4 +94,42 @@ func TestMeasureFrozenServer(t *testing.T) {
 	require.Nil(t, rec)
 	require.ErrorContains(t, err, "reset caches")
 	require.ErrorIs(t, err, bench.ErrServerDown)
+}
+
+// The library path, below the configuration's refusals: a base URL with
+// user info (Go sends it as basic auth) and one with a query, with an API
+// key, against a failing twin. No error, receipt or warning holds them.
+func TestSessionLeaksNoSecrets(t *testing.T) {
+	const key, user, pass, token = "KEYSECRET1", "USERSECRET2", "PASSSECRET3", "QUERYSECRET4"
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 7)
+	f, err := stub.ParseFault("http500:every=5")
+	require.NoError(t, err)
+	tg, err := target.InProcess(stub.WithDevMode(true), stub.WithFaults(f))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tg.Close() })
+	hostport := strings.TrimPrefix(tg.Endpoint.BaseURL, "http://")
+	cfg := testConfig()
+	cfg.ContinueOnError = true
+
+	var all strings.Builder
+	ep := bench.Endpoint{BaseURL: "http://" + user + ":" + pass + "@" + hostport, APIKey: key, Target: receipts.Target{Kind: receipts.TargetLive}}
+	sess, err := bench.NewSession(t.Context(), ep, set, cfg)
+	require.NoError(t, err)
+	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2})
+	require.ErrorIs(t, err, bench.ErrFailures, "the run ran, and failed")
+	all.WriteString(err.Error())
+	data, err := json.Marshal(rec)
+	require.NoError(t, err)
+	all.Write(data)
+
+	ep.BaseURL = "http://" + user + ":" + pass + "@" + hostport + "/?token=" + token
+	_, err = bench.NewSession(t.Context(), ep, set, cfg)
+	require.Error(t, err)
+	all.WriteString(err.Error())
+
+	require.Contains(t, all.String(), "http_500")
+	for _, secret := range []string{key, user, pass, token} {
+		require.NotContains(t, all.String(), secret)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -36,8 +38,15 @@ metrics (Holm), so an unchanged candidate fails at most -alpha of the
 time however many metrics there are. The go tool benchstat tables are
 shown for reading; the decision does not parse them.
 
-Exit status: 0 pass, 1 the candidate is slower, 2 could not decide (bad
-input, too few runs, nothing to gate).
+A benchmark the candidate lacks (an output cut short, a point that did
+not run) leaves the gate without a verdict; a failure count (failed-items)
+the candidate has and the baseline never recorded fails. With -run, a
+candidate run that exits non-zero (failed judgments, a server that went
+down) fails the gate; a baseline run that does cannot be compared.
+
+Exit status: 0 pass, 1 the candidate is slower or failed, 2 could not
+decide (bad input, too few runs, nothing to gate), 130 interrupted. With
+-json a failure before a decision is a vetbench.error/v1 object.
 
 flags:
 `
@@ -87,38 +96,49 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitNoVerdict
+		return failure(e, "gate", wantsJSON(args), exitNoVerdict, err.Error())
+	}
+	fail := func(format string, a ...any) int {
+		return failure(e, "gate", o.asJSON, exitNoVerdict, fmt.Sprintf(format, a...))
 	}
 	if len(pos) != 2 {
 		fs.Usage()
-		return exitNoVerdict
+		return fail("want BASELINE and CANDIDATE, got %d argument(s)", len(pos))
 	}
 	if o.policy.Validate() != nil {
-		fmt.Fprintln(e.stderr, "vetbench gate: -margin must be >= 0 and -alpha in (0,1)")
-		return exitNoVerdict
+		return fail("-margin must be >= 0 and -alpha in (0,1)")
 	}
 	files := pos
+	var runErrs [2]error
 	if o.run {
-		files, err = runTargets(ctx, e, o, pos[0], pos[1])
+		files, runErrs, err = runTargets(ctx, e, o, pos[0], pos[1])
+		if ctx.Err() != nil {
+			return failure(e, "gate", o.asJSON, exitInterrupted, "interrupted")
+		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
-			return exitNoVerdict
+			return fail("%v", err)
 		}
 	}
 	base, err := speed.LoadFile(files[0])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench gate: baseline: %v\n", err)
-		return exitNoVerdict
+		return fail("baseline: %v", errors.Join(err, runErrs[0]))
 	}
 	cand, err := speed.LoadFile(files[1])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench gate: candidate: %v\n", err)
-		return exitNoVerdict
+		return fail("candidate: %v", errors.Join(err, runErrs[1]))
 	}
 	if o.benchstat && !o.asJSON {
 		showBenchstat(ctx, e, base, cand, files)
 	}
 	rep := speed.Decide(base, cand, o.policy)
+	// A run that failed never passes: its output may hold only the points
+	// that ran, or lines over failed work.
+	if runErrs[0] != nil {
+		rep.AddProblem(fmt.Sprintf("baseline run failed: %v", runErrs[0]))
+	}
+	if runErrs[1] != nil {
+		rep.AddFailure(fmt.Sprintf("candidate run failed: %v", runErrs[1]))
+	}
 	if o.asJSON {
 		err = writeJSON(e.stdout, rep)
 	} else {
@@ -173,40 +193,43 @@ func parseTarget(arg string) (target, error) {
 	}
 	u, err := url.Parse(arg)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", arg)
+		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", judgments.RedactURL(arg))
 	}
-	if u.User != nil {
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		// Credentials belong in the environment (VETBENCH_API_KEY), never
 		// on a command line that shows up in logs.
-		return target{}, fmt.Errorf("endpoint %s holds credentials; pass them in the environment", u.Redacted())
+		return target{}, fmt.Errorf("endpoint %s holds credentials or a query; pass the key in the environment (VETBENCH_API_KEY)", judgments.RedactURL(arg))
 	}
 	return target{arg: arg, endpoint: arg}, nil
 }
 
 func (t target) live() bool { return t.file == "" }
 
-// runTargets benchmarks the live sides and returns the two files to gate.
-// With two live sides it runs -count rounds of one run each, in the order
-// A B, B A, A B…, so slow drift of the machine or the server hits both.
-func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, error) {
+// runTargets benchmarks the live sides and returns the two files to gate
+// and, per side, why a run of it exited non-zero (its output is kept and
+// gated all the same: the caller decides what a failed side means). With
+// two live sides it runs -count rounds of one run each, in the order A B,
+// B A, A B…, so slow drift of the machine or the server hits both.
+func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, [2]error, error) {
+	var failed [2]error
 	if o.count < 1 {
-		return nil, fmt.Errorf("-count %d: want at least 1", o.count)
+		return nil, failed, fmt.Errorf("-count %d: want at least 1", o.count)
 	}
 	ta, err := parseTarget(a)
 	if err != nil {
-		return nil, fmt.Errorf("baseline: %w", err)
+		return nil, failed, fmt.Errorf("baseline: %w", err)
 	}
 	tb, err := parseTarget(b)
 	if err != nil {
-		return nil, fmt.Errorf("candidate: %w", err)
+		return nil, failed, fmt.Errorf("candidate: %w", err)
 	}
 	out := o.out
 	if out == "" {
 		if out, err = os.MkdirTemp("", "vetbench-gate-"); err != nil {
-			return nil, err
+			return nil, failed, err
 		}
 	} else if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
+		return nil, failed, err
 	}
 	files := []string{ta.file, tb.file}
 	sides := []*target{&ta, &tb}
@@ -219,7 +242,7 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		files[i] = filepath.Join(out, names[i]+".txt")
 		f, err := os.Create(files[i])
 		if err != nil {
-			return nil, err
+			return nil, failed, err
 		}
 		defer f.Close()
 		outs[i] = f
@@ -234,7 +257,13 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		env := childEnv(os.Environ(), t.endpoint)
 		fmt.Fprintf(e.stderr, "vetbench gate: %s: go %s (target %s)\n", names[i], strings.Join(args, " "), t.arg)
 		if err := e.exec(ctx, env, outs[i], e.stderr, "go", args...); err != nil {
-			return fmt.Errorf("%s run: %w", names[i], err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: %v\n", names[i], err)
+			if failed[i] == nil {
+				failed[i] = err
+			}
 		}
 		return nil
 	}
@@ -247,27 +276,27 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 			}
 			for _, i := range order {
 				if err := run(i, 1); err != nil {
-					return nil, err
+					return nil, failed, err
 				}
 			}
 		}
 	case ta.live():
 		if err := run(0, o.count); err != nil {
-			return nil, err
+			return nil, failed, err
 		}
 	case tb.live():
 		if err := run(1, o.count); err != nil {
-			return nil, err
+			return nil, failed, err
 		}
 	}
 	for _, f := range outs {
 		if f != nil {
 			if err := f.Sync(); err != nil {
-				return nil, err
+				return nil, failed, err
 			}
 		}
 	}
-	return files, nil
+	return files, failed, nil
 }
 
 // childEnv is environ with VETBENCH_ENDPOINT set to endpoint, or removed

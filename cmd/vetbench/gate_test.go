@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -128,6 +129,12 @@ func TestGateBadInputs(t *testing.T) {
 		}
 	}
 	noFaces := writeFile(t, dir, "nofaces.txt", missing.String())
+	// A candidate bench.txt cut short, mid-line and at a line's end, as a
+	// run killed while writing leaves it: it cannot be compared (2), it is
+	// not "worse" (1).
+	full := benchOutput(rand.New(rand.NewPCG(2, 1)), base, 10, "B")
+	cutMid := writeFile(t, dir, "cut_mid.txt", full[:len(full)*2/3])
+	cutLine := writeFile(t, dir, "cut_line.txt", full[:strings.LastIndex(full[:len(full)*2/3], "\n")+1])
 	cases := []struct {
 		name string
 		args []string
@@ -138,13 +145,35 @@ func TestGateBadInputs(t *testing.T) {
 		{"malformed line", []string{malformed, malformed}, exitNoVerdict, "malformed benchmark lines"},
 		{"no results", []string{empty, good}, exitNoVerdict, "no benchmark results"},
 		{"missing file", []string{filepath.Join(dir, "nope.txt"), good}, exitNoVerdict, "no such file"},
-		{"benchmark missing in candidate", []string{good, noFaces}, exitFail, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate"},
+		{"benchmark missing in candidate", []string{good, noFaces}, exitNoVerdict, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate"},
+		{"candidate cut mid-line", []string{good, cutMid}, exitNoVerdict, "output cut short"},
+		{"candidate cut at a line", []string{good, cutLine}, exitNoVerdict, "output cut short"},
 		{"one argument", []string{good}, exitNoVerdict, "usage: vetbench gate"},
+		{"bad flag", []string{"-margin", "x", good, good}, exitNoVerdict, "invalid value"},
 	}
 	for _, c := range cases {
 		stdout, stderr, code := run(t, append([]string{"gate", "-benchstat=false"}, c.args...)...)
 		require.Equal(t, c.code, code, "%s: %s%s", c.name, stdout, stderr)
 		require.Contains(t, stdout+stderr, c.want, c.name)
+
+		// With -json stdout always holds one JSON document: the report
+		// (when there is one) or an error object, never nothing.
+		stdout, stderr, code = run(t, append([]string{"gate", "-json"}, c.args...)...)
+		require.Equal(t, c.code, code, "%s -json: %s", c.name, stderr)
+		var doc struct {
+			Schema string `json:"schema"`
+			Error  string `json:"error"`
+			Exit   int    `json:"exit"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "%s -json: %q", c.name, stdout)
+		switch doc.Schema {
+		case ErrorSchema:
+			require.NotEmpty(t, doc.Error, c.name)
+			require.Equal(t, c.code, doc.Exit, c.name)
+		case speed.ReportSchema:
+		default:
+			t.Fatalf("%s -json: schema %q", c.name, doc.Schema)
+		}
 	}
 }
 
@@ -156,6 +185,8 @@ type fakeGo struct {
 	calls []string
 	speed map[string]truth
 	seed  uint64
+	// fail makes a run of the endpoint exit non-zero after its output.
+	fail map[string]error
 }
 
 func (f *fakeGo) exec(_ context.Context, env []string, stdout, _ io.Writer, name string, args ...string) error {
@@ -180,8 +211,34 @@ func (f *fakeGo) exec(_ context.Context, env []string, stdout, _ io.Writer, name
 	n := 0
 	fmt.Sscan(count, &n)
 	f.seed++
-	_, err := io.WriteString(stdout, benchOutput(rand.New(rand.NewPCG(f.seed, 3)), f.speed[endpoint], n, endpoint))
-	return err
+	if _, err := io.WriteString(stdout, benchOutput(rand.New(rand.NewPCG(f.seed, 3)), f.speed[endpoint], n, endpoint)); err != nil {
+		return err
+	}
+	return f.fail[endpoint]
+}
+
+// A run that exits non-zero never passes the gate, even when its lines
+// look fast: a failed candidate fails (1), a failed baseline cannot be
+// compared (2). Both outputs are still gated and shown.
+func TestGateRunFailedSide(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		failing string
+		code    int
+		want    string
+	}{
+		{"http://b:8000", exitFail, "candidate run failed: exit status 1"},
+		{"http://a:8000", exitNoVerdict, "baseline run failed: exit status 1"},
+		{"", exitPass, "PASS"}, // control: the same runs, none failing
+	} {
+		fake := &fakeGo{speed: map[string]truth{"http://a:8000": base, "http://b:8000": base},
+			fail: map[string]error{tc.failing: errors.New("exit status 1")}}
+		var stdout, stderr bytes.Buffer
+		e := &env{stdout: &stdout, stderr: &stderr, exec: fake.exec}
+		code := vetbench(context.Background(), e, []string{"gate", "-run", "-count", "6", "-out", t.TempDir(), "-benchstat=false", "http://a:8000", "http://b:8000"})
+		require.Equal(t, tc.code, code, stdout.String()+stderr.String())
+		require.Contains(t, stdout.String(), tc.want)
+	}
 }
 
 func TestGateRunInterleaves(t *testing.T) {
