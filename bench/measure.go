@@ -240,7 +240,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		rec.Warnings = append(rec.Warnings, warn)
 	}
 	if tp.Failed > 0 || (stopped != nil && stopped.Reason != receipts.StopCanceled) {
-		if down := s.down(ctx); down != nil {
+		if down := s.downAfter(ctx, after.Err); down != nil {
 			rec.Warnings = append(rec.Warnings, down.Error()+": no later point can be measured")
 			if err == nil {
 				err = down
@@ -302,6 +302,18 @@ func (s *Session) down(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrServerDown, err)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrServerDown, errclass.Of(err), err)
+}
+
+// downAfter is down, unless the closing scrape already found nothing
+// answering (a frozen server is not asked again: one deadline less).
+func (s *Session) downAfter(ctx context.Context, scrapeErr error) error {
+	if ctx.Err() == nil && scrapeErr != nil {
+		switch c := errclass.Of(scrapeErr); c {
+		case errclass.Timeout, errclass.ConnectionRefused, errclass.ConnectionReset, errclass.Unreachable:
+			return fmt.Errorf("%w: %s: %w", ErrServerDown, c, scrapeErr)
+		}
+	}
+	return s.down(ctx)
 }
 
 // controlClient is the session's bounded client (a Session built by hand
