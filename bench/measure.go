@@ -1,16 +1,13 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -267,21 +264,8 @@ func (s *Session) failures(tp receipts.Throughput) (string, error) {
 }
 
 // FailureClasses lists a window's failures by class, most frequent first:
-// "136 http_500, 2 timeout".
-func FailureClasses(tp receipts.Throughput) string {
-	classes := slices.Collect(maps.Keys(tp.FailedByClass))
-	slices.SortFunc(classes, func(a, b string) int {
-		if c := cmp.Compare(tp.FailedByClass[b], tp.FailedByClass[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	parts := make([]string, len(classes))
-	for i, c := range classes {
-		parts[i] = fmt.Sprintf("%d %s", tp.FailedByClass[c], c)
-	}
-	return strings.Join(parts, ", ")
-}
+// "136 http_500, 2 timeout" (tally.FailureClasses).
+func FailureClasses(tp receipts.Throughput) string { return tally.FailureClasses(tp) }
 
 func percent(share float64) string {
 	return strconv.FormatFloat(100*share, 'g', 4, 64) + "%"

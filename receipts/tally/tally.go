@@ -7,9 +7,12 @@
 package tally
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
 )
@@ -102,6 +105,23 @@ func FailedShare(tp receipts.Throughput) float64 {
 		return float64(tp.Failed) / float64(n)
 	}
 	return 0
+}
+
+// FailureClasses lists a window's failures by class, most frequent first,
+// for a line or a table cell: "136 http_500, 2 timeout"; "" when none.
+func FailureClasses(tp receipts.Throughput) string {
+	classes := slices.Collect(maps.Keys(tp.FailedByClass))
+	slices.SortFunc(classes, func(a, b string) int {
+		if c := cmp.Compare(tp.FailedByClass[b], tp.FailedByClass[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	parts := make([]string, len(classes))
+	for i, c := range classes {
+		parts[i] = fmt.Sprintf("%d %s", tp.FailedByClass[c], c)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (t *Tally) mustOpen() {

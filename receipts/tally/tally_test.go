@@ -65,6 +65,9 @@ func TestTally(t *testing.T) {
 	require.PanicsWithValue(t, "tally: Add after Close", func() { tl.Add(Judgment{}) })
 
 	require.InDelta(t, 2.0/8, FailedShare(got), 1e-12)
+	require.Equal(t, "1 http_500, 1 other", FailureClasses(got))
+	require.Equal(t, "3 timeout, 1 http_500", FailureClasses(receipts.Throughput{FailedByClass: map[string]int{"http_500": 1, "timeout": 3}}))
+	require.Empty(t, FailureClasses(receipts.Throughput{}))
 
 	// No wall time: counts, but no rates (never a division by zero).
 	empty := Tally{Concurrency: 1}
