@@ -13,6 +13,7 @@ import (
 
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/speed"
 )
 
 func f(v float64) *float64 { return &v }
@@ -41,6 +42,8 @@ func receipt() *receipts.Receipt {
 func TestFromReceipt(t *testing.T) {
 	got := FromReceipt(receipt())
 	require.Equal(t, []Metric{
+		{0, FailedItems},
+		{0, DiscardedItems},
 		{4.489868611455695, JudgmentsPerSec},
 		{8.97973722291139, ImagesPerSec},
 		{3.4076462700031698, P50Sec},
@@ -64,8 +67,13 @@ func TestFromReceipt(t *testing.T) {
 	require.Contains(t, units, MMHitRatio)
 
 	r.Server = nil
-	require.Equal(t, []string{JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
+	require.Equal(t, []string{FailedItems, DiscardedItems, JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
 	require.Nil(t, FromReceipt(nil))
+
+	// Failures are reported as counted, also when nothing was kept.
+	r = &receipts.Receipt{Throughput: receipts.Throughput{WallSeconds: 1, Failed: 136, Discarded: 3}}
+	ms := FromReceipt(r)
+	require.Equal(t, []Metric{{136, FailedItems}, {3, DiscardedItems}, {0, JudgmentsPerSec}, {0, ImagesPerSec}}, ms)
 }
 
 func unitsOf(ms []Metric) []string {
@@ -144,6 +152,8 @@ Unit mm-hit-ratio better=higher
 Unit queue-sec better=lower
 Unit preemptions better=lower assume=exact
 Unit moved-items better=lower assume=exact
+Unit failed-items better=lower assume=exact
+Unit discarded-items better=lower assume=exact
 `, out.String())
 }
 
@@ -174,7 +184,13 @@ func TestWriter(t *testing.T) {
 		}
 	}
 	require.NoError(t, r.Err())
-	require.Equal(t, len(Units())+2, units, "better= for each unit, assume= for the two counts")
+	exact := 0
+	for _, u := range Units() {
+		if u.Exact {
+			exact++
+		}
+	}
+	require.Equal(t, len(Units())+exact, units, "better= for each unit, assume= for the counts")
 	require.Len(t, results, 2)
 	procs := ""
 	if p := runtime.GOMAXPROCS(0); p != 1 {
@@ -197,4 +213,17 @@ func TestWriter(t *testing.T) {
 	// The line itself is go test's: tab-separated, numbers as testing
 	// formats them, units sorted.
 	require.Contains(t, out, "\nmodel: m1\nBenchmarkJudgments/set=checks/c=16"+procs+"\t       3\t        48.80 judgments/s\t         0.3000 p50-sec\t         2.000 preemptions\n")
+
+	// The speed gate reads it as a whole output only once End has
+	// written go test's last line: before, it is a run cut short.
+	_, err := speed.Load(strings.NewReader(out), "bench.txt")
+	require.ErrorIs(t, err, speed.ErrCut)
+	for _, passed := range []bool{true, false} {
+		var ended strings.Builder
+		ended.WriteString(out)
+		require.NoError(t, NewWriter(&ended).End(passed))
+		s, err := speed.Load(strings.NewReader(ended.String()), "bench.txt")
+		require.NoError(t, err, ended.String())
+		require.Len(t, s.Benchmarks(), 2)
+	}
 }
