@@ -59,8 +59,8 @@ type env struct {
 	getenv func(string) string
 	// clock is time.Now when nil (run ids of new run directories).
 	clock func() time.Time
-	// signals holds back a second Ctrl-C while a result is written (nil:
-	// no signal handling, as in tests).
+	// signals holds back a second Ctrl-C while a result is written (see
+	// sweep; nil: no signal handling, as in tests).
 	signals *interrupt.Handler
 }
 
@@ -70,10 +70,6 @@ func (e *env) now() time.Time {
 	}
 	return e.clock()
 }
-
-// write runs one atomic file write so that a second Ctrl-C waits for it
-// or comes before it starts.
-func (e *env) write(f func() error) error { return e.signals.Write(f) }
 
 func (e *env) lookup(k string) string {
 	if e.getenv == nil {
