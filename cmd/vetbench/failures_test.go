@@ -189,6 +189,13 @@ func TestRunLeaksNoSecrets(t *testing.T) {
 		require.Equal(t, exitNoVerdict, code)
 		out.WriteString(stdout + stderr)
 	}
+	// A gate -run that runs, with the key, writes its sides' run
+	// directories under the same dir (by now the twin's engine is dead:
+	// the baseline fails, its errors are printed and recorded).
+	gateEnv := map[string]string{"VETBENCH_API_KEY": key, "VETBENCH_SETS": "checks", "VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_LEVELS": "1"}
+	stdout, stderr, code := runWith(t, gateEnv, "gate", "-run", "-json", "-count", "1", "-out", filepath.Join(dir, "gate"), rs.URL(), "inprocess")
+	require.Equal(t, exitNoVerdict, code, stdout+stderr)
+	out.WriteString(stdout + stderr)
 	all := out.String()
 	require.Contains(t, all, "xxxxx", "the refusals show where a secret was")
 	require.Contains(t, all, "http_500", "the run that ran printed its failures")
@@ -205,7 +212,8 @@ func TestRunLeaksNoSecrets(t *testing.T) {
 		all += string(data)
 		return err
 	}))
-	for _, want := range []string{"settings.toml", "bench.txt", filepath.Join("receipts", "checks_c1.json")} {
+	for _, want := range []string{"settings.toml", "bench.txt", filepath.Join("receipts", "checks_c1.json"),
+		filepath.Join("gate", "baseline", "settings.toml"), filepath.Join("gate", "candidate", "bench.txt")} {
 		require.Contains(t, names, want)
 	}
 	for _, s := range secrets {
