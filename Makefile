@@ -4,20 +4,27 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 GO ?= go
-OUT ?= out
+# OUT names the run directory of make bench (absolute or relative to here);
+# unset, each run gets a new out/runs/<time>-<id> and out/latest points at
+# it. A named directory that holds results is refused unless FORCE=1.
+# CONFIG=run.toml reads a run file (the environment overrides it).
+OUT ?=
+FORCE ?=
+CONFIG ?=
 # -count and friends for `make bench`, e.g. make bench BENCH_FLAGS='-count 10'
 BENCH_FLAGS ?= -count 1
 BENCH ?= .
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench test calibrate variance gate gate-check image vet fmt
+.PHONY: bench test calibrate variance gate gate-check image vet fmt fuzz
 
-## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout
-##        and $(OUT)/bench.txt, one receipt per point in $(OUT)/receipts
+## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout,
+##        progress to stderr; in the run directory (printed): bench.txt,
+##        receipts/ (one per point and pass), settings.toml, twin.log
+BENCH_ENV = $(if $(OUT),VETBENCH_OUT=$(abspath $(OUT))) $(if $(FORCE),VETBENCH_FORCE=$(FORCE)) \
+	$(if $(CONFIG),VETBENCH_CONFIG=$(abspath $(CONFIG)))
 bench:
-	@mkdir -p $(OUT)
-	VETBENCH_OUT=$${VETBENCH_OUT:-$(CURDIR)/$(OUT)/receipts} \
-	  $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS) | tee $(OUT)/bench.txt
+	$(strip $(BENCH_ENV) $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS))
 
 ## test: vet, formatting, and every test (container tests need Docker under CI=true);
 ##       packages one at a time (-p 1): the timing tests must not compete for 2 cores
@@ -39,8 +46,8 @@ vet:
 ## variance: run the suite COUNT times (default 10) and print benchstat's
 ##           median ± 95% CI per set (rows) and level (columns)
 variance:
-	@mkdir -p $(OUT)
-	COUNT=$(or $(COUNT),10) BENCH='$(BENCH)' OUT=$(OUT)/variance.txt scripts/variance
+	@mkdir -p $(or $(OUT),out)
+	COUNT=$(or $(COUNT),10) BENCH='$(BENCH)' OUT=$(or $(OUT),out)/variance.txt scripts/variance
 
 ## gate: speed gate between two benchmark outputs, e.g.
 ##       make gate BASE=baseline/bench.txt CAND=out/bench.txt
@@ -56,3 +63,24 @@ gate:
 gate-check:
 	VETBENCH_GATE_CHECK=1 VETBENCH_GATE_CHECK_OUT=$(GATE_CHECK_OUT) \
 	  $(GO) test ./cmd/vetbench -count=1 -run '^TestGateOnSlowedTwin$$' -v -timeout 30m
+
+## fuzz: each fuzzer for FUZZTIME (default 60s), one after another, with
+##       minimization capped at FUZZMINIMIZE calls per new input (the 60 s
+##       default leaves no time to fuzz); prints the executions each reached.
+##       The seed corpora (testdata/fuzz) run in `make test` as plain tests.
+FUZZTIME ?= 60s
+FUZZMINIMIZE ?= 200x
+FUZZERS ?= ./receipts:FuzzRead ./receipts/internal/jsontree:FuzzDecode ./receipts/matrix:FuzzMatrixCSV \
+	./bench/scrape:FuzzDiff ./judgments:FuzzScore ./bench/stream:FuzzSSE
+fuzz:
+	@mkdir -p $(OUT)/fuzz
+	@for t in $(FUZZERS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "== $$name ($$pkg, $(FUZZTIME))"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) \
+	    2>&1 | tee $(OUT)/fuzz/$$name.txt | grep -v 'new interesting' || true; \
+	  grep -q '^PASS' $(OUT)/fuzz/$$name.txt || { echo "$$name failed: see $(OUT)/fuzz/$$name.txt"; exit 1; }; \
+	done
+	@echo "== executions in $(FUZZTIME) each"
+	@for t in $(FUZZERS); do name=$${t##*:}; \
+	  printf '%-14s %s\n' $$name "$$(grep -o 'execs: [0-9]*' $(OUT)/fuzz/$$name.txt | tail -1 | cut -d' ' -f2)"; done

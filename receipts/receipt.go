@@ -44,7 +44,10 @@ type Receipt struct {
 	// Cost per 1,000 judgments, when an hourly GPU price was stated.
 	Cost    *Cost    `json:"cost,omitempty"`
 	Quality *Quality `json:"quality,omitempty"`
-	Items   []Item   `json:"items"`
+	// OffFormat counts answers whose sampled token was no candidate; nil
+	// when no answer recorded its sampled token.
+	OffFormat *OffFormat `json:"off_format,omitempty"`
+	Items     []Item     `json:"items"`
 	// Warnings are shown to the reader, never fatal.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -75,15 +78,18 @@ const (
 
 // Pins are what the answers depend on besides the prompts and images.
 type Pins struct {
-	Model         string         `json:"model"`
-	ModelRevision string         `json:"model_revision,omitempty"`
-	Served        []ServedModel  `json:"served,omitempty"`
-	ServerBuild   string         `json:"server_build,omitempty"`
-	ScoringMode   string         `json:"scoring_mode"`
-	TopLogprobs   int            `json:"top_logprobs,omitempty"`
-	Controls      map[string]int `json:"control_token_ids,omitempty"`
-	Concurrency   int            `json:"concurrency"`
-	Fixture       FixturePins    `json:"fixture"`
+	Model         string        `json:"model"`
+	ModelRevision string        `json:"model_revision,omitempty"`
+	Served        []ServedModel `json:"served,omitempty"`
+	ServerBuild   string        `json:"server_build,omitempty"`
+	ScoringMode   string        `json:"scoring_mode"`
+	// ScoringFallback says why ScoringMode is not the mode asked for: the
+	// server ignores logprob_token_ids and the user allowed top_logprobs.
+	ScoringFallback string         `json:"scoring_fallback,omitempty"`
+	TopLogprobs     int            `json:"top_logprobs,omitempty"`
+	Controls        map[string]int `json:"control_token_ids,omitempty"`
+	Concurrency     int            `json:"concurrency"`
+	Fixture         FixturePins    `json:"fixture"`
 }
 
 // ServedModel is one entry of /v1/models.
@@ -110,6 +116,10 @@ type Identity struct {
 	HarnessVersion string            `json:"harness_version,omitempty"`
 	// ServerFlags are as the user stated them (VETBENCH_SERVER_FLAGS).
 	ServerFlags string `json:"server_flags,omitempty"`
+	// ServerEnv is the server's environment as the user stated it
+	// (VETBENCH_SERVER_ENV, e.g. VLLM_BATCH_INVARIANT=1): it changes
+	// answers or speed, and no request can see it.
+	ServerEnv string `json:"server_env,omitempty"`
 	// CacheConfig are the labels of vllm:cache_config_info, when exposed.
 	CacheConfig map[string]string `json:"cache_config,omitempty"`
 	Digest      string            `json:"digest"`
@@ -149,17 +159,20 @@ const (
 
 // Throughput is the client's view of the measured window.
 type Throughput struct {
-	Concurrency        int     `json:"concurrency"`
-	WallSeconds        float64 `json:"wall_seconds"`
-	Judgments          int     `json:"judgments"`
-	Images             int     `json:"images"`
-	Requests           int     `json:"requests"`
-	Failed             int     `json:"failed"`
-	Discarded          int     `json:"discarded"`
-	JudgmentsPerSecond float64 `json:"judgments_per_second"`
-	ImagesPerSecond    float64 `json:"images_per_second"`
-	Latency            Latency `json:"latency_seconds"`
-	PromptTokens       int     `json:"prompt_tokens"`
+	Concurrency int     `json:"concurrency"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Judgments   int     `json:"judgments"`
+	Images      int     `json:"images"`
+	Requests    int     `json:"requests"`
+	Failed      int     `json:"failed"`
+	Discarded   int     `json:"discarded"`
+	// FailedByClass counts the failed judgments by error class
+	// (judgments/errclass: "timeout", "http_500", …); nil when none failed.
+	FailedByClass      map[string]int `json:"failed_by_class,omitempty"`
+	JudgmentsPerSecond float64        `json:"judgments_per_second"`
+	ImagesPerSecond    float64        `json:"images_per_second"`
+	Latency            Latency        `json:"latency_seconds"`
+	PromptTokens       int            `json:"prompt_tokens"`
 }
 
 // Latency holds nearest-rank percentiles of per-judgment latency.
@@ -181,10 +194,12 @@ type Item struct {
 	Answers        []judgments.Answer  `json:"answers"`
 	LatencySeconds float64             `json:"latency_seconds"`
 	InputTokens    int                 `json:"input_tokens"`
-	// Error is set when the judgment failed and the run went on; such an
-	// item has no answers (it failed closed).
-	Error     string `json:"error,omitempty"`
-	Discarded bool   `json:"discarded,omitempty"`
+	// Error is set when the judgment failed, also when it is discarded
+	// (it finished after a stop); such an item has no answers (it failed
+	// closed). ErrorClass names the failure (judgments/errclass).
+	Error      string `json:"error,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	Discarded  bool   `json:"discarded,omitempty"`
 }
 
 // Answer returns the item's answer to question q.
@@ -212,9 +227,14 @@ type Server struct {
 	Engines            map[string]EngineInfo `json:"engines,omitempty"`
 }
 
-// EngineInfo is what one data-parallel engine reported, when there are several.
+// EngineInfo is what one data-parallel engine reported, when there are
+// several. Each engine has its own prefix cache, so a hit rate is per
+// engine first: the overall rate is the engines' hits over their queries.
 type EngineInfo struct {
-	RequestSuccess float64 `json:"request_success"`
+	RequestSuccess     float64  `json:"request_success"`
+	PrefixCacheQueries float64  `json:"prefix_cache_queries"`
+	PrefixCacheHits    float64  `json:"prefix_cache_hits"`
+	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate"`
 }
 
 // Histogram is a histogram delta: count, sum and two percentile estimates.
@@ -304,6 +324,13 @@ type Reconciliation struct {
 	// (timeouts, transport errors, 5xx): the server may or may not have
 	// finished them, so they widen the accepted server count.
 	ClientUnanswered int `json:"client_unanswered,omitempty"`
+	// ClientCachedTokens is the sum of usage.prompt_tokens_details
+	// .cached_tokens over the answers, when the server sent it (vllm serve
+	// --enable-prompt-tokens-details); ServerCachedTokens the prefix-cache
+	// hits /metrics counted in the window (local and external, in tokens),
+	// which the per-request figures must add up to.
+	ClientCachedTokens *int     `json:"client_cached_tokens,omitempty"`
+	ServerCachedTokens *float64 `json:"server_cached_tokens,omitempty"`
 	// Detail says what differs, in numbers.
 	Detail string `json:"detail,omitempty"`
 }

@@ -30,8 +30,13 @@ type Profile struct {
 	// EncoderCacheTokens is the capacity of the vision encoder's output
 	// cache, in image tokens.
 	EncoderCacheTokens int
-	ImageTokenBudget   int
-	MaxLogprobs        int
+	// MaxNumEncoderInputTokens is the vision encoder's budget per engine
+	// step, in image tokens (vLLM's max_num_encoder_input_tokens; 0 means
+	// max_num_batched_tokens, vLLM's default). An image that does not fit
+	// waits for a later step: the step computes the prompt only up to it.
+	MaxNumEncoderInputTokens int `json:",omitempty"`
+	ImageTokenBudget         int
+	MaxLogprobs              int
 	// LimitImages is --limit-mm-per-prompt's image count.
 	LimitImages int
 
@@ -266,6 +271,8 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("profile %s: frontend prompt exponent %v: want [0, 2]", p.Name, p.FrontendPromptExponent)
 	case !(p.IngestInflightExponent >= 0 && p.IngestInflightExponent <= 2):
 		return fmt.Errorf("profile %s: ingest in-flight exponent %v: want [0, 2]", p.Name, p.IngestInflightExponent)
+	case p.MaxNumEncoderInputTokens < 0:
+		return fmt.Errorf("profile %s: encoder budget %d is negative", p.Name, p.MaxNumEncoderInputTokens)
 	}
 	for _, d := range []time.Duration{p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepPerKVToken, p.AdmitPerRequest,
 		p.SchedulePass, p.Network, p.NetworkJitter, p.FrontendBase, p.FrontendImageMiss, p.FrontendImageHit, p.FrontendTokenize,

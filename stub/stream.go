@@ -53,9 +53,9 @@ func (r *chatRequest) minTokens() int {
 // checkSampling applies SamplingParams' checks that need max_tokens.
 func (r *chatRequest) checkSampling(maxTokens int) *apiError {
 	if n := r.minTokens(); n < 0 {
-		return badRequest("min_tokens", "min_tokens must be greater than or equal to 0, got %d.", n)
+		return badRequest("min_tokens", "min_tokens must be greater than or equal to 0, got %d. (parameter=min_tokens, value=%d)", n, n)
 	} else if n > maxTokens {
-		return badRequest("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d.", maxTokens, n)
+		return badRequest("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d. (parameter=min_tokens, value=%d)", maxTokens, n, n)
 	}
 	return nil
 }
@@ -97,6 +97,7 @@ func decodeFaults(r *request, req *chatRequest, f *faultState, maxTokens int) {
 
 // streamCall is one streamed request.
 type streamCall struct {
+	eng   *engine // the engine holding it (data parallel: one of several)
 	rid   string
 	req   *chatRequest
 	topK  int
@@ -177,7 +178,8 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
 	opts, _ := c.req.streamOptions()
 	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
 	continuous := usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats
-	gone := func() { s.eng.abort(r) }
+	eng := c.eng
+	gone := func() { eng.abort(r) }
 
 	if c.fault != nil {
 		switch c.fault.Kind {
@@ -200,7 +202,7 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
 	}
 	// vLLM's handler returns its StreamingResponse once the engine has the
 	// request, and the server sends the status and headers then.
-	if s.eng.clock.sleepUntil(ctx, c.ready+c.rt/2) != nil {
+	if eng.clock.sleepUntil(ctx, c.ready+c.rt/2) != nil {
 		gone()
 		return
 	}
@@ -238,14 +240,14 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
 		}
 		// Whether it finished is read with the tokens, under the engine's
 		// lock, so the last token and its finish reason go together.
-		s.eng.mu.Lock()
+		eng.mu.Lock()
 		times := append([]float64(nil), r.times[sent:]...)
 		view := *r
-		s.eng.mu.Unlock()
+		eng.mu.Unlock()
 		finished := view.finishReason != "" || view.err != nil
 		for k, at := range times {
 			i := sent + k
-			if s.eng.clock.sleepUntil(ctx, at+c.rt/2) != nil {
+			if eng.clock.sleepUntil(ctx, at+c.rt/2) != nil {
 				gone()
 				return
 			}

@@ -1,9 +1,10 @@
 // Package config is a run's configuration, parsed once. Load fills a Config
-// in one step from layers, each overriding the one before: the defaults, the
-// environment (Env), and the command line (Flags); a run file will slot in
-// between the environment and the flags. Every setting is parsed by one
-// function whatever layer it comes from, and an error names the variable or
-// flag it came from. Nothing below the edge (a test's TestMain, the CLI)
+// in one step from layers, each overriding the one before: the defaults, a
+// run file (File, TOML; named by -config or VETBENCH_CONFIG), the
+// environment (Env), and the command line (Flags). Every setting is parsed
+// by one function whatever layer it comes from, and an error names the
+// file key, variable or flag it came from. WriteSettings writes a Config
+// back as a run file. Nothing below the edge (a test's TestMain, the CLI)
 // reads the environment: the Config is passed down.
 package config
 
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/vetbench/vetbench/fixtures/sets"
@@ -33,15 +35,28 @@ type Config struct {
 	// Warmup judgments run before each measured window, outside every figure.
 	Warmup         int
 	RequestTimeout time.Duration
+	// ControlTimeout bounds each probe, cache reset, /metrics scrape and
+	// health check; 0 means DefaultControlTimeout, or RequestTimeout when
+	// that is shorter (see ControlDeadline).
+	ControlTimeout time.Duration
 	// ContinueOnError records a failed judgment and goes on instead of
 	// stopping the run at it.
 	ContinueOnError bool
-	Mode            judgments.Mode
+	// MaxFailed is the share of a point's judgments (0..1) that may fail
+	// with the point still passing; 0, the default, accepts none.
+	MaxFailed float64
+	Mode      judgments.Mode
 	// TopLogprobs is top_logprobs in top_logprobs mode.
 	TopLogprobs int
-	// Out is where receipts are written; empty means out/receipts in the
-	// module (the caller resolves it).
+	// Out is the run directory the user named (receipts/, bench.txt and
+	// settings.toml go in it); empty means a new one under out/runs (the
+	// caller resolves it, see receipts/rundir).
 	Out string
+	// Force lets a run write into a named directory that already holds
+	// results, replacing them.
+	Force bool
+	// File is the run file the settings were read from, if any.
+	File string
 	// GoldenDir holds the golden receipts; empty means receipts/golden in
 	// the module.
 	GoldenDir     string
@@ -49,6 +64,14 @@ type Config struct {
 	// ServerFlags are the server's flags as the user states them (part of
 	// a receipt's identity).
 	ServerFlags string
+	// ServerEnv is the server's environment as the user states it, e.g.
+	// "VLLM_BATCH_INVARIANT=1" (part of a receipt's identity: it changes
+	// answers or speed, and no request can see it).
+	ServerEnv string
+	// ScoringFallback lets a token_ids run fall back to top_logprobs when
+	// the server ignores logprob_token_ids (older than vLLM PR #43463);
+	// without it such a run stops before measuring. The receipt says which.
+	ScoringFallback bool
 	// GPUHourlyUSD is the stated hourly price of the serving machine; 0
 	// means none (no cost in receipts).
 	GPUHourlyUSD float64
@@ -88,6 +111,7 @@ var (
 	DefaultLevels         = []int{1, 4, 16, 32}
 	DefaultArms           = []receipts.Arm{receipts.ArmCold}
 	DefaultRequestTimeout = 120 * time.Second
+	DefaultControlTimeout = 10 * time.Second
 	DefaultWarmup         = 1
 )
 
@@ -105,14 +129,38 @@ func Default() Config {
 	}
 }
 
+// ControlDeadline is how long one probe, cache reset, /metrics scrape or
+// health check may wait: ControlTimeout when set, else the shorter of
+// DefaultControlTimeout and RequestTimeout (a user who asks requests to
+// give up after 2 s is not kept waiting 10 s on a scrape).
+func (c Config) ControlDeadline() time.Duration {
+	if c.ControlTimeout > 0 {
+		return c.ControlTimeout
+	}
+	if c.RequestTimeout > 0 && c.RequestTimeout < DefaultControlTimeout {
+		return c.RequestTimeout
+	}
+	return DefaultControlTimeout
+}
+
 // Source is one layer of configuration: it sets what it states on c and
 // leaves the rest. Errors name where the value came from.
 type Source func(c *Config) error
 
 // Load is Default() with each source applied in order, later ones winning:
 // Load(Env(os.Getenv), Flags(fs)). Every source is applied and every bad
-// value reported at once.
+// value reported at once. When the sources name a run file (-config,
+// VETBENCH_CONFIG) it is read first, so that the sources override it:
+// defaults < file < environment < flags.
 func Load(sources ...Source) (Config, error) {
+	c, err := apply(sources)
+	if err != nil || c.File == "" {
+		return c, err
+	}
+	return apply(append([]Source{File(c.File)}, sources...))
+}
+
+func apply(sources []Source) (Config, error) {
 	c := Default()
 	var errs []error
 	for _, s := range sources {
@@ -140,6 +188,9 @@ func Env(getenv func(string) string) Source {
 				continue
 			}
 			if err := s.set(c, v); err != nil {
+				if s.redact != nil {
+					v = s.redact(v)
+				}
 				errs = append(errs, fmt.Errorf("%s=%q: %w", s.env, v, err))
 			}
 		}
@@ -201,3 +252,15 @@ func (v *flagValue) Set(s string) error { v.raw, v.set = s, true; return nil }
 
 // IsBoolFlag lets a boolean setting be given as a bare -name.
 func (v *flagValue) IsBoolFlag() bool { return v.bool }
+
+// Resolve anchors the relative paths c names (out, the golden directory,
+// the run file, the LFW and CEDAR folders) at base: a test binary runs in
+// its package's directory, and the suite takes them from the module root,
+// where make and go test are run. Absolute paths are left as they are.
+func (c *Config) Resolve(base string) {
+	for _, p := range []*string{&c.Out, &c.GoldenDir, &c.File, &c.Fixtures.LFWDir, &c.Fixtures.CEDARDir} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"bytes"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/speed"
 )
 
 func f(v float64) *float64 { return &v }
@@ -39,6 +42,8 @@ func receipt() *receipts.Receipt {
 func TestFromReceipt(t *testing.T) {
 	got := FromReceipt(receipt())
 	require.Equal(t, []Metric{
+		{0, FailedItems},
+		{0, DiscardedItems},
 		{4.489868611455695, JudgmentsPerSec},
 		{8.97973722291139, ImagesPerSec},
 		{3.4076462700031698, P50Sec},
@@ -62,8 +67,19 @@ func TestFromReceipt(t *testing.T) {
 	require.Contains(t, units, MMHitRatio)
 
 	r.Server = nil
-	require.Equal(t, []string{JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
+	require.Equal(t, []string{FailedItems, DiscardedItems, JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
 	require.Nil(t, FromReceipt(nil))
+
+	// Off-format answers are an exact count, 0 included, when the receipt
+	// knows the sampled tokens; unknown otherwise.
+	r.OffFormat = &receipts.OffFormat{Answers: 84, Total: 0, ByQuestion: map[string]int{"verdict": 0}}
+	require.Contains(t, FromReceipt(r), Metric{0, OffFormat})
+	r.OffFormat.Total = 5
+	require.Contains(t, FromReceipt(r), Metric{5, OffFormat})
+	// Failures are reported as counted, also when nothing was kept.
+	r = &receipts.Receipt{Throughput: receipts.Throughput{WallSeconds: 1, Failed: 136, Discarded: 3}}
+	ms := FromReceipt(r)
+	require.Equal(t, []Metric{{136, FailedItems}, {3, DiscardedItems}, {0, JudgmentsPerSec}, {0, ImagesPerSec}}, ms)
 }
 
 func unitsOf(ms []Metric) []string {
@@ -79,7 +95,7 @@ func unitsOf(ms []Metric) []string {
 // unit lines, and reads it all back with benchfmt: every unit must parse,
 // carry its direction and exactness, and keep its value.
 func TestBenchstatReadsMetrics(t *testing.T) {
-	ms := append(FromReceipt(receipt()), Moved(2))
+	ms := append(FromReceipt(receipt()), Moved(2), Metric{3, OffFormat})
 	// No timed loop: the figures come from the receipt, and without one
 	// testing.Benchmark returns at once instead of filling -benchtime.
 	res := testing.Benchmark(func(b *testing.B) {
@@ -142,5 +158,86 @@ Unit mm-hit-ratio better=higher
 Unit queue-sec better=lower
 Unit preemptions better=lower assume=exact
 Unit moved-items better=lower assume=exact
+Unit off-format better=lower assume=exact
+Unit failed-items better=lower assume=exact
+Unit discarded-items better=lower assume=exact
 `, out.String())
+}
+
+// What Writer writes reads back through benchfmt (as gate and benchstat
+// read it) with the same names, units, values and configuration as go
+// test's output of the same benchmark.
+func TestWriter(t *testing.T) {
+	var b strings.Builder
+	w := NewWriter(&b, "model", "m1")
+	ms := []Metric{{48.8, JudgmentsPerSec}, {0.3, P50Sec}, {2, Preemptions}}
+	require.NoError(t, w.Write(PointName("checks", 16, receipts.ArmCold, false), 3, ms))
+	require.NoError(t, w.Write(PointName("faces", 1, receipts.ArmWarm, true), 1, ms[:1]))
+	out := b.String()
+	require.True(t, strings.HasPrefix(out, "Unit judgments/s better=higher\n"), out)
+	require.Equal(t, 1, strings.Count(out, "Unit p95-sec"), "units once")
+
+	r := benchfmt.NewReader(strings.NewReader(out), "bench.txt")
+	var results []*benchfmt.Result
+	units := 0
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.Result:
+			results = append(results, rec.Clone())
+		case *benchfmt.UnitMetadata:
+			units++
+		case *benchfmt.SyntaxError:
+			t.Fatal(rec)
+		}
+	}
+	require.NoError(t, r.Err())
+	exact := 0
+	for _, u := range Units() {
+		if u.Exact {
+			exact++
+		}
+	}
+	require.Equal(t, len(Units())+exact, units, "better= for each unit, assume= for the counts")
+	require.Len(t, results, 2)
+	procs := ""
+	if p := runtime.GOMAXPROCS(0); p != 1 {
+		procs = fmt.Sprintf("-%d", p)
+	}
+	require.Equal(t, "Judgments/set=checks/c=16"+procs, results[0].Name.String())
+	require.Equal(t, "Judgments/set=faces/c=1/arm=warm"+procs, results[1].Name.String())
+	require.Equal(t, 3, results[0].Iters)
+	for _, k := range []string{"goos", "goarch", "pkg", "model"} {
+		require.NotEmpty(t, results[0].GetConfig(k), k)
+	}
+	require.Equal(t, Package, results[0].GetConfig("pkg"))
+	v, ok := results[0].Value(JudgmentsPerSec)
+	require.True(t, ok)
+	require.Equal(t, 48.8, v)
+	v, ok = results[0].Value(P50Sec)
+	require.True(t, ok, results[0].Values)
+	require.Equal(t, 0.3, v)
+
+	// The line itself is go test's: tab-separated, numbers as testing
+	// formats them, units sorted.
+	require.Contains(t, out, "\nmodel: m1\nBenchmarkJudgments/set=checks/c=16"+procs+"\t       3\t        48.80 judgments/s\t         0.3000 p50-sec\t         2.000 preemptions\n")
+
+	// The speed gate reads it as a whole output only once End has
+	// written go test's last line: before, it is a run cut short.
+	_, err := speed.Load(strings.NewReader(out), "bench.txt")
+	require.ErrorIs(t, err, speed.ErrCut)
+	for _, passed := range []bool{true, false} {
+		var ended strings.Builder
+		w := NewWriter(&ended, "model", "m1")
+		require.NoError(t, w.Write(PointName("checks", 16, receipts.ArmCold, false), 3, ms))
+		require.NoError(t, w.Write(PointName("faces", 1, receipts.ArmWarm, true), 1, ms[:1]))
+		require.NoError(t, w.End(passed))
+		s, err := speed.Load(strings.NewReader(ended.String()), "bench.txt")
+		require.NoError(t, err, ended.String())
+		require.Len(t, s.Benchmarks(), 2)
+	}
+	// A writer that wrote no result ends nothing: an empty bench.txt is no
+	// result (a run that measured nothing), where a lone FAIL would be one.
+	var empty strings.Builder
+	require.NoError(t, NewWriter(&empty).End(false))
+	require.Empty(t, empty.String())
 }

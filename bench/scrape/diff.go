@@ -61,15 +61,20 @@ func Diff(before, after Snapshot) receipts.Server {
 	d.checkRestart()
 
 	counters := map[string]float64{}
-	var success []seriesDelta
+	var success, queries, hits []seriesDelta
 	for _, spec := range counterSpecs() {
 		deltas, ok := d.counter(spec)
 		if !ok {
 			continue
 		}
 		counters[spec.key] = sum(deltas)
-		if spec.key == RequestSuccess {
+		switch spec.key {
+		case RequestSuccess:
 			success = deltas
+		case PrefixCacheQueries:
+			queries = deltas
+		case PrefixCacheHits:
+			hits = deltas
 		}
 	}
 	extra := map[string]float64{}
@@ -93,6 +98,7 @@ func Diff(before, after Snapshot) receipts.Server {
 		}
 	}
 
+	d.dropNonFinite(&srv)
 	srv.Problems = d.problems
 	if len(d.restart) > 0 {
 		srv.Status = "unknown: server restarted or counters reset during the window"
@@ -100,17 +106,13 @@ func Diff(before, after Snapshot) receipts.Server {
 	}
 	srv.Counters = counters
 	srv.Histograms = histograms
-	d.problems = append(d.problems, tally.HitRates(&srv)...)
-	srv.Problems = d.problems
 	if len(extra) > 0 {
 		srv.Extra = extra
 	}
-	if engines := groupBy(success, "engine"); len(engines) > 1 {
-		srv.Engines = map[string]receipts.EngineInfo{}
-		for e, v := range engines {
-			srv.Engines[e] = receipts.EngineInfo{RequestSuccess: v}
-		}
-	}
+	srv.Engines = engineFigures(success, queries, hits)
+	d.dropNonFinite(&srv) // before the hit rates, which read the counters
+	d.problems = append(d.problems, tally.HitRates(&srv)...)
+	srv.Problems = d.problems
 	srv.Status = StatusOK
 	if n := len(d.problems); n > 0 {
 		srv.Status = fmt.Sprintf("partial: %d problem(s), see problems", n)
@@ -150,6 +152,69 @@ func (d *differ) checkRestart() {
 	mb, ma := ModelNames(d.before), ModelNames(d.after)
 	if !slices.Equal(mb, ma) {
 		d.resetf("model_name labels changed from %q to %q: a different server or model answered", mb, ma)
+	}
+}
+
+// dropNonFinite removes every figure a receipt cannot hold: NaN or an
+// infinity (a sample exposed as +Inf, a delta that overflows) and a
+// histogram with a negative count or sum, each with a problem, so the
+// window's receipt is still written and says what is missing.
+func (d *differ) dropNonFinite(srv *receipts.Server) {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	for _, m := range []map[string]float64{srv.Counters, srv.Extra} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if bad(m[k]) {
+				d.problemf("%s: delta %s is not a finite number", k, num(m[k]))
+				delete(m, k)
+			}
+		}
+	}
+	for _, e := range slices.Sorted(maps.Keys(srv.Engines)) {
+		info := srv.Engines[e]
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"request_success", info.RequestSuccess}, {"prefix_cache_queries", info.PrefixCacheQueries}, {"prefix_cache_hits", info.PrefixCacheHits}} {
+			if bad(f.v) {
+				d.problemf("engine %s: %s delta %s is not a finite number", e, f.name, num(f.v))
+				delete(srv.Engines, e)
+				break
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(srv.Gauges)) {
+		g := srv.Gauges[k]
+		for _, p := range []**float64{&g.Before, &g.After} {
+			if *p != nil && bad(**p) {
+				d.problemf("gauge %s: %s is not a finite number", k, num(**p))
+				*p = nil
+			}
+		}
+		srv.Gauges[k] = g
+	}
+	for _, k := range slices.Sorted(maps.Keys(srv.Histograms)) {
+		h := srv.Histograms[k]
+		if bad(h.Count) || h.Count < 0 || bad(h.Sum) || h.Sum < 0 {
+			msg := fmt.Sprintf("%s: count %s and sum %s are not finite numbers >= 0", k, num(h.Count), num(h.Sum))
+			d.problemf("%s", msg)
+			srv.Histograms[k] = receipts.Histogram{Status: "unknown: " + msg}
+			continue
+		}
+		for _, q := range []*receipts.Quantiles{h.UpperBound, h.Interpolated} {
+			if q == nil {
+				continue
+			}
+			for _, p := range []**float64{&q.P50, &q.P95, &q.P99} {
+				if *p != nil && bad(**p) {
+					*p = nil
+				}
+			}
+		}
+	}
+	for _, r := range []**float64{&srv.PrefixCacheHitRate, &srv.MMCacheHitRate} {
+		if *r != nil && bad(**r) {
+			*r = nil
+		}
 	}
 }
 
@@ -458,3 +523,27 @@ func ModelNames(s Snapshot) []string {
 
 // num formats a sample value the way an exposition would show it.
 func num(v float64) string { return fmt.Sprintf("%g", v) }
+
+// engineFigures splits the window's figures by data-parallel engine, when
+// there are several: each engine has its own prefix cache, so its hit rate
+// is its own hits over its own queries (tally.HitRatio), and the overall
+// rate is the engines' summed hits over their summed queries.
+func engineFigures(success, queries, hits []seriesDelta) map[string]receipts.EngineInfo {
+	reqs, q, h := groupBy(success, "engine"), groupBy(queries, "engine"), groupBy(hits, "engine")
+	names := map[string]bool{}
+	for _, m := range []map[string]float64{reqs, q, h} {
+		for e := range m {
+			names[e] = true
+		}
+	}
+	if len(names) < 2 {
+		return nil
+	}
+	out := map[string]receipts.EngineInfo{}
+	for e := range names {
+		info := receipts.EngineInfo{RequestSuccess: reqs[e], PrefixCacheQueries: q[e], PrefixCacheHits: h[e]}
+		info.PrefixCacheHitRate, _ = tally.HitRatio(map[string]float64{"h": h[e], "q": q[e]}, "h", "q")
+		out[e] = info
+	}
+	return out
+}

@@ -3,17 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
+	"time"
 
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/progress"
+	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -22,11 +28,15 @@ const gateUsage = `usage: vetbench gate [flags] BASELINE CANDIDATE
 
 Compares the speed of a candidate with a baseline's. BASELINE and
 CANDIDATE are files of "go test -bench" output (several runs each, e.g.
--count 10). With -run, each may instead be a target to benchmark now: an
-endpoint URL (run with VETBENCH_ENDPOINT set to it) or "inprocess" (the
-default in-process twin); runs of two targets are interleaved
-(A B B A A B …) so drift of the machine hits both alike. Outputs are kept
-under -out.
+-count 10; a run directory's bench.txt). With -run, each may instead be a
+target to benchmark now, in this process (no Go toolchain or source tree
+needed): an endpoint URL (a live vLLM) or "inprocess" (the twin in this
+process). The sets, levels and arms are the configuration's (-sets,
+-levels, -arms, -config and the VETBENCH_* variables, as for vetbench run);
+runs of two targets are interleaved (A B B A A B …) so drift of the
+machine hits both alike. Each side is a run directory of its own
+(baseline/ and candidate/: receipts of every run, bench.txt,
+settings.toml) under a new out/runs/<time>-<id>, or under -out.
 
 For every benchmark × unit with a known direction (Unit <u> better=higher
 or better=lower lines; sec/op, B/op, allocs/op built in) the gate fails
@@ -36,14 +46,23 @@ metrics (Holm), so an unchanged candidate fails at most -alpha of the
 time however many metrics there are. The go tool benchstat tables are
 shown for reading; the decision does not parse them.
 
-Exit status: 0 pass, 1 the candidate is slower, 2 could not decide (bad
-input, too few runs, nothing to gate).
+A benchmark the candidate lacks (an output cut short, a point that did
+not run) leaves the gate without a verdict; a failure count (failed-items)
+the candidate has and the baseline never recorded fails. With -run, a
+candidate run with a point that did not pass (failed judgments beyond
+VETBENCH_MAX_FAILED, a stop, a server that went down) fails the gate
+whatever the statistics say; a baseline run that does cannot be
+compared. A server found down ends the runs.
+
+Exit status: 0 pass, 1 the candidate is slower or failed, 2 could not
+decide (bad input, too few runs, nothing to gate), 130 interrupted. With
+-json a failure before a decision is a vetbench.error/v1 object.
 
 flags:
 `
 
-// execFunc runs name with args in the current directory; env nil
-// inherits the environment.
+// execFunc runs name with args in the current directory (go tool
+// benchstat); env nil inherits the environment.
 type execFunc func(ctx context.Context, env []string, stdout, stderr io.Writer, name string, args ...string) error
 
 func osExec(ctx context.Context, env []string, stdout, stderr io.Writer, name string, args ...string) error {
@@ -56,13 +75,10 @@ func osExec(ctx context.Context, env []string, stdout, stderr io.Writer, name st
 type gateOpts struct {
 	run       bool
 	count     int
-	bench     string
-	pkg       string
-	benchtime string
-	out       string
 	benchstat bool
 	asJSON    bool
 	policy    speed.Policy
+	config    config.Source // the run's settings from the flags, with -run
 }
 
 func runGate(ctx context.Context, e *env, args []string) int {
@@ -75,10 +91,9 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	var o gateOpts
 	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
 	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
-	fs.StringVar(&o.bench, "bench", ".", "benchmark `pattern` (go test -bench) with -run")
-	fs.StringVar(&o.pkg, "pkg", "./bench", "benchmark `package` with -run")
-	fs.StringVar(&o.benchtime, "benchtime", "", "go test -benchtime with -run (default: go's)")
-	fs.StringVar(&o.out, "out", "", "`dir` for the outputs of -run (default: a new temporary dir)")
+	// The run's own settings (-sets, -levels, -arms, -warmup, -out, -force,
+	// -config), read only with -run.
+	o.config = config.Flags(fs)
 	fs.BoolVar(&o.benchstat, "benchstat", true, "show go tool benchstat tables")
 	fs.BoolVar(&o.asJSON, "json", false, "print the decision as JSON (schema vetbench.gate/v1)")
 	o.policy = speed.DefaultPolicy()
@@ -87,38 +102,54 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitNoVerdict
+		return failure(e, "gate", wantsJSON(args), exitNoVerdict, err.Error())
+	}
+	fail := func(format string, a ...any) int {
+		return failure(e, "gate", o.asJSON, exitNoVerdict, fmt.Sprintf(format, a...))
 	}
 	if len(pos) != 2 {
 		fs.Usage()
-		return exitNoVerdict
+		return fail("want BASELINE and CANDIDATE, got %d argument(s)", len(pos))
 	}
 	if o.policy.Validate() != nil {
-		fmt.Fprintln(e.stderr, "vetbench gate: -margin must be >= 0 and -alpha in (0,1)")
-		return exitNoVerdict
+		return fail("-margin must be >= 0 and -alpha in (0,1)")
 	}
 	files := pos
+	var runErrs [2]error
 	if o.run {
-		files, err = runTargets(ctx, e, o, pos[0], pos[1])
+		files, runErrs, err = runTargets(ctx, e, o, pos[0], pos[1])
+		if ctx.Err() != nil {
+			return failure(e, "gate", o.asJSON, exitInterrupted, "interrupted")
+		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
-			return exitNoVerdict
+			return fail("%v", err)
 		}
 	}
 	base, err := speed.LoadFile(files[0])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench gate: baseline: %v\n", err)
-		return exitNoVerdict
+		return fail("baseline: %v", errors.Join(err, runErrs[0]))
 	}
 	cand, err := speed.LoadFile(files[1])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench gate: candidate: %v\n", err)
-		return exitNoVerdict
+		if runErrs[1] != nil && runErrs[0] == nil {
+			// Nothing of the candidate to read (its server was down from
+			// the start): it failed all the same.
+			return failure(e, "gate", o.asJSON, exitFail, fmt.Sprintf("candidate run failed: %v", errors.Join(runErrs[1], err)))
+		}
+		return fail("candidate: %v", errors.Join(err, runErrs[1]))
 	}
 	if o.benchstat && !o.asJSON {
 		showBenchstat(ctx, e, base, cand, files)
 	}
 	rep := speed.Decide(base, cand, o.policy)
+	// A run that failed never passes: its output may hold only the points
+	// that ran, or lines over failed work.
+	if runErrs[0] != nil {
+		rep.AddProblem(fmt.Sprintf("baseline run failed: %v", runErrs[0]))
+	}
+	if runErrs[1] != nil {
+		rep.AddFailure(fmt.Sprintf("candidate run failed: %v", runErrs[1]))
+	}
 	if o.asJSON {
 		err = writeJSON(e.stdout, rep)
 	} else {
@@ -128,7 +159,14 @@ func runGate(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
 		return exitNoVerdict
 	}
+	// A failed baseline run leaves nothing to compare with; a failed
+	// candidate run fails whatever the statistics say (its failures are
+	// the verdict, however few its runs).
 	switch {
+	case runErrs[0] != nil:
+		return exitNoVerdict
+	case runErrs[1] != nil:
+		return exitFail
 	case rep.NoVerdict():
 		return exitNoVerdict
 	case rep.Failed():
@@ -173,111 +211,140 @@ func parseTarget(arg string) (target, error) {
 	}
 	u, err := url.Parse(arg)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", arg)
+		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", judgments.RedactURL(arg))
 	}
-	if u.User != nil {
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		// Credentials belong in the environment (VETBENCH_API_KEY), never
 		// on a command line that shows up in logs.
-		return target{}, fmt.Errorf("endpoint %s holds credentials; pass them in the environment", u.Redacted())
+		return target{}, fmt.Errorf("endpoint %s holds credentials or a query; pass the key in the environment (VETBENCH_API_KEY)", judgments.RedactURL(arg))
 	}
 	return target{arg: arg, endpoint: arg}, nil
 }
 
 func (t target) live() bool { return t.file == "" }
 
-// runTargets benchmarks the live sides and returns the two files to gate.
-// With two live sides it runs -count rounds of one run each, in the order
-// A B, B A, A B…, so slow drift of the machine or the server hits both.
-func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, error) {
+// runTargets benchmarks the live sides in this process and returns the two
+// files to gate and, per side, why a run of it failed (a point that did
+// not pass, a server that went down: its output is kept and gated all the
+// same; the caller decides what a failed side means). With two live sides
+// it runs -count rounds of one pass each, in the order A B, B A, A B…, so
+// slow drift of the machine or the server hits both; one live side runs
+// -count passes. A server found down ends the runs: nothing later can be
+// measured on it, and the verdict no longer depends on the rest.
+func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, [2]error, error) {
+	var failed [2]error
 	if o.count < 1 {
-		return nil, fmt.Errorf("-count %d: want at least 1", o.count)
+		return nil, failed, fmt.Errorf("-count %d: want at least 1", o.count)
 	}
 	ta, err := parseTarget(a)
 	if err != nil {
-		return nil, fmt.Errorf("baseline: %w", err)
+		return nil, failed, fmt.Errorf("baseline: %w", err)
 	}
 	tb, err := parseTarget(b)
 	if err != nil {
-		return nil, fmt.Errorf("candidate: %w", err)
+		return nil, failed, fmt.Errorf("candidate: %w", err)
 	}
-	out := o.out
-	if out == "" {
-		if out, err = os.MkdirTemp("", "vetbench-gate-"); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
+	cfg, err := config.Load(config.Env(e.lookup), o.config)
+	if err != nil {
+		return nil, failed, err
 	}
 	files := []string{ta.file, tb.file}
-	sides := []*target{&ta, &tb}
+	sides := []target{ta, tb}
 	names := []string{"baseline", "candidate"}
-	var outs [2]*os.File
+	if !ta.live() && !tb.live() {
+		return files, failed, nil
+	}
+	root, err := openRunDir(e, cfg)
+	if err != nil {
+		return nil, failed, err
+	}
+	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
+	prog := newProgress(e.stderr)
+	shared := map[string]fixtures.Set{}
+	var sweeps [2]*sweep
+	closeAll := func() error {
+		var errs []error
+		for i, sw := range sweeps {
+			if sw != nil {
+				errs = append(errs, sw.close(failed[i] == nil && ctx.Err() == nil))
+				sweeps[i] = nil
+			}
+		}
+		return errors.Join(errs...)
+	}
+	defer closeAll()
 	for i, t := range sides {
 		if !t.live() {
 			continue
 		}
-		files[i] = filepath.Join(out, names[i]+".txt")
-		f, err := os.Create(files[i])
+		dir, err := root.Sub(names[i])
 		if err != nil {
-			return nil, err
+			return nil, failed, err
 		}
-		defer f.Close()
-		outs[i] = f
+		c := cfg
+		c.Target.Endpoint = t.endpoint
+		if t.endpoint == "" {
+			c.Twin.Placement = receipts.TargetInProcess
+		}
+		if sweeps[i], err = openSweep(ctx, "gate", names[i], c, dir, e, e.stderr, prog, shared); err != nil {
+			return nil, failed, fmt.Errorf("%s: %w", names[i], err)
+		}
+		sweeps[i].summaries = false // the receipts hold them; one line per run here
+		files[i] = dir.File(rundir.BenchFile)
 	}
-	fmt.Fprintf(e.stderr, "vetbench gate: writing benchmark output to %s\n", out)
-	run := func(i, count int) error {
-		t := sides[i]
-		args := []string{"test", o.pkg, "-run", "^$", "-bench", o.bench, "-count", strconv.Itoa(count)}
-		if o.benchtime != "" {
-			args = append(args, "-benchtime", o.benchtime)
-		}
-		env := childEnv(os.Environ(), t.endpoint)
-		fmt.Fprintf(e.stderr, "vetbench gate: %s: go %s (target %s)\n", names[i], strings.Join(args, " "), t.arg)
-		if err := e.exec(ctx, env, outs[i], e.stderr, "go", args...); err != nil {
-			return fmt.Errorf("%s run: %w", names[i], err)
-		}
-		return nil
-	}
+	var order []int // which side runs next, run by run
 	switch {
 	case ta.live() && tb.live():
 		for round := range o.count {
-			order := []int{0, 1}
-			if round%2 == 1 {
-				order = []int{1, 0}
-			}
-			for _, i := range order {
-				if err := run(i, 1); err != nil {
-					return nil, err
-				}
+			if round%2 == 0 {
+				order = append(order, 0, 1)
+			} else {
+				order = append(order, 1, 0)
 			}
 		}
-	case ta.live():
-		if err := run(0, o.count); err != nil {
-			return nil, err
+	default:
+		live := 0
+		if tb.live() {
+			live = 1
 		}
-	case tb.live():
-		if err := run(1, o.count); err != nil {
-			return nil, err
+		for range o.count {
+			order = append(order, live)
 		}
 	}
-	for _, f := range outs {
-		if f != nil {
-			if err := f.Sync(); err != nil {
-				return nil, err
+	runs := [2]int{}
+	start := e.now()
+	for n, i := range order {
+		runs[i]++
+		label := fmt.Sprintf("%s %d/%d", names[i], runs[i], o.count)
+		prog.SetLabel(label)
+		prog.SetTimeScale(sweeps[i].target.Endpoint.Target.TimeScale)
+		bad, err := sweeps[i].pass(ctx)
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errInterrupted):
+			return nil, failed, fmt.Errorf("%s: %w", label, errInterrupted)
+		case errors.Is(err, bench.ErrServerDown):
+			if failed[i] == nil {
+				failed[i] = fmt.Errorf("%s: %w", label, err)
 			}
+			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: the server is down: no later run is measured\n", label)
+		case err != nil:
+			return nil, failed, fmt.Errorf("%s: %w", label, err)
+		case bad > 0:
+			err := fmt.Errorf("%s: %d point(s) did not pass (their receipts say why under %s)", label, bad, sweeps[i].dir.Path)
+			if failed[i] == nil {
+				failed[i] = err
+			}
+			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: %v\n", label, err)
 		}
+		if errors.Is(err, bench.ErrServerDown) {
+			break
+		}
+		elapsed := e.now().Sub(start)
+		left := time.Duration(float64(elapsed) / float64(n+1) * float64(len(order)-n-1))
+		fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", n+1, len(order), label, sides[i].arg, progress.Duration(left))
 	}
-	return files, nil
-}
-
-// childEnv is environ with VETBENCH_ENDPOINT set to endpoint, or removed
-// for the in-process twin.
-func childEnv(environ []string, endpoint string) []string {
-	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
-		return strings.HasPrefix(kv, "VETBENCH_ENDPOINT=")
-	})
-	if endpoint != "" {
-		out = append(out, "VETBENCH_ENDPOINT="+endpoint)
+	if err := closeAll(); err != nil {
+		return nil, failed, err
 	}
-	return out
+	return files, failed, nil
 }

@@ -1,22 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/stub"
 )
 
 // truth describes one side's true performance; runs are drawn from it.
@@ -128,6 +125,12 @@ func TestGateBadInputs(t *testing.T) {
 		}
 	}
 	noFaces := writeFile(t, dir, "nofaces.txt", missing.String())
+	// A candidate bench.txt cut short, mid-line and at a line's end, as a
+	// run killed while writing leaves it: it cannot be compared (2), it is
+	// not "worse" (1).
+	full := benchOutput(rand.New(rand.NewPCG(2, 1)), base, 10, "B")
+	cutMid := writeFile(t, dir, "cut_mid.txt", full[:len(full)*2/3])
+	cutLine := writeFile(t, dir, "cut_line.txt", full[:strings.LastIndex(full[:len(full)*2/3], "\n")+1])
 	cases := []struct {
 		name string
 		args []string
@@ -138,92 +141,183 @@ func TestGateBadInputs(t *testing.T) {
 		{"malformed line", []string{malformed, malformed}, exitNoVerdict, "malformed benchmark lines"},
 		{"no results", []string{empty, good}, exitNoVerdict, "no benchmark results"},
 		{"missing file", []string{filepath.Join(dir, "nope.txt"), good}, exitNoVerdict, "no such file"},
-		{"benchmark missing in candidate", []string{good, noFaces}, exitFail, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate"},
+		{"benchmark missing in candidate", []string{good, noFaces}, exitNoVerdict, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate"},
+		{"candidate cut mid-line", []string{good, cutMid}, exitNoVerdict, "output cut short"},
+		{"candidate cut at a line", []string{good, cutLine}, exitNoVerdict, "output cut short"},
 		{"one argument", []string{good}, exitNoVerdict, "usage: vetbench gate"},
+		{"bad flag", []string{"-margin", "x", good, good}, exitNoVerdict, "invalid value"},
 	}
 	for _, c := range cases {
 		stdout, stderr, code := run(t, append([]string{"gate", "-benchstat=false"}, c.args...)...)
 		require.Equal(t, c.code, code, "%s: %s%s", c.name, stdout, stderr)
 		require.Contains(t, stdout+stderr, c.want, c.name)
-	}
-}
 
-// fakeGo stands in for the go command: "go test" writes generated
-// benchmark runs for the endpoint in VETBENCH_ENDPOINT, "go tool
-// benchstat" prints its arguments.
-type fakeGo struct {
-	mu    sync.Mutex
-	calls []string
-	speed map[string]truth
-	seed  uint64
-}
-
-func (f *fakeGo) exec(_ context.Context, env []string, stdout, _ io.Writer, name string, args ...string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if name != "go" {
-		return fmt.Errorf("unexpected %s", name)
-	}
-	if args[0] == "tool" {
-		f.calls = append(f.calls, "benchstat "+strings.Join(args[2:], " "))
-		fmt.Fprintln(stdout, "BENCHSTAT TABLE")
-		return nil
-	}
-	endpoint := "inprocess"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "VETBENCH_ENDPOINT="); ok {
-			endpoint = v
+		// With -json stdout always holds one JSON document: the report
+		// (when there is one) or an error object, never nothing.
+		stdout, stderr, code = run(t, append([]string{"gate", "-json"}, c.args...)...)
+		require.Equal(t, c.code, code, "%s -json: %s", c.name, stderr)
+		var doc struct {
+			Schema string `json:"schema"`
+			Error  string `json:"error"`
+			Exit   int    `json:"exit"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "%s -json: %q", c.name, stdout)
+		switch doc.Schema {
+		case ErrorSchema:
+			require.NotEmpty(t, doc.Error, c.name)
+			require.Equal(t, c.code, doc.Exit, c.name)
+		case speed.ReportSchema:
+		default:
+			t.Fatalf("%s -json: schema %q", c.name, doc.Schema)
 		}
 	}
-	count := args[slices.Index(args, "-count")+1]
-	f.calls = append(f.calls, endpoint+" x"+count)
-	n := 0
-	fmt.Sscan(count, &n)
-	f.seed++
-	_, err := io.WriteString(stdout, benchOutput(rand.New(rand.NewPCG(f.seed, 3)), f.speed[endpoint], n, endpoint))
-	return err
 }
 
+// gate -run measures in this process, needs no source tree (it runs from
+// an empty working directory here) and interleaves two live targets
+// A B, B A, A B. Each side is a run directory of its own under a new
+// out/runs/<id>, with every run's receipts and bench.txt, and nothing is
+// written anywhere else. Three runs a side can never reach significance,
+// so the verdict is a certain exit 2, whatever the machine's timing.
 func TestGateRunInterleaves(t *testing.T) {
-	t.Parallel()
-	fake := &fakeGo{speed: map[string]truth{
-		"http://a:8000": base,
-		"http://b:8000": {jps: base.jps * 0.8, p95: base.p95 * 1.25, cv: base.cv},
-		"inprocess":     base,
-	}}
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	e := &env{stdout: &stdout, stderr: &stderr, exec: fake.exec}
-	code := vetbench(context.Background(), e, []string{"gate", "-run", "-count", "6", "-out", out, "http://a:8000", "http://b:8000"})
-	require.Equal(t, exitFail, code, stdout.String()+stderr.String())
-	require.Equal(t, []string{
-		"http://a:8000 x1", "http://b:8000 x1",
-		"http://b:8000 x1", "http://a:8000 x1",
-		"http://a:8000 x1", "http://b:8000 x1",
-		"http://b:8000 x1", "http://a:8000 x1",
-		"http://a:8000 x1", "http://b:8000 x1",
-		"http://b:8000 x1", "http://a:8000 x1",
-		"benchstat -ignore target baseline=" + filepath.Join(out, "baseline.txt") + " candidate=" + filepath.Join(out, "candidate.txt"),
-	}, fake.calls)
-	require.Contains(t, stdout.String(), "BENCHSTAT TABLE")
-	require.FileExists(t, filepath.Join(out, "baseline.txt"))
+	wd := t.TempDir()
+	t.Chdir(wd)
+	var twins []string
+	for range 2 {
+		srv, err := stub.Start(stub.WithDevMode(true))
+		require.NoError(t, err)
+		t.Cleanup(func() { srv.Close() })
+		twins = append(twins, srv.URL())
+	}
+	environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": "2"}
+	stdout, stderr, code := runWith(t, environ, "gate", "-run", "-count", "3", "-benchstat=false", twins[0], twins[1])
+	require.Equal(t, exitNoVerdict, code, stdout+stderr)
+	require.Contains(t, stdout, "can never reach p < 0.05")
 
-	// A file against a live target: one run of -count N for the live side.
-	fake.calls = nil
-	stdout.Reset()
-	code = vetbench(context.Background(), e, []string{"gate", "-run", "-count", "6", "-out", t.TempDir(), "-benchstat=false",
-		filepath.Join(out, "baseline.txt"), "inprocess"})
-	require.Equal(t, exitPass, code, stdout.String())
-	require.Equal(t, []string{"inprocess x6"}, fake.calls)
+	var order []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if _, rest, ok := strings.Cut(line, "done ("); ok {
+			order = append(order, strings.Fields(rest)[0]+" "+strings.TrimSuffix(strings.Fields(rest)[1], ","))
+		}
+	}
+	require.Equal(t, []string{"baseline 1/3", "candidate 1/3", "candidate 2/3", "baseline 2/3", "baseline 3/3", "candidate 3/3"}, order, stderr)
+
+	entries, err := os.ReadDir(wd)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only out/")
+	runs, err := filepath.Glob(filepath.Join(wd, "out", "runs", "*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	for _, side := range []string{"baseline", "candidate"} {
+		dir := filepath.Join(runs[0], side)
+		for _, p := range []string{"receipts/checks_c2.json", "receipts/pass2/checks_c2.json", "receipts/pass3/checks_c2.json", "settings.toml"} {
+			require.FileExists(t, filepath.Join(dir, p))
+		}
+		s, err := speed.LoadFile(filepath.Join(dir, "bench.txt"))
+		require.NoError(t, err, side)
+		require.NotNil(t, s)
+		bench, err := os.ReadFile(filepath.Join(dir, "bench.txt"))
+		require.NoError(t, err)
+		require.Equal(t, 3, strings.Count(string(bench), "BenchmarkJudgments/set=checks/c=2"), "one line per run")
+	}
+	settings, err := os.ReadFile(filepath.Join(runs[0], "candidate", "settings.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(settings), `endpoint = "`+twins[1]+`"`)
+
+	// A named directory that holds results is refused, as for vetbench run.
+	_, stderr, code = runWith(t, environ, "gate", "-run", "-count", "3", "-out", runs[0], twins[0], twins[1])
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "holds results of an earlier run")
+
+	// A file against the in-process twin: -count runs of the live side only.
+	cand := filepath.Join(runs[0], "candidate", "bench.txt")
+	stdout, stderr, code = runWith(t, environ, "gate", "-run", "-count", "3", "-benchstat=false", "-out", "second", "inprocess", cand)
+	require.Equal(t, exitNoVerdict, code, stdout+stderr)
+	require.Contains(t, stderr, "run 3/3 done (baseline 3/3, target inprocess)")
+	require.NotContains(t, stderr, "candidate 1/3")
+	require.FileExists(t, filepath.Join(wd, "second", "baseline", "receipts", "pass3", "checks_c2.json"))
+	require.NoDirExists(t, filepath.Join(wd, "second", "candidate"))
 
 	_, _, code = run(t, "gate", "-run", "http://user:pw@a:8000", "http://b:8000")
 	require.Equal(t, exitNoVerdict, code, "credentials on the command line are refused")
 }
 
-func TestChildEnv(t *testing.T) {
-	t.Parallel()
-	env := []string{"A=1", "VETBENCH_ENDPOINT=http://old", "B=2"}
-	require.Equal(t, []string{"A=1", "B=2", "VETBENCH_ENDPOINT=http://new"}, childEnv(env, "http://new"))
-	require.Equal(t, []string{"A=1", "B=2"}, childEnv(env, ""))
-	require.Equal(t, []string{"A=1", "VETBENCH_ENDPOINT=http://old", "B=2"}, env, "the caller's slice is untouched")
+// A side whose run did not pass never passes the gate, even when its lines
+// look fast: a failed candidate fails (1) whatever the statistics say, a
+// failed baseline cannot be compared (2); both outputs are still gated and
+// their lines kept. A candidate whose engine is dead from the start ends
+// the runs and fails with nothing to read; an interrupt is 130. Control:
+// the same runs, none failing, have no verdict at three runs a side (2).
+func TestGateRunFailedSide(t *testing.T) {
+	environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": "2"}
+	twin := func(faults ...string) string {
+		opts := []stub.Option{stub.WithDevMode(true)}
+		for _, f := range faults {
+			opts = append(opts, stub.WithFaults(mustFault(t, f)))
+		}
+		srv, err := stub.Start(opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { srv.Close() })
+		return srv.URL()
+	}
+	stops := "missing-candidate:match=|r00:unsigned|"
+	for _, tc := range []struct {
+		name       string
+		base, cand string
+		code       int
+		want       []string
+	}{
+		{"candidate fails", twin(), twin(stops), exitFail, []string{"candidate run failed: candidate 1/3: 1 point(s) did not pass"}},
+		{"baseline fails", twin(stops), twin(), exitNoVerdict, []string{"baseline run failed: baseline 1/3: 1 point(s) did not pass"}},
+		{"control", twin(), twin(), exitNoVerdict, []string{"can never reach p < 0.05"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "gate")
+			stdout, stderr, code := runWith(t, environ, "gate", "-run", "-count", "3", "-benchstat=false", "-out", dir, tc.base, tc.cand)
+			require.Equal(t, tc.code, code, stdout+stderr)
+			for _, w := range tc.want {
+				require.Contains(t, stdout, w)
+			}
+			if tc.name == "control" {
+				require.NotContains(t, stdout+stderr, "run failed")
+				return
+			}
+			// Every run of the failing side ran, and its lines carry the
+			// point's failure.
+			side := "candidate"
+			if tc.name == "baseline fails" {
+				side = "baseline"
+			}
+			bench, err := os.ReadFile(filepath.Join(dir, side, "bench.txt"))
+			require.NoError(t, err)
+			require.Equal(t, 3, strings.Count(string(bench), "BenchmarkJudgments/set=checks/c=2"))
+			require.Equal(t, 3, strings.Count(string(bench), " 1.000 failed-items"), "the stopped item is counted on every line")
+			require.True(t, strings.HasSuffix(string(bench), "\nFAIL\n"))
+		})
+	}
+
+	// The candidate's engine is dead before the first judgment: no point
+	// has a receipt or a line, the runs end there (no baseline 2/3), and
+	// the gate fails with an error object.
+	dir := filepath.Join(t.TempDir(), "gate")
+	stdout, stderr, code := runWith(t, environ, "gate", "-run", "-json", "-count", "3", "-out", dir, twin(), twin("engine-dead:after=0"))
+	require.Equal(t, exitFail, code, stdout+stderr)
+	var doc jsonError
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	require.Equal(t, ErrorSchema, doc.Schema)
+	require.Equal(t, exitFail, doc.Exit)
+	require.Contains(t, doc.Error, "candidate run failed: candidate 1/3: ")
+	require.Contains(t, doc.Error, "server down")
+	require.Contains(t, stderr, "no later run is measured")
+	require.NotContains(t, stderr, "baseline 2/3")
+
+	// Interrupted (here: before it starts): 130, and with -json an error
+	// object that says so.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	stdout, stderr, code = runCtx(ctx, environ, "gate", "-run", "-json", "-count", "3", "-out", filepath.Join(t.TempDir(), "gate"), twin(), twin())
+	require.Equal(t, exitInterrupted, code, stdout+stderr)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	require.Equal(t, exitInterrupted, doc.Exit)
+	require.Equal(t, "interrupted", doc.Error)
 }

@@ -56,6 +56,10 @@ type runOpts struct {
 	allowance                  time.Duration
 	faults                     faultFlags
 	devMode                    bool
+	apiKeys                    []string
+	offFormat                  float64
+	legacy, promptDetails      bool
+	dataParallel               int
 	setFlags                   map[string]bool
 
 	// A first-principles profile (stub.ProfilePhysical).
@@ -97,6 +101,12 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.weightDtype, "weight-dtype", "bf16", "weight dtype of the first-principles profile: bf16, fp16, fp8 or mxfp4")
 	fs.StringVar(&o.kvDtype, "kv-dtype", "bf16", "KV cache dtype of the first-principles profile: bf16, fp16 or fp8")
 	fs.StringVar(&o.effFam, "efficiency", "", "efficiency constants' GPU family (default: the GPU's; name one to borrow it, e.g. hopper)")
+	var apiKey string
+	fs.StringVar(&apiKey, "api-key", "", "require this bearer token on /v1/*, /tokenize and the resets (vllm serve --api-key; also VLLM_API_KEY, comma-separated keys)")
+	fs.BoolVar(&o.promptDetails, "enable-prompt-tokens-details", false, "fill usage.prompt_tokens_details (cached_tokens)")
+	fs.IntVar(&o.dataParallel, "data-parallel-size", 1, "engines behind the API server, each with its own caches and engine label")
+	fs.Float64Var(&o.offFormat, "off-format-share", 0, "share of answers whose greedy token is no candidate (twin's own)")
+	fs.BoolVar(&o.legacy, "legacy-server", false, "serve as a vLLM before logprob_token_ids (PR #43463): ignore the field (twin's own)")
 	// vllm serve takes the model first: vllm serve MODEL --flag ...
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.model, args = args[0], args[1:]
@@ -126,6 +136,14 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 		return runOpts{}, errors.New("-model-config replaces --profile and --profile-json; give one")
 	}
 	o.devMode = truthy(os.Getenv("VLLM_SERVER_DEV_MODE"))
+	if apiKey == "" {
+		apiKey = os.Getenv("VLLM_API_KEY")
+	}
+	for _, k := range strings.Split(apiKey, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			o.apiKeys = append(o.apiKeys, k)
+		}
+	}
 	return o, nil
 }
 
@@ -264,7 +282,8 @@ func (o runOpts) options() ([]stub.Option, error) {
 	}
 	opts := []stub.Option{stub.WithProfile(p), stub.WithTimeScale(o.timeScale), stub.WithSlowdown(o.slowdown),
 		stub.WithBatchNoise(o.noise), stub.WithFaults(o.faults...), stub.WithDevMode(o.devMode),
-		stub.WithTransportAllowance(o.allowance)}
+		stub.WithTransportAllowance(o.allowance), stub.WithAPIKey(o.apiKeys...), stub.WithOffFormat(o.offFormat),
+		stub.WithLegacyServer(o.legacy), stub.WithPromptTokensDetails(o.promptDetails), stub.WithDataParallel(max(o.dataParallel, 1))}
 	if o.served != "" {
 		opts = append(opts, stub.WithModel(o.served))
 	}
@@ -315,8 +334,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	p := s.Profile()
-	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, %d fault(s)) on http://%s\n",
-		stub.Version, s.Model(), p.Name, s.TimeScale(), o.devMode, len(o.faults), ln.Addr())
+	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",
+		stub.Version, s.Model(), p.Name, s.TimeScale(), o.devMode, len(o.apiKeys) > 0, max(o.dataParallel, 1), len(o.faults), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

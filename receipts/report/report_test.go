@@ -334,6 +334,7 @@ func TestTroubleVisible(t *testing.T) {
 	rc := receiptAt(t, run, "checks", 16)
 	rc.Stopped = &receipts.Stopped{Index: 3, Item: "r00:unsigned", Question: "legibility", Reason: "error", Message: "HTTP 500", Discarded: 2}
 	rc.Throughput.Discarded = 2
+	rc.Throughput.Failed, rc.Throughput.FailedByClass = 3, map[string]int{"http_500": 2, "timeout": 1}
 	rc.Checks.LittlesLaw.OK = false
 	rc.Checks.LittlesLaw.Problems = []string{"mean in flight 3.1 vs predicted 4.0 (22% off): the latency clock misses part of each judgment"}
 	rc.Checks.Reconciliation.OK = false
@@ -342,16 +343,36 @@ func TestTroubleVisible(t *testing.T) {
 	rc.Warnings = []string{"cold arm, but the prefix cache was not reset: dev mode off"}
 	rep := build(t, run, nil)
 	c := csvs(t, rep)
-	require.Equal(t, []string{"run", "cold", "16", "7", "0", "2",
+	require.Equal(t, []string{"run", "cold", "16", "7", "3 (2 http_500, 1 timeout)", "2",
 		"error at r00:unsigned / legibility (#3): HTTP 500; 2 discarded", "ok",
 		"mean in flight 3.1 vs predicted 4.0 (22% off): the latency clock misses part of each judgment",
 		"shared server or lost requests: server finished 30 requests, client sent 28", "1"}, c["checks_checks.csv"][3])
-	require.Equal(t, []string{"run: failures and self-checks", "trouble", "6 points; 0 failed judgments, 2 discarded, 1 points stopped early, 1 with a failed self-check"}, c["summary.csv"][2])
+	require.Equal(t, []string{"run: failures and self-checks", "trouble", "6 points; 3 failed judgments, 2 discarded, 1 points stopped early, 1 with a failed self-check"}, c["summary.csv"][2])
 	require.Equal(t, [][]string{{"warning"}, {"run checks c=16: cold arm, but the prefix cache was not reset: dev mode off"}}, c["warnings.csv"])
 	page := html(t, rep)
 	pageHas(t, page, `<td class="bad">error at r00:unsigned / legibility (#3): HTTP 500; 2 discarded</td>`)
+	pageHas(t, page, `<td class="bad">3 (2 http_500, 1 timeout)</td>`)
 	pageHas(t, page, `<td class="bad">shared server or lost requests: server finished 30 requests, client sent 28</td>`)
 	pageHas(t, page, `<a href="#warnings">Warnings (1)</a>`)
 	pageHas(t, page, "<li>run checks c=16: cold arm, but the prefix cache was not reset: dev mode off</li>")
 	require.Contains(t, c["answers_checks.csv"][2][9], "candidate stopped at item r00:unsigned", "a stopped point fails its comparison with c=1 (receipts/answers)")
+}
+
+// TestPrefixCountingNote: a baseline and a candidate on either side of
+// vllm#48860 say so next to their hit rates.
+func TestPrefixCountingNote(t *testing.T) {
+	t.Parallel()
+	base := load(t, "base", "baseline")
+	cand := load(t, "cand", "candidate")
+	pageLacks(t, html(t, build(t, base, cand)), "vllm#48860", "same build on both sides")
+	old := cloneRun(base, "baseline")
+	for _, e := range old.Entries {
+		e.Receipt.Pins.ServerBuild = "0.25.1"
+	}
+	opt := DefaultOptions()
+	opt.Answers.AllowIdentityDrift = true // the build is part of the identity
+	rep, err := Build(old, cand, opt)
+	require.NoError(t, err)
+	page := html(t, rep)
+	pageHas(t, page, "Prefix hit rates cross vllm#48860 (baseline vLLM 0.25.1, candidate vLLM 0.30.0&#43;vetbench.twin)")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 // curve is one run × arm of one set, in level order.
@@ -115,9 +116,14 @@ func (b *builder) setSection(set string) Section {
 			hits.Series = append(hits.Series, s)
 		}
 	}
+	counting := b.prefixCountingNote(cs)
+	hits.Note = counting
 	s := Section{ID: "set-" + set, Title: "Set " + set, Charts: []Chart{thr, lat, hits, b.movedChart(set)}}
 	if note != "" {
 		s.Notes = append(s.Notes, "Speed figures of a "+note+".")
+	}
+	if counting != "" {
+		s.Notes = append(s.Notes, strings.ToUpper(counting[:1])+counting[1:]+".")
 	}
 	s.Tables = append(s.Tables, b.speedTable(set, cs), b.healthTable(set, cs))
 	at, mt := b.answerTables(set)
@@ -149,8 +155,12 @@ func (b *builder) healthTable(set string, cs []curve) Table {
 			if w.Tone == Bad {
 				w.Tone = Warn
 			}
+			failed := count(tp.Failed)
+			if by := tally.FailureClasses(tp); by != "" {
+				failed.Text += " (" + by + ")" // grouped by error class
+			}
 			t.Rows = append(t.Rows, []Cell{{Text: c.run.Label}, {Text: orDash(c.arm)}, itoa(r.Pins.Concurrency), itoa(tp.Judgments),
-				count(tp.Failed), count(tp.Discarded), stoppedText(r), serverText(r), littleText(r), reconText(r), w})
+				failed, count(tp.Discarded), stoppedText(r), serverText(r), littleText(r), reconText(r), w})
 		}
 	}
 	return t
@@ -429,4 +439,32 @@ func lighter(c string) string {
 		return c
 	}
 	return fmt.Sprintf("#%02x%02x%02x", (r+255)/2, (g+255)/2, (bl+255)/2)
+}
+
+// prefixCountingNote says when the baseline's and the candidate's prefix
+// hit rates may not compare because their builds straddle vllm#48860
+// (receipts.PrefixCountingNote); "" without a candidate or hit rates.
+func (b *builder) prefixCountingNote(cs []curve) string {
+	if b.cand == nil {
+		return ""
+	}
+	build := func(run *Run) (string, bool) {
+		for _, c := range cs {
+			if c.run != run {
+				continue
+			}
+			for _, r := range c.pts {
+				if hit(r, false) != nil {
+					return r.Pins.ServerBuild, true
+				}
+			}
+		}
+		return "", false
+	}
+	bb, okB := build(b.base)
+	cb, okC := build(b.cand)
+	if !okB || !okC {
+		return ""
+	}
+	return receipts.PrefixCountingNote(bb, cb)
 }
