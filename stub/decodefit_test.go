@@ -58,12 +58,18 @@ func e2bFigures(t testing.TB, cells map[[2]int]*matrixCell, prefill map[int]*mat
 // logFigures prints figures side by side and returns those outside tol.
 func logFigures(t testing.TB, title string, figs []figure, tol float64) []string {
 	t.Helper()
+	return logFiguresBy(t, title, figs, func(figure) float64 { return tol })
+}
+
+// logFiguresBy is logFigures with a tolerance per figure.
+func logFiguresBy(t testing.TB, title string, figs []figure, tolFor func(figure) float64) []string {
+	t.Helper()
 	var bad []string
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (twin vs published):\n", title)
 	for _, f := range figs {
 		mark := ""
-		if f.outside(tol) {
+		if tol := tolFor(f); f.outside(tol) {
 			mark = fmt.Sprintf("  <-- outside ±%.0f%%", 100*tol)
 			bad = append(bad, fmt.Sprintf("%s %s: twin %.4g, published %.4g (%s)", f.Row, f.Name, f.Got, f.Want, pct(f.rel())))
 		}
