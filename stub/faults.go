@@ -13,7 +13,8 @@ type FaultKind string
 
 // Fault kinds. The first four act before the engine sees the request (it
 // is not counted in request_success); the others let the engine serve it
-// and then spoil the answer.
+// and then spoil the answer, except loop and stream-error, which change
+// what the engine generates.
 const (
 	// FaultHTTP500 answers 500 with vLLM's InternalServerError body.
 	FaultHTTP500 FaultKind = "http500"
