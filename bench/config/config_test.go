@@ -84,6 +84,8 @@ func TestEnv(t *testing.T) {
 		ModelRevision:   "abc",
 		ServerFlags:     "--max-num-seqs 32",
 		GPUHourlyUSD:    2.49,
+		Tokens:          Default().Tokens,
+		Matrix:          Default().Matrix,
 	}, c)
 }
 

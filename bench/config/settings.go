@@ -52,13 +52,22 @@ type setting struct {
 	usage   string
 	def     string // shown in the flag's help
 	boolean bool   // a flag that may be given bare
-	set     func(c *Config, v string) error
+	// scopes are the commands that have the flag; none means ScopeRun.
+	scopes []Scope
+	set    func(c *Config, v string) error
+}
+
+func (s setting) in(scope Scope) bool {
+	if len(s.scopes) == 0 {
+		return scope == ScopeRun
+	}
+	return slices.Contains(s.scopes, scope)
 }
 
 // settings lists every setting. A run file (issue 13) will name them by
 // their flag or a key of their own and parse with the same set functions.
 func settings() []setting {
-	return []setting{
+	return append([]setting{
 		{env: EnvEndpoint, set: func(c *Config, v string) error {
 			v = strings.TrimRight(strings.TrimSpace(v), "/")
 			u, err := url.Parse(v)
@@ -193,7 +202,7 @@ func settings() []setting {
 			return nil
 		}},
 		{env: EnvOut, flag: "out", usage: "receipt `directory` (" + EnvOut + ", default out/receipts)",
-			set: text(func(c *Config) *string { return &c.Out })},
+			scopes: []Scope{ScopeRun, ScopeTokens}, set: text(func(c *Config) *string { return &c.Out })},
 		{env: EnvGoldenDir, set: text(func(c *Config) *string { return &c.GoldenDir })},
 		{env: EnvModelRevision, set: text(func(c *Config) *string { return &c.ModelRevision })},
 		{env: EnvServerFlags, set: func(c *Config, v string) error { c.ServerFlags = v; return nil }},
@@ -234,7 +243,7 @@ func settings() []setting {
 			c.Fixtures.TypevetIDs = b
 			return nil
 		}},
-	}
+	}, append(tokenSettings(), matrixSettings()...)...)
 }
 
 // text sets a string field, trimmed.
