@@ -139,6 +139,10 @@ type Policy struct {
 	// (family-wise), not per metric: a gate over 8 metrics at 0.05 each
 	// would otherwise fail equal candidates far more often than 5%.
 	Holm bool `json:"holm"`
+	// AllowIdentityDrift compares outputs whose identity configuration
+	// differs (IdentityCheck.Differs), listing what differs, instead of
+	// refusing.
+	AllowIdentityDrift bool `json:"allow_identity_drift"`
 }
 
 // Policy defaults: a candidate fails on a change of more than 5% in the
@@ -225,6 +229,9 @@ type Report struct {
 	// Problems are why no verdict could be given.
 	Problems []string `json:"problems"`
 	Passed   bool     `json:"passed"`
+	// Identity is what the outputs' configuration lines say about
+	// comparing them.
+	Identity IdentityCheck `json:"identity"`
 }
 
 // NoVerdict says the inputs could not be decided on (Problems lists why):
@@ -242,8 +249,21 @@ func (r *Report) Failed() bool { return !r.Passed && !r.NoVerdict() }
 // distribution; exact comparison for assume=exact units). A metric that
 // can never reach p < alpha with the runs given makes the report NoVerdict,
 // never a silent pass.
+//
+// Outputs whose identity configuration differs (CheckIdentity) are not
+// compared unless p.AllowIdentityDrift: the report then holds no metrics
+// and one problem naming what differs.
 func Decide(base, cand *Samples, p Policy) *Report {
-	rep := &Report{Schema: ReportSchema, Policy: p, Metrics: []Metric{}, Failures: []string{}, Problems: []string{}}
+	rep := &Report{Schema: ReportSchema, Policy: p, Metrics: []Metric{}, Failures: []string{}, Problems: []string{},
+		Identity: CheckIdentity(base, cand)}
+	if d := rep.Identity.Differs; len(d) > 0 {
+		if !p.AllowIdentityDrift {
+			rep.Problems = append(rep.Problems, "identity differs, not the same experiment: "+strings.Join(d, "; ")+
+				" (allow identity drift to compare anyway)")
+			return rep
+		}
+		rep.Identity.Allowed = true
+	}
 	thr := &benchmath.Thresholds{CompareAlpha: p.Alpha}
 	for _, bench := range base.names {
 		for _, unit := range base.unitsO[bench] {
@@ -463,6 +483,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	b.WriteString("\n")
+	id := r.Identity
+	for _, s := range id.Differs {
+		verb := "differs"
+		if id.Allowed {
+			verb = "differs (allowed)"
+		}
+		fmt.Fprintf(&b, "identity %s: %s\n", verb, s)
+	}
+	for _, s := range id.Changed {
+		fmt.Fprintf(&b, "changed: %s\n", s)
+	}
+	for _, s := range id.Unverified {
+		fmt.Fprintf(&b, "unverified: %s\n", s)
+	}
+	if len(id.Differs)+len(id.Changed)+len(id.Unverified) > 0 {
+		b.WriteString("\n")
+	}
 	switch {
 	case len(r.Problems) > 0:
 		fmt.Fprintf(&b, "NO VERDICT (%d):\n", len(r.Problems))
