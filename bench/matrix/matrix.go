@@ -129,6 +129,8 @@ type Runner struct {
 	hc     *http.Client
 	auth   func(*http.Request)
 	now    func() time.Time
+	// cpt is the characters per token the first estimate calibration found.
+	cpt float64
 }
 
 // NewRunner probes the endpoint: served model and its max_model_len,
@@ -226,63 +228,34 @@ func (r *Runner) Run(ctx context.Context, o Options) (*rmatrix.Matrix, error) {
 }
 
 func (r *Runner) run(ctx context.Context, o Options, m *rmatrix.Matrix) error {
-	var count counter
-	tol := func(target int) int { return max(target/20, 1) } // estimate: within 5 %
-	if o.Targeting == config.TargetingExact {
-		count = tokenizeCounter(r.hc, r.Endpoint.BaseURL, r.Model, r.auth)
-		tol = func(target int) int { return max(64, target/200) }
-	} else {
-		count = usageCounter(r.client, r.Model)
-	}
-	// Estimate: one calibration at the first context, characters per token
-	// reused for the others (the scout's prompt_tokens is what counts).
-	cpt := 0.0
-	first := true
 	for _, want := range o.Contexts {
-		ctxTokens := want
-		if r.MaxModelLen > 0 {
-			if fits := r.MaxModelLen - o.OutputTokens - 64; want > fits {
-				ctxTokens = fits
-				m.Warnings = append(m.Warnings, fmt.Sprintf("context %s trimmed to %d tokens (%s) to fit max_model_len %d − output %d − 64",
-					rmatrix.ContextLabel(want), fits, rmatrix.ContextLabel(fits), r.MaxModelLen, o.OutputTokens))
-			}
+		row, err := r.row(ctx, o, want)
+		if row != nil {
+			m.Warnings = append(m.Warnings, row.Warnings...)
 		}
-		if ctxTokens < 1 {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("context %s does not fit at all: skipped", rmatrix.ContextLabel(want)))
+		if err != nil {
+			return err
+		}
+		if row.chars == 0 {
+			continue // does not fit at all (a warning says so)
+		}
+		if slices.ContainsFunc(m.Cells, func(c rmatrix.Cell) bool { return c.Context == row.Label }) ||
+			slices.ContainsFunc(m.Prefill, func(p rmatrix.Prefill) bool { return p.Context == row.Label }) {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("context %s is %s again after trimming: measured once", rmatrix.ContextLabel(want), row.Label))
 			continue
-		}
-		label := rmatrix.ContextLabel(ctxTokens)
-		if slices.ContainsFunc(m.Cells, func(c rmatrix.Cell) bool { return c.Context == label }) ||
-			slices.ContainsFunc(m.Prefill, func(p rmatrix.Prefill) bool { return p.Context == label }) {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("context %s is %s again after trimming: measured once", rmatrix.ContextLabel(want), label))
-			continue
-		}
-		var chars int
-		switch {
-		case o.Targeting == config.TargetingExact || first:
-			c, got, err := fit(ctx, count, r.tag("cal", ctxTokens, 0), ctxTokens, tol(ctxTokens), 6)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return fmt.Errorf("context %s: calibrate the prompt: %w", label, err)
-			}
-			chars, cpt, first = c, float64(c)/float64(got), false
-		default:
-			chars = int(float64(ctxTokens) * cpt)
 		}
 		if !o.NoPrefill {
-			p := r.prefill(ctx, ctxTokens, chars, o)
+			p := row.Prefill(ctx)
 			m.Prefill = append(m.Prefill, p)
-			r.logf("prefill %s: %s", label, prefillLine(p))
+			r.logf("prefill %s: %s", row.Label, prefillLine(p))
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 		}
 		for _, c := range o.Levels {
-			cell := r.cell(ctx, ctxTokens, chars, c, o)
+			cell := row.Cell(ctx, c)
 			m.Cells = append(m.Cells, cell)
-			r.logf("%s c=%d: %s", label, c, cellLine(cell))
+			r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -296,6 +269,76 @@ func (r *Runner) run(ctx context.Context, o Options, m *rmatrix.Matrix) error {
 	return nil
 }
 
+// Row is one context length of a matrix, its prompt calibrated: measure
+// its prefill and its cells with it.
+type Row struct {
+	// Asked is the context asked for; Tokens what it became (trimmed to
+	// max_model_len − output − 64); Label the row's name ("123K").
+	Asked, Tokens int
+	Label         string
+	// Warnings say what was changed (a trimmed context).
+	Warnings []string
+
+	r     *Runner
+	o     Options
+	chars int
+}
+
+// Row prepares context (in tokens) for o: trims it to fit, and finds how
+// many characters of document make a prompt that long — by one
+// calibration (the first row; later rows reuse its characters per token)
+// or, for exact targeting, by /tokenize for every row. It returns nil and
+// no error for a context that cannot fit at all.
+func (r *Runner) Row(ctx context.Context, o Options, context int) (*Row, error) {
+	o = o.withDefaults()
+	probe := o
+	probe.Contexts, probe.Levels = []int{max(context, 1)}, []int{1}
+	if err := probe.validate(); err != nil {
+		return nil, err
+	}
+	row, err := r.row(ctx, o, context)
+	if row != nil && row.chars == 0 {
+		return nil, err
+	}
+	return row, err
+}
+
+func (r *Runner) row(ctx context.Context, o Options, want int) (*Row, error) {
+	row := &Row{Asked: want, Tokens: want, r: r, o: o}
+	if r.MaxModelLen > 0 {
+		if fits := r.MaxModelLen - o.OutputTokens - 64; want > fits {
+			row.Tokens = fits
+			row.Warnings = append(row.Warnings, fmt.Sprintf("context %s trimmed to %d tokens (%s) to fit max_model_len %d − output %d − 64",
+				rmatrix.ContextLabel(want), fits, rmatrix.ContextLabel(fits), r.MaxModelLen, o.OutputTokens))
+		}
+	}
+	if row.Tokens < 1 {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("context %s does not fit at all: skipped", rmatrix.ContextLabel(want)))
+		return row, nil
+	}
+	row.Label = rmatrix.ContextLabel(row.Tokens)
+	if o.Targeting == config.TargetingEstimate && r.cpt > 0 {
+		row.chars = int(float64(row.Tokens) * r.cpt)
+		return row, nil
+	}
+	count, tol := usageCounter(r.client, r.Model), max(row.Tokens/20, 1) // estimate: within 5 %
+	if o.Targeting == config.TargetingExact {
+		count, tol = tokenizeCounter(r.hc, r.Endpoint.BaseURL, r.Model, r.auth), max(64, row.Tokens/200)
+	}
+	chars, got, err := fit(ctx, count, r.tag("cal", row.Tokens, 0), row.Tokens, tol, 6)
+	if err != nil {
+		if ctx.Err() != nil {
+			return row, ctx.Err()
+		}
+		return row, fmt.Errorf("context %s: calibrate the prompt: %w", row.Label, err)
+	}
+	row.chars = chars
+	if o.Targeting == config.TargetingEstimate {
+		r.cpt = float64(chars) / float64(got)
+	}
+	return row, nil
+}
+
 func (r *Runner) logf(format string, args ...any) {
 	if r.Log != nil {
 		fmt.Fprintf(r.Log, format+"\n", args...)
@@ -307,9 +350,10 @@ func (r *Runner) tag(purpose string, tokens, c int) string {
 	return fmt.Sprintf("[vb-%s-%s-ctx%d-c%d]", r.RunID, purpose, tokens, c)
 }
 
-// prefill sends one cold request (a tag of its own, one output token)
+// Prefill sends one cold request (a tag of its own, one output token)
 // and reads prompt tokens ÷ time to first token.
-func (r *Runner) prefill(ctx context.Context, tokens, chars int, o Options) rmatrix.Prefill {
+func (row *Row) Prefill(ctx context.Context) rmatrix.Prefill {
+	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
 	p := rmatrix.Prefill{Context: rmatrix.ContextLabel(tokens), ContextTokens: tokens, Requests: 1}
 	if reason := SkipReason(1, tokens, 1, r.KVTokens, r.MaxModelLen); reason != "" {
 		p.Status, p.Reason = rmatrix.Skipped, reason
@@ -403,8 +447,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// cell measures one (context, C) cell of sustained decode.
-func (r *Runner) cell(ctx context.Context, tokens, chars, c int, o Options) rmatrix.Cell {
+// Cell measures the row's cell at concurrency c: sustained decode for the
+// options' duration after the cell is ready, or its status when it is
+// skipped, queued, looped or failed.
+func (row *Row) Cell(ctx context.Context, c int) rmatrix.Cell {
+	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
 	cell := rmatrix.Cell{Context: rmatrix.ContextLabel(tokens), ContextTokens: tokens, Concurrency: c}
 	if reason := SkipReason(c, tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen); reason != "" {
 		cell.Status, cell.Reason = rmatrix.Skipped, reason

@@ -282,3 +282,23 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	require.False(t, errors.Is(err, matrix.ErrStopped))
 }
+
+func TestContextsThatDoNotFit(t *testing.T) {
+	t.Parallel()
+	srv := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, MaxModelLen: 600})
+	o := quick([]int{8192, 16384}, []int{1})
+	o.OutputTokens = 600
+	m, err := runner(t, srv).Run(t.Context(), o)
+	require.NoError(t, err)
+	require.Empty(t, m.Cells)
+	require.Contains(t, strings.Join(m.Warnings, "\n"), "context 8K does not fit at all")
+
+	// Two contexts trimmed to the same length are measured once.
+	srv2 := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, MaxModelLen: 2000})
+	o.OutputTokens = 500
+	o.NoPrefill = true
+	m, err = runner(t, srv2).Run(t.Context(), o)
+	require.NoError(t, err)
+	require.Len(t, m.Cells, 1)
+	require.Contains(t, strings.Join(m.Warnings, "\n"), "measured once")
+}
