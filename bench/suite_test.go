@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
+		// The token units, and what this run measures (model, twin,
+		// fixture…) as configuration lines the speed gate compares.
+		writeSuiteConfig(os.Stdout, os.Stderr)
 	}
 	code := m.Run()
 	interrupted := interrupt.Err() != nil
@@ -74,6 +77,15 @@ func TestMain(m *testing.M) {
 // getSuite opens the target the environment names, once per process.
 func getSuite(tb testing.TB) *suite {
 	tb.Helper()
+	openSuite()
+	if shared.err != nil {
+		tb.Fatalf("target: %v", shared.err)
+	}
+	return &shared
+}
+
+// openSuite opens the shared target once; shared.err says if it failed.
+func openSuite() {
 	sharedOnce.Do(func() {
 		shared.sets = map[string]fixtures.Set{}
 		shared.sessions = map[string]*bench.Session{}
@@ -83,10 +95,6 @@ func getSuite(tb testing.TB) *suite {
 		}
 		shared.target, shared.err = target.Open(context.Background(), shared.cfg)
 	})
-	if shared.err != nil {
-		tb.Fatalf("target: %v", shared.err)
-	}
-	return &shared
 }
 
 // context is tb's context, also cancelled by Ctrl-C; a test or benchmark
