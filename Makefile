@@ -7,10 +7,11 @@ GO ?= go
 OUT ?= out
 # -count and friends for `make bench`, e.g. make bench BENCH_FLAGS='-count 10'
 BENCH_FLAGS ?= -count 1
-BENCH ?= .
+# the judgments suite; `make tokens` runs the token benchmarks
+BENCH ?= Judgments
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench test variance gate gate-check image vet fmt
+.PHONY: bench tokens test variance gate gate-check image vet fmt
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout
 ##        and $(OUT)/bench.txt, one receipt per point in $(OUT)/receipts
@@ -18,6 +19,20 @@ bench:
 	@mkdir -p $(OUT)
 	VETBENCH_OUT=$${VETBENCH_OUT:-$(CURDIR)/$(OUT)/receipts} \
 	  $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS) | tee $(OUT)/bench.txt
+
+## tokens: the token-throughput suite (text and one image, c=1..32, 128
+##         tokens, 3 repeats) and a small speed matrix on the embedded twin,
+##         a few minutes; Go benchmark lines to stdout and $(OUT)/tokens.txt,
+##         receipts and the matrix (JSON, CSV) in $(OUT)/receipts. Any
+##         VETBENCH_TOKENS_* / VETBENCH_MATRIX_* variable set wins.
+tokens:
+	@mkdir -p $(OUT)
+	VETBENCH_OUT=$${VETBENCH_OUT:-$(CURDIR)/$(OUT)/receipts} \
+	VETBENCH_MATRIX_CONTEXTS=$${VETBENCH_MATRIX_CONTEXTS:-8K,64K} \
+	VETBENCH_MATRIX_LEVELS=$${VETBENCH_MATRIX_LEVELS:-1,16,128} \
+	VETBENCH_MATRIX_DURATION=$${VETBENCH_MATRIX_DURATION:-5s} \
+	VETBENCH_MATRIX_OUTPUT=$${VETBENCH_MATRIX_OUTPUT:-1024} \
+	  $(GO) test ./bench -run '^$$' -bench 'Tokens|Matrix' -timeout 30m $(BENCH_FLAGS) | tee $(OUT)/tokens.txt
 
 ## test: vet, formatting, and every test (container tests need Docker under CI=true);
 ##       packages one at a time (-p 1): the timing tests must not compete for 2 cores

@@ -82,7 +82,7 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	var o gateOpts
 	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
 	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
-	fs.StringVar(&o.bench, "bench", ".", "benchmark `pattern` (go test -bench) with -run")
+	fs.StringVar(&o.bench, "bench", "Judgments", "benchmark `pattern` (go test -bench) with -run (Tokens|Matrix for the token benchmarks)")
 	fs.StringVar(&o.pkg, "pkg", "./bench", "benchmark `package` with -run")
 	fs.StringVar(&o.benchtime, "benchtime", "", "go test -benchtime with -run (default: go's)")
 	fs.StringVar(&o.out, "out", "", "`dir` for the outputs of -run (default: a new temporary dir)")
