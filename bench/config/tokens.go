@@ -49,6 +49,11 @@ type Matrix struct {
 	// LoopDetection checks every stream for an exact periodic tail and
 	// discards a cell that loops.
 	LoopDetection bool
+	// ScrapeInterval, Hold and Pause are the peer's waits (1 s between
+	// /metrics readings, 3 s of readiness before the window, 2 s between
+	// cells) when 0; below 0 means none. A twin at a time scale can
+	// shorten them.
+	ScrapeInterval, Hold, Pause time.Duration
 }
 
 // Token and matrix variables.
@@ -66,6 +71,9 @@ const (
 	EnvMatrixTargeting      = "VETBENCH_MATRIX_TARGETING"
 	EnvMatrixReadyTimeout   = "VETBENCH_MATRIX_READY_TIMEOUT"
 	EnvMatrixLoopDetection  = "VETBENCH_MATRIX_LOOP_DETECTION"
+	EnvMatrixScrape         = "VETBENCH_MATRIX_SCRAPE_INTERVAL"
+	EnvMatrixHold           = "VETBENCH_MATRIX_HOLD"
+	EnvMatrixPause          = "VETBENCH_MATRIX_PAUSE"
 )
 
 // Targeting modes of Matrix.Targeting.
@@ -216,6 +224,15 @@ func matrixSettings() []setting {
 				c.Matrix.ReadyTimeout = d
 				return nil
 			}},
+		{env: EnvMatrixScrape, flag: "scrape-interval", scopes: mx, def: "1s",
+			usage: "`interval` between /metrics readings (" + EnvMatrixScrape + ")",
+			set:   wait(func(m *Matrix) *time.Duration { return &m.ScrapeInterval }, true)},
+		{env: EnvMatrixHold, flag: "hold", scopes: mx, def: "3s",
+			usage: "how `long` a cell must stay ready before its window opens (" + EnvMatrixHold + ")",
+			set:   wait(func(m *Matrix) *time.Duration { return &m.Hold }, false)},
+		{env: EnvMatrixPause, flag: "pause", scopes: mx, def: "2s",
+			usage: "`rest` between cells (" + EnvMatrixPause + ")",
+			set:   wait(func(m *Matrix) *time.Duration { return &m.Pause }, false)},
 		{env: EnvMatrixLoopDetection, flag: "loop-detection", scopes: mx, def: "true", boolean: true,
 			usage: "check every stream for a loop and discard a cell that loops (" + EnvMatrixLoopDetection + ")",
 			set: func(c *Config, v string) error {
@@ -226,6 +243,25 @@ func matrixSettings() []setting {
 				c.Matrix.LoopDetection = b
 				return nil
 			}},
+	}
+}
+
+// wait is a setting of a wait that may be 0 (none): ScrapeInterval
+// takes > 0 only.
+func wait(field func(*Matrix) *time.Duration, positive bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 || (positive && d == 0) {
+			if positive {
+				return errors.New("want a positive duration such as 1s")
+			}
+			return errors.New("want a duration >= 0 such as 3s")
+		}
+		if d == 0 {
+			d = -1 // said: none (0 would mean the default)
+		}
+		*field(&c.Matrix) = d
+		return nil
 	}
 }
 

@@ -41,6 +41,12 @@ func TestTokenAndMatrixSettings(t *testing.T) {
 	require.Equal(t, Matrix{Contexts: []int{8192, 125952, 5000}, Levels: []int{1, 8}, Duration: 2 * time.Second, OutputTokens: 256,
 		Targeting: "exact", ReadyTimeout: 5 * time.Second}, c.Matrix)
 
+	c, err = parse(ScopeMatrix, nil, "-scrape-interval", "50ms", "-hold", "0", "-pause", "10ms")
+	require.NoError(t, err)
+	require.Equal(t, 50*time.Millisecond, c.Matrix.ScrapeInterval)
+	require.Equal(t, time.Duration(-1), c.Matrix.Hold, "0 said is none, not the default")
+	require.Equal(t, 10*time.Millisecond, c.Matrix.Pause)
+
 	for _, tc := range []struct {
 		scope Scope
 		args  []string
@@ -54,6 +60,8 @@ func TestTokenAndMatrixSettings(t *testing.T) {
 		{ScopeMatrix, []string{"-contexts", "8K,8192"}, `context 8192 given twice`},
 		{ScopeMatrix, []string{"-duration", "0s"}, `want a positive duration`},
 		{ScopeMatrix, []string{"-targeting", "guess"}, `want estimate or exact`},
+		{ScopeMatrix, []string{"-scrape-interval", "0s"}, `want a positive duration such as 1s`},
+		{ScopeMatrix, []string{"-hold", "-1s"}, `want a duration >= 0`},
 	} {
 		_, err := parse(tc.scope, nil, tc.args...)
 		require.ErrorContains(t, err, tc.want, tc.args)

@@ -53,9 +53,10 @@ type Options struct {
 	ReadyTimeout  time.Duration
 	LoopDetection bool
 	// ScrapeInterval is how often /metrics is read (default 1 s); Hold how
-	// long the ready conditions must hold (default 3 s); DrainTimeout how
-	// long to wait for the server to empty between cells (default 60 s);
-	// Pause the rest between cells (default 2 s).
+	// long the ready conditions must hold (default 3 s; below 0: none);
+	// DrainTimeout how long to wait for the server to empty between cells
+	// (default 60 s); Pause the rest between cells (default 2 s; below 0:
+	// none).
 	ScrapeInterval, Hold, DrainTimeout, Pause time.Duration
 	// NoPrefill leaves out the prefill rows.
 	NoPrefill bool
@@ -64,7 +65,8 @@ type Options struct {
 // OptionsFrom is the configuration's matrix, with the peer's waits.
 func OptionsFrom(m config.Matrix) Options {
 	return Options{Contexts: slices.Clone(m.Contexts), Levels: slices.Clone(m.Levels), Duration: m.Duration,
-		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection}
+		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
+		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause}
 }
 
 func (o Options) withDefaults() Options {

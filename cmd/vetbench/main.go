@@ -69,6 +69,8 @@ func commands() map[string]command {
 		"gate":     {"compare speed of a candidate with a baseline (go test -bench output)", runGate},
 		"roofline": {"say which ceiling (bandwidth, compute) a model's decode steps are against on a GPU", runRoofline},
 		"run":      {"measure sets at concurrency levels on the configured target; write receipts", runRun},
+		"tokens":   {"measure token throughput (streamed, fixed-length outputs) on the configured target", runTokens},
+		"matrix":   {"measure the speed matrix (context × concurrency, sustained decode) on the configured target", runMatrix},
 	}
 }
 
