@@ -61,9 +61,9 @@ type UtilisationPoint struct {
 
 // UtilisationReport is every measured point of a run against its ceiling.
 type UtilisationReport struct {
-	Schema string   `json:"schema"`
-	Config string   `json:"config,omitempty"`
-	GPU    GPUFacts `json:"gpu"`
+	Schema string             `json:"schema"`
+	Config string             `json:"config,omitempty"`
+	GPU    GPUFacts           `json:"gpu"`
 	Points []UtilisationPoint `json:"points"`
 	// AboveCeiling counts the points that beat their ceiling.
 	AboveCeiling int `json:"above_ceiling"`

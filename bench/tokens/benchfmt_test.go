@@ -11,8 +11,8 @@ import (
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/bench/tokens"
 	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
 	"github.com/vetbench/vetbench/receipts/speed"
+	rtokens "github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // The lines a token benchmark prints are what benchstat reads: the
