@@ -11,7 +11,7 @@ BENCH_FLAGS ?= -count 1
 BENCH ?= Judgments
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench tokens test variance gate gate-check image vet fmt
+.PHONY: bench tokens test calibrate variance gate gate-check image vet fmt
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout
 ##        and $(OUT)/bench.txt, one receipt per point in $(OUT)/receipts
@@ -38,6 +38,13 @@ tokens:
 ##       packages one at a time (-p 1): the timing tests must not compete for 2 cores
 test: vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+
+## calibrate: the twin's H100 profile against typevet's receipts over real
+##            loopback HTTP (time-scaled), and real timers at time scale 20;
+##            a measurement, so opt-in and not part of make test: reports
+##            twin/receipt ratios (benchstat-friendly) and fails outside ±15%
+calibrate:
+	$(GO) test ./stub -run '^$$' -bench '^Benchmark(CalibrationChecksHTTP|TimeScale)$$' -benchtime 1x -count 1 -timeout 20m -args -calibrate
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -8,6 +8,7 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts/answers"
+	"github.com/vetbench/vetbench/receipts/replay"
 	"github.com/vetbench/vetbench/receipts/typevet"
 	"github.com/vetbench/vetbench/stub"
 )
@@ -25,7 +26,9 @@ func TestReplayTypevetAnswers(t *testing.T) {
 		t.Run(tc.set, func(t *testing.T) {
 			base, err := typevet.ReadFile("../receipts/typevet/testdata/" + tc.receipt)
 			require.NoError(t, err)
-			rp, err := stub.ReplayFromReceipt(base)
+			recorded, err := replay.FromReceipt(base)
+			require.NoError(t, err)
+			rp, err := stub.NewReplay(recorded.Source, recorded.Answers)
 			require.NoError(t, err)
 			set, err := sets.Open(context.Background(), tc.set, sets.Options{TypevetIDs: true})
 			require.NoError(t, err)

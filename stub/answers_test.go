@@ -1,36 +1,30 @@
-package stub
+package stub_test
 
 import (
 	"math"
-	"net/http"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
-	"github.com/vetbench/vetbench/receipts"
-	"github.com/vetbench/vetbench/receipts/typevet"
+	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
-// judgeAll runs the set at concurrency c against a fresh twin and returns
-// the answers by item and question.
-func judgeAll(t *testing.T, set fixtures.Set, c int, mode judgments.Mode, opts ...Option) (map[string]judgments.Answer, Stats) {
+// judgeAll runs the set at concurrency c against a fresh twin on fake time
+// and returns the answers by item and question, and the twin's counters.
+func judgeAll(t *testing.T, set fixtures.Set, c int, mode judgments.Mode, opts ...stub.Option) (map[string]judgments.Answer, stub.Stats) {
 	t.Helper()
-	rs, err := Start(opts...)
-	require.NoError(t, err)
-	defer rs.Close()
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	defer tr.CloseIdleConnections()
-	cl := judgments.NewClient(rs.URL(), judgments.WithModel(rs.Model()), judgments.WithMode(mode), judgments.WithHTTPClient(&http.Client{Transport: tr}))
-	res := closedLoop(t.Context(), t, cl, set, c, false)
-	out := map[string]judgments.Answer{}
-	for _, j := range res.Judgments {
-		for _, a := range j.Answers {
-			out[j.Item+"|"+a.Question] = a
-		}
-	}
-	return out, rs.Stats()
+	var out map[string]judgments.Answer
+	var st stub.Stats
+	synctest.Test(t, func(t *testing.T) {
+		tw := newTwin(t, opts...)
+		res := closedLoop(t.Context(), t, tw.client(judgments.WithMode(mode)), set, c, false)
+		out, st = answersByKey(res.Judgments), tw.Stats()
+	})
+	return out, st
 }
 
 // logitGap is the gap between the two largest candidate logprobs.
@@ -50,18 +44,17 @@ func logitGap(a judgments.Answer) float64 {
 // TestBatchNoise shows that answers alone on the engine (c=1) are exactly
 // the model's and repeatable, that under load (c=32) batch noise moves
 // near-tied verdicts but no confident one, and that no Noul moves by
-// 0.001 or more. With the noise off, load changes nothing.
+// 0.001 or more. With the noise off, load changes nothing. On fake time
+// the batches a run forms are the profile's, not the machine's.
 func TestBatchNoise(t *testing.T) {
-	set := compactChecks(t)
-	// Alone on the engine, timing cannot matter: run c=1 without step time.
-	instant := ProfileFast()
-	instant.StepBase, instant.StepPerSeq, instant.StepPerImage = 0, 0, 0
-	alone, st1 := judgeAll(t, set, 1, judgments.ModeTokenIDs, WithProfile(instant))
+	set := twintest.CompactChecks(t)
+	alone, st1 := judgeAll(t, set, 1, judgments.ModeTokenIDs)
 	require.Zero(t, st1.BatchedPrefills, "at c=1 every prefill runs alone")
-	again, _ := judgeAll(t, set, 1, judgments.ModeTokenIDs, WithProfile(instant))
+	again, _ := judgeAll(t, set, 1, judgments.ModeTokenIDs)
 	require.Equal(t, alone, again, "c=1 is deterministic")
 	loaded, st := judgeAll(t, set, 32, judgments.ModeTokenIDs)
-	require.Greater(t, st.BatchedPrefills, len(alone)/10, "at c=32 prefills share steps")
+	t.Logf("c=32: %d of %d prefills shared a step", st.BatchedPrefills, len(alone))
+	require.Greater(t, st.BatchedPrefills, len(alone)/2, "at c=32 prefills share steps")
 	moved, nearTies := 0, 0
 	for k, a := range alone {
 		b := loaded[k]
@@ -71,18 +64,18 @@ func TestBatchNoise(t *testing.T) {
 		}
 		if a.Label != b.Label {
 			moved++
-			require.Less(t, gap, 4*DefaultBatchNoise, "%s: a verdict with a logit gap of %g moved (%s -> %s)", k, gap, a.Label, b.Label)
+			require.Less(t, gap, 4*stub.DefaultBatchNoise, "%s: a verdict with a logit gap of %g moved (%s -> %s)", k, gap, a.Label, b.Label)
 		}
 		if a.Kind == judgments.Noul {
 			require.Less(t, math.Abs(a.Value-b.Value), 0.001, "%s: a Noul moved by 0.001 or more", k)
-			require.LessOrEqual(t, math.Abs(a.Value-b.Value), DefaultBatchNoise+1e-15, "%s: |Δp| ≤ noise", k)
+			require.LessOrEqual(t, math.Abs(a.Value-b.Value), stub.DefaultBatchNoise+1e-15, "%s: |Δp| ≤ noise", k)
 		}
 	}
 	t.Logf("%d answers, %d near-tied, %d verdicts moved between c=1 and c=32", len(alone), nearTies, moved)
 	require.Positive(t, nearTies, "the default spread has near ties")
 	require.Positive(t, moved, "batch noise moved no near-tied verdict")
 
-	quiet, _ := judgeAll(t, set, 32, judgments.ModeTokenIDs, WithBatchNoise(0))
+	quiet, _ := judgeAll(t, set, 32, judgments.ModeTokenIDs, stub.WithBatchNoise(0))
 	require.Equal(t, alone, quiet, "without batch noise, load changes no answer")
 }
 
@@ -90,10 +83,10 @@ func TestBatchNoise(t *testing.T) {
 // same answers: the answer model counts the prompt's options, and every
 // candidate ranks inside a top-20.
 func TestScoringModesAgree(t *testing.T) {
-	set := compactChecks(t)
+	set := twintest.CompactChecks(t)
 	set.Cases = set.Cases[:14]
-	ids, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, WithBatchNoise(0))
-	top, _ := judgeAll(t, set, 4, judgments.ModeTopLogprobs, WithBatchNoise(0))
+	ids, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.WithBatchNoise(0))
+	top, _ := judgeAll(t, set, 4, judgments.ModeTopLogprobs, stub.WithBatchNoise(0))
 	require.Len(t, top, len(ids))
 	for k, a := range ids {
 		require.Equal(t, a.Label, top[k].Label, k)
@@ -103,59 +96,71 @@ func TestScoringModesAgree(t *testing.T) {
 	}
 }
 
-// handReceipt is a small receipt built by hand: a Noul, a Choice with a
-// tiny and a zero probability, and a Score recorded without
-// probabilities.
-func handReceipt(set fixtures.Set) *receipts.Receipt {
-	r := &receipts.Receipt{Schema: receipts.Schema, Source: receipts.SourceVetbench, Set: set.Name}
-	probs := []map[string]float64{
-		{"false": 0.2, "true": 0.8},
-		{"false": 0.999999, "true": 0.000001},
-		{"consistent": 0.5, "payee_mismatch": 0.25, "amount_mismatch": 0.125, "date_mismatch": 0.0625, "unsigned": 0.0625 - 1e-300, "cannot_tell": 0},
-	}
+// handAnswers is a small recording built by hand: Nouls, a Choice with a
+// tiny and a zero probability, and a Score recorded without probabilities
+// or a value (nothing to rebuild it from).
+func handAnswers(set fixtures.Set) map[string][]judgments.Answer {
+	noul := []map[string]float64{{"false": 0.2, "true": 0.8}, {"false": 0.999999, "true": 0.000001}}
+	choice := map[string]float64{"consistent": 0.5, "payee_mismatch": 0.25, "amount_mismatch": 0.125, "date_mismatch": 0.0625,
+		"unsigned": 0.0625 - 1e-300, "cannot_tell": 0}
+	out := map[string][]judgments.Answer{}
 	for i, c := range set.Cases {
-		it := receipts.Item{ID: c.ID}
 		for qi, q := range set.Spec.Questions {
 			a := judgments.Answer{Question: q.ID, Kind: q.Kind, Labels: q.Labels()}
-			if q.Kind != judgments.Score {
-				a.Probabilities = probs[(i+qi)%len(probs)]
-				if q.Kind == judgments.Choice {
-					a.Probabilities = probs[2]
-				} else if (i+qi)%2 == 1 {
-					a.Probabilities = probs[1]
-				} else {
-					a.Probabilities = probs[0]
-				}
+			switch q.Kind {
+			case judgments.Choice:
+				a.Probabilities = choice
+			case judgments.Noul:
+				a.Probabilities = noul[(i+qi)%2]
 			}
-			it.Answers = append(it.Answers, a)
+			out[c.ID] = append(out[c.ID], a)
 		}
-		r.Items = append(r.Items, it)
 	}
-	return r
+	return out
 }
 
-// TestReplay shows a replayed receipt's probabilities come back exactly
-// (within 1e-12 after the client's softmax) in both scoring modes, and
-// that answers recorded without probabilities fall back to the model and
-// are counted.
+// copyAnswers deep-copies a recording, for mutating one answer.
+func copyAnswers(in map[string][]judgments.Answer) map[string][]judgments.Answer {
+	out := map[string][]judgments.Answer{}
+	for id, as := range in {
+		for _, a := range as {
+			p := map[string]float64{}
+			for k, v := range a.Probabilities {
+				p[k] = v
+			}
+			if a.Probabilities == nil {
+				p = nil
+			}
+			a.Probabilities = p
+			out[id] = append(out[id], a)
+		}
+	}
+	return out
+}
+
+// TestReplay shows recorded probabilities come back exactly (within 1e-12
+// after the client's softmax) in both scoring modes, and that answers
+// recorded without probabilities fall back to the model and are counted.
+// Malformed recordings are refused with the item and question named.
 func TestReplay(t *testing.T) {
-	set := compactChecks(t)
+	set := twintest.CompactChecks(t)
 	set.Cases = set.Cases[:7]
-	rec := handReceipt(set)
-	rp, err := ReplayFromReceipt(rec)
+	rec := handAnswers(set)
+	rp, err := stub.NewReplay("hand:checks", rec)
 	require.NoError(t, err)
 	require.Equal(t, 7*3, rp.Len())
 	require.Equal(t, 7, rp.Omitted, "the Score answers carry no probabilities")
+	require.Zero(t, rp.Reconstructed, "and no value to rebuild one from")
 	for _, mode := range []judgments.Mode{judgments.ModeTokenIDs, judgments.ModeTopLogprobs} {
-		got, st := judgeAll(t, set, 8, mode, WithReplay(rp))
-		for _, it := range rec.Items {
-			for _, want := range it.Answers {
-				a := got[it.ID+"|"+want.Question]
+		got, st := judgeAll(t, set, 8, mode, stub.WithReplay(rp))
+		for id, answers := range rec {
+			for _, want := range answers {
 				if want.Probabilities == nil {
 					continue
 				}
+				a := got[id+"|"+want.Question]
 				for l, p := range want.Probabilities {
-					require.InDelta(t, p, a.Probabilities[l], 1e-12, "%s %s %s %s", mode, it.ID, want.Question, l)
+					require.InDelta(t, p, a.Probabilities[l], 1e-12, "%s %s %s %s", mode, id, want.Question, l)
 				}
 			}
 		}
@@ -168,98 +173,30 @@ func TestReplay(t *testing.T) {
 	model, _ := judgeAll(t, set, 8, judgments.ModeTokenIDs)
 	require.NotEqual(t, 0.8, model[set.Cases[0].ID+"|payee_matches"].Value)
 
-	// Malformed receipts are refused with the place named.
-	bad := handReceipt(set)
-	delete(bad.Items[0].Answers[0].Probabilities, "true")
-	_, err = ReplayFromReceipt(bad)
-	require.ErrorContains(t, err, `item "r00:clean" question "payee_matches"`)
-	bad = handReceipt(set)
-	bad.Items[1].Answers[0].Probabilities["true"] = math.NaN()
-	_, err = ReplayFromReceipt(bad)
+	bad := copyAnswers(rec)
+	delete(bad[set.Cases[0].ID][0].Probabilities, "true")
+	_, err = stub.NewReplay("bad", bad)
+	require.ErrorContains(t, err, `item "r00:clean" question "payee_matches": no probability for label "true"`)
+	bad = copyAnswers(rec)
+	bad[set.Cases[1].ID][0].Probabilities["true"] = math.NaN()
+	_, err = stub.NewReplay("bad", bad)
 	require.ErrorContains(t, err, "probability NaN")
-	bad = handReceipt(set)
-	bad.Items[2].Answers = append(bad.Items[2].Answers, bad.Items[2].Answers[0])
-	_, err = ReplayFromReceipt(bad)
+	bad = copyAnswers(rec)
+	bad[set.Cases[2].ID] = append(bad[set.Cases[2].ID], bad[set.Cases[2].ID][0])
+	_, err = stub.NewReplay("bad", bad)
 	require.ErrorContains(t, err, "answered twice")
-}
-
-// TestReplayTypevetReceipt replays typevet's single-stream checks receipt
-// (imported by receipts/typevet) and gets its Noul and verdict
-// distributions back exactly; its Score distributions were not published,
-// so those come back as stand-ins with the recorded expected level and
-// most probable level.
-func TestReplayTypevetReceipt(t *testing.T) {
-	rec, err := typevet.ReadFile("../receipts/typevet/testdata/check_match_vllm_receipt.json")
-	require.NoError(t, err)
-	rp, err := ReplayFromReceipt(rec)
-	require.NoError(t, err)
-	set := compactChecks(t)
-	got, st := judgeAll(t, set, 16, judgments.ModeTokenIDs, WithReplay(rp))
-	exact, scores := 0, 0
-	for _, it := range rec.Items {
-		for _, want := range it.Answers {
-			a, ok := got[it.ID+"|"+want.Question]
-			require.True(t, ok, "%s %s not judged", it.ID, want.Question)
-			if len(want.Probabilities) == 0 {
-				require.Equal(t, want.Label, a.Label, "%s %s: most probable level", it.ID, want.Question)
-				require.InDelta(t, want.Value, a.Value, 1e-9, "%s %s: expected level", it.ID, want.Question)
-				scores++
-				continue
-			}
-			for l, p := range want.Probabilities {
-				require.InDelta(t, p, a.Probabilities[l], 1e-12, "%s %s %s", it.ID, want.Question, l)
-			}
-			exact++
-		}
-	}
-	t.Logf("replayed %d typevet answers exactly and %d value-only scores as stand-ins; %d fell back", exact, scores, st.ReplayMissing)
-	require.Equal(t, 140*3, exact)
-	require.Equal(t, 140, scores)
-	require.Equal(t, 140, rp.Reconstructed)
-	require.Zero(t, st.ReplayMissing)
-	require.Zero(t, rp.Omitted)
-}
-
-func TestScoreStandIn(t *testing.T) {
-	labels := []string{"0", "1", "2", "3", "4"}
-	for _, tc := range []struct {
-		label string
-		value float64
-		ok    bool
-	}{
-		{"4", 4, true},
-		{"4", 3.999999, true},
-		{"3", 2.86, true},
-		{"2", 2.3, true},
-		{"4", 2.5, true}, // needs level 0 as the other point
-		{"0", 0.4, true},
-		{"4", 1.0, false}, // no two-level distribution has mean 1 and mode 4
-		{"", 3, false},
-		{"7", 3, false},
-	} {
-		rec, ok := scoreStandIn(judgments.Answer{Kind: judgments.Score, Labels: labels, Label: tc.label, Value: tc.value})
-		require.Equal(t, tc.ok, ok, "%s %v", tc.label, tc.value)
-		if !ok {
-			continue
-		}
-		mean, top := 0.0, 0
-		for i, p := range rec.probs {
-			mean += float64(i) * p
-			if p > rec.probs[top] {
-				top = i
-			}
-		}
-		require.InDelta(t, tc.value, mean, 1e-12)
-		require.Equal(t, tc.label, labels[top])
-	}
+	bad = copyAnswers(rec)
+	bad[set.Cases[3].ID][0].Labels = nil
+	_, err = stub.NewReplay("bad", bad)
+	require.ErrorContains(t, err, "without a label order")
 }
 
 // TestAdjust shows the adjust hook as a positive control: it flips one
 // verdict and shifts one Noul of one item, and nothing else.
 func TestAdjust(t *testing.T) {
-	set := compactChecks(t)
+	set := twintest.CompactChecks(t)
 	set.Cases = set.Cases[:7]
-	base, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, WithBatchNoise(0))
+	base, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.WithBatchNoise(0))
 	target := set.Cases[3].ID
 	verdict := base[target+"|verdict"]
 	loser := 0
@@ -269,16 +206,18 @@ func TestAdjust(t *testing.T) {
 			break
 		}
 	}
+	loserID, ok := stub.ControlTokenID(judgments.Control(loser))
+	require.True(t, ok)
 	noul := base[target+"|payee_matches"]
-	adjusted, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, WithBatchNoise(0), WithAdjust(func(item, question string, logits map[int]float64) {
+	adjusted, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.WithBatchNoise(0), stub.WithAdjust(func(item, question string, logits map[int]float64) {
 		if item != target {
 			return
 		}
 		switch question {
 		case "verdict":
-			logits[controlID(loser)] += 50
+			logits[loserID] += 50
 		case "payee_matches":
-			logits[TokenDigit0+1] += 0.1
+			logits[stub.TokenDigit0+1] += 0.1
 		}
 	}))
 	for k, a := range base {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
 // simCalibration holds what the simulated calibration needs: the three
@@ -18,18 +20,18 @@ type simCalibration struct {
 	sets   map[string][][]simReq
 	tok    map[string]int
 	subset map[string]int
-	rec    map[string]typevetReceipt
+	rec    map[string]twintest.Receipt
 }
 
 // calibrationSets are the sets the profile is fitted to: the checks
-// generator's prompts (compactChecks) and look-alikes of typevet's LFW and
+// generator's prompts (twintest.CompactChecks) and look-alikes of typevet's LFW and
 // CEDAR slices (images of those sets' sizes; see lookalike_test.go).
 func newSimCalibration(t testing.TB) *simCalibration {
 	t.Helper()
 	p := ProfileH100Gemma4()
 	return &simCalibration{
 		sets: map[string][][]simReq{
-			"checks":     simItems(t, compactChecks(t), p),
+			"checks":     simItems(t, twintest.CompactChecks(t), p),
 			"faces":      simItems(t, lookalikeFaces(t, 100), p),
 			"signatures": simItems(t, lookalikeSignatures(t, 60), p),
 		},
@@ -37,7 +39,7 @@ func newSimCalibration(t testing.TB) *simCalibration {
 			"signatures": typevetTokenizeCalls(signaturesSpec())},
 		// typevet's sweep subsets, run before the full sets (receipt pins).
 		subset: map[string]int{"checks": 63, "faces": 60, "signatures": 60},
-		rec:    loadTypevetThroughput(t),
+		rec:    twintest.LoadTypevetThroughput(t),
 	}
 }
 
@@ -59,7 +61,9 @@ func (sc *simCalibration) run(p Profile, slowdown float64, only string) map[stri
 	return out
 }
 
-func simFigures(r simRun) figures { return figures{r.JPS, r.P50, r.P95, r.HitRate, r.QueueMean} }
+func simFigures(r simRun) twintest.Figures {
+	return twintest.Figures{JPS: r.JPS, P50: r.P50, P95: r.P95, HitRate: r.HitRate, QueueMean: r.QueueMean}
+}
 
 // TestCalibrationSimulated runs the H100 profile on a virtual clock through
 // typevet's sessions for all three sets and compares with the six full-set
@@ -78,12 +82,12 @@ func TestCalibrationSimulated(t *testing.T) {
 	sort.Strings(keys)
 	var bad []string
 	for _, k := range keys {
-		want := receiptFigures(sc.rec[k].Throughput)
+		want := twintest.ReceiptFigures(sc.rec[k].Throughput)
 		g := simFigures(got[k])
 		t.Logf("%s: prefill %.3f/%.3f s, e2e %.3f/%.3f s (twin/receipt, not calibrated)", k,
 			got[k].PrefillMean, sc.rec[k].Throughput.Server.Prefill.Sum/sc.rec[k].Throughput.Server.Prefill.Count,
 			got[k].E2EMean, sc.rec[k].Throughput.Server.E2E.Sum/sc.rec[k].Throughput.Server.E2E.Count)
-		out := compareFigures(t, k, g, want)
+		out := twintest.CompareFigures(t, k, g, want)
 		for _, b := range out {
 			if k[:6] != "checks" && (contains(b, "queue time") || (contains(b, "hit rate") && math.Abs(g.HitRate-want.HitRate) <= 0.015 && want.HitRate < 0.1)) {
 				continue
@@ -94,8 +98,8 @@ func TestCalibrationSimulated(t *testing.T) {
 	require.Empty(t, bad, "the h100 profile no longer reproduces typevet's receipts")
 
 	slow := sc.run(ProfileH100Gemma4(), 1.3, "checks")
-	outside := compareFigures(t, "slowdown 1.3", simFigures(slow["checks_full_c16"]), receiptFigures(sc.rec["checks_full_c16"].Throughput))
-	require.NotEmpty(t, outside, "a 30%% slower engine still passes: the calibration check cannot fail")
+	outside := twintest.CompareFigures(t, "slowdown 1.3", simFigures(slow["checks_full_c16"]), twintest.ReceiptFigures(sc.rec["checks_full_c16"].Throughput))
+	require.NotEmpty(t, outside, "a 30% slower engine still passes: the calibration check cannot fail")
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -15,13 +15,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
 // contractTarget is a server the contract suite runs against: the twin
-// in-process, the twin in a container, or a live vLLM.
+// in-process, the twin in a container (container_test.go, through
+// export_test.go), or a live vLLM.
 type contractTarget struct {
 	BaseURL string
 	Model   string // empty: the first of /v1/models
@@ -159,7 +160,7 @@ func contractSuite(t *testing.T, tg contractTarget) {
 		judgments.NewChoice("colour", "Pick the colour. Choose one:",
 			judgments.Option{Label: "red"}, judgments.Option{Label: "green"}, judgments.Option{Label: "blue"}),
 	}}
-	item := judgments.Item{ID: "item-1", State: "A grey square on a white page.", Images: []judgments.Image{pngImage(t, 64, 64, 7)}}
+	item := judgments.Item{ID: "item-1", State: "A grey square on a white page.", Images: []judgments.Image{twintest.PNGImage(t, 64, 64, 7)}}
 	client := judgments.NewClient(tg.BaseURL, judgments.WithModel(tg.Model), judgments.WithAPIKey(tg.APIKey), judgments.WithRequestIDPrefix("contract"))
 	controls, err := client.Tokenize(ctx, spec.Controls())
 	require.NoError(t, err)
@@ -298,7 +299,7 @@ func contractSuite(t *testing.T, tg contractTarget) {
 			many.Images = nil
 			var us []string
 			for i := range tg.ImageLimit + 1 {
-				many.Images = append(many.Images, pngImage(t, 32, 32, 100+i))
+				many.Images = append(many.Images, twintest.PNGImage(t, 32, 32, 100+i))
 				us = append(us, many.Images[i].DataURL())
 			}
 			req, err := judgments.BuildRequest(tg.Model, judgments.ModeTokenIDs, 0, many, spec.Questions[0], controls, us)
@@ -362,17 +363,17 @@ func contractSuite(t *testing.T, tg contractTarget) {
 	})
 
 	t.Run("metrics deltas", func(t *testing.T) {
-		before := scrapeMetrics(ctx, t, tg.BaseURL)
+		before := twintest.ScrapeMetrics(ctx, t, hc, tg.BaseURL)
 		q := spec.Questions[0]
 		req, err := judgments.BuildRequest(tg.Model, judgments.ModeTokenIDs, 0, item, q, controls, urls)
 		require.NoError(t, err)
 		code, _, body, data := chat(req, "contract|delta|one")
 		require.Equal(t, http.StatusOK, code, "%s", data)
-		after := scrapeMetrics(ctx, t, tg.BaseURL)
+		after := twintest.ScrapeMetrics(ctx, t, hc, tg.BaseURL)
 		prompt := body["usage"].(map[string]any)["prompt_tokens"].(float64)
-		d := func(name string) float64 { return after.value(name) - before.value(name) }
-		c1, _ := before.hist("vllm:e2e_request_latency_seconds")
-		c2, _ := after.hist("vllm:e2e_request_latency_seconds")
+		d := func(name string) float64 { return after.Value(name) - before.Value(name) }
+		c1, _ := before.Hist("vllm:e2e_request_latency_seconds")
+		c2, _ := after.Hist("vllm:e2e_request_latency_seconds")
 		if tg.Exclusive {
 			require.Equal(t, 1.0, d("vllm:request_success_total"))
 			require.Equal(t, prompt, d("vllm:prompt_tokens_total"), "prompt_tokens counts the whole prompt")
@@ -423,34 +424,6 @@ func TestContractInProcess(t *testing.T) {
 			contractSuite(t, contractTarget{BaseURL: rs.URL(), DevMode: dev, DevModeKnown: true,
 				ImageLimit: p.LimitImages, MaxLogprobs: p.MaxLogprobs, Exclusive: true})
 		})
-	}
-}
-
-// TestContractContainer runs the suite against the twin in a container
-// built FROM scratch. Without a Docker daemon it skips, except under
-// CI=true, where it fails.
-func TestContractContainer(t *testing.T) {
-	requireDocker(t)
-	ctx := t.Context()
-	ctr, err := RunContainer(ctx, WithDevMode(true), WithProfileName(ProfileFastName))
-	testcontainers.CleanupContainer(t, ctr)
-	require.NoError(t, err)
-	url, err := ctr.BaseURL(ctx)
-	require.NoError(t, err)
-	p := ProfileFast()
-	contractSuite(t, contractTarget{BaseURL: url, DevMode: true, DevModeKnown: true, ImageLimit: p.LimitImages,
-		MaxLogprobs: p.MaxLogprobs, Exclusive: true})
-}
-
-// requireDocker skips without a healthy Docker daemon, or fails under
-// CI=true (CI must run the container tests).
-func requireDocker(t *testing.T) {
-	t.Helper()
-	if err := DockerAvailable(t.Context()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true needs a Docker daemon for the container twin: %v", err)
-		}
-		t.Skipf("no Docker daemon, container twin not tested: %v", err)
 	}
 }
 

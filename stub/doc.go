@@ -1,18 +1,21 @@
 // Package stub is the vLLM twin: a server with vLLM's OpenAI-compatible
 // API, its /metrics, caches, batching behaviour and failure modes, so that
-// vetbench's detectors can be shown to fire without a GPU.
+// vetbench's detectors can be shown to fire without a GPU. It imports
+// judgments and the standard library only.
 //
 // # Running it
 //
 //	s, err := stub.New(opts...)    // an http.Handler; Close stops its engine
 //	rs, err := stub.Start(opts...) // New served on 127.0.0.1:0; rs.URL(), rs.Close()
-//	c, err := stub.RunContainer(ctx, opts...) // image FROM scratch; c.BaseURL(ctx)
 //
-// and the binary cmd/vllmstub, which takes vllm serve's flags. Options:
-// WithProfile / WithProfileName, WithModel, WithTimeScale, WithSlowdown,
-// WithBatchNoise, WithSpread, WithReplay, WithAdjust, WithFaults,
-// WithDevMode, WithTransportAllowance. Tests can KillEngine, ReviveEngine
-// and read Stats.
+// and the binary cmd/vllmstub, which takes vllm serve's flags; Flags(opts...)
+// turns options into its command line and environment. Package
+// stub/container runs that binary in a container (container.Run(ctx,
+// container.WithStub(opts...)), image FROM scratch, c.BaseURL(ctx)).
+// Options: WithProfile / WithProfileName, WithModel, WithTimeScale,
+// WithSlowdown, WithBatchNoise, WithSpread, WithReplay, WithAdjust,
+// WithFaults, WithDevMode, WithTransportAllowance. Tests can KillEngine,
+// ReviveEngine and read Stats.
 //
 // # API
 //
@@ -78,6 +81,13 @@
 // WithTransportAllowance takes the real transport's own latency out of the
 // modelled round trip, which would otherwise count s times.
 //
+// The twin keeps time through package time only, so inside a
+// testing/synctest bubble, served over an in-memory transport, it runs on
+// fake time: model time advances by modelled durations alone, whatever
+// else the machine is doing. That is how the tests check its timing (the
+// calibration against typevet's H100 receipts included); the same check
+// over real HTTP is a benchmark (make calibrate).
+//
 // # Answers
 //
 // The answer model gives deterministic logits per request content (a hash
@@ -89,9 +99,12 @@
 // content and the number of sequences in the step that finished the
 // prefill, so near-tied verdicts can move under load and confident ones
 // cannot; a request alone (c=1) gets none, and a Noul's P(true) moves by at
-// most the bound. Replay (ReplayFromReceipt) serves a receipt's recorded
-// probabilities by the item and question of X-Request-Id, as logprobs
-// log(p), so a client's softmax gets them back exactly; answers recorded
+// most the bound. Replay (NewReplay, from recorded answers by item id, such
+// as receipts/replay reads from a vetbench or typevet receipt) serves the
+// recorded probabilities by the item and question of X-Request-Id, as
+// logprobs log(p), so a client's softmax gets them back exactly; a
+// value-only Score (typevet publishes the expected and most probable level)
+// is served as a two-level stand-in with exactly those; answers recorded
 // without probabilities fall back to the model and are counted. WithAdjust
 // edits one request's candidate logits: a positive control for a flipped
 // verdict or a drifted Noul.

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
 // TestTokenizer pins the twin's tokenizer: single-token controls with
@@ -48,7 +50,7 @@ func TestPromptSizes(t *testing.T) {
 		items    [][]simReq
 		perJudge float64
 	}{
-		{"checks", simItems(t, compactChecks(t), p), 1917},
+		{"checks", simItems(t, twintest.CompactChecks(t), p), 1917},
 		{"faces", simItems(t, lookalikeFaces(t, 10), p), 1978},
 		{"signatures", simItems(t, lookalikeSignatures(t, 10), p), 2045},
 	} {

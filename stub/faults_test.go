@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
 // faultFixture is one question about one item, asked through the judgments
@@ -91,8 +93,12 @@ func TestFaults(t *testing.T) {
 	cases := []struct {
 		spec   string
 		client []judgments.ClientOption
-		wire   func(t *testing.T, res *http.Response, data []byte, err error)
-		typed  func(t *testing.T, err error)
+		// fake runs the row in a synctest bubble over an in-memory
+		// transport: its deadline then races only the fault's own delay,
+		// not a loaded machine's scheduling.
+		fake  bool
+		wire  func(t *testing.T, res *http.Response, data []byte, err error)
+		typed func(t *testing.T, err error)
 	}{
 		{spec: "http500",
 			wire: func(t *testing.T, res *http.Response, data []byte, err error) {
@@ -129,7 +135,7 @@ func TestFaults(t *testing.T) {
 				statusErr(500, "InternalServerError")(t, err)
 				require.ErrorContains(t, err, "EngineCore encountered an issue")
 			}},
-		{spec: "slow:delay=2s", client: []judgments.ClientOption{judgments.WithRequestTimeout(100 * time.Millisecond)},
+		{spec: "slow:delay=2s", client: []judgments.ClientOption{judgments.WithRequestTimeout(100 * time.Millisecond)}, fake: true,
 			wire: nil, // a raw request would wait the whole delay
 			typed: func(t *testing.T, err error) {
 				require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -183,6 +189,27 @@ func TestFaults(t *testing.T) {
 			f, err := ParseFault(tc.spec)
 			require.NoError(t, err)
 			kinds[f.Kind] = true
+			judge := func(t *testing.T, s *Server, url string, client []judgments.ClientOption) {
+				for _, mode := range []judgments.Mode{judgments.ModeTokenIDs, judgments.ModeTopLogprobs} {
+					err := fx.judge(t, url, mode, client...)
+					require.Error(t, err, "mode %s", mode)
+					tc.typed(t, err)
+					if f.Kind == FaultEngineDead {
+						s.ReviveEngine()
+					}
+				}
+				require.Positive(t, s.Stats().FaultsFired[f.Kind])
+			}
+			if tc.fake {
+				synctest.Test(t, func(t *testing.T) {
+					s, err := New(WithFaults(f))
+					require.NoError(t, err)
+					defer s.Close()
+					hc := &http.Client{Transport: twintest.Transport(s)}
+					judge(t, s, "http://twin", append([]judgments.ClientOption{judgments.WithHTTPClient(hc)}, tc.client...))
+				})
+				return
+			}
 			rs, err := Start(WithFaults(f))
 			require.NoError(t, err)
 			defer rs.Close()
@@ -193,15 +220,7 @@ func TestFaults(t *testing.T) {
 					rs.ReviveEngine() // the raw request killed it
 				}
 			}
-			for _, mode := range []judgments.Mode{judgments.ModeTokenIDs, judgments.ModeTopLogprobs} {
-				err := fx.judge(t, rs.URL(), mode, tc.client...)
-				require.Error(t, err, "mode %s", mode)
-				tc.typed(t, err)
-				if f.Kind == FaultEngineDead {
-					rs.ReviveEngine()
-				}
-			}
-			require.Positive(t, rs.Stats().FaultsFired[f.Kind])
+			judge(t, rs.Server, rs.URL(), tc.client)
 		})
 	}
 	for _, k := range FaultKinds {
@@ -229,8 +248,8 @@ func TestEngineDeath(t *testing.T) {
 		return res.StatusCode
 	}
 	require.NoError(t, fx.judge(t, rs.URL(), judgments.ModeTokenIDs))
-	before := scrapeMetrics(t.Context(), t, rs.URL())
-	require.Equal(t, 1.0, before.value("vllm:request_success_total"))
+	before := twintest.ScrapeMetrics(t.Context(), t, http.DefaultClient, rs.URL())
+	require.Equal(t, 1.0, before.Value("vllm:request_success_total"))
 	rs.KillEngine()
 	require.True(t, rs.Stats().Dead)
 	require.Equal(t, http.StatusServiceUnavailable, health())
@@ -238,9 +257,9 @@ func TestEngineDeath(t *testing.T) {
 	require.ErrorContains(t, fx.judge(t, rs.URL(), judgments.ModeTokenIDs), EngineDeadMessage, "still dead")
 	rs.ReviveEngine()
 	require.Equal(t, http.StatusOK, health())
-	after := scrapeMetrics(t.Context(), t, rs.URL())
-	require.Equal(t, 0.0, after.value("vllm:request_success_total"), "a restarted server's counters start at 0")
-	require.Greater(t, after.value("vllm:request_success_created"), before.value("vllm:request_success_created"), "with a new _created")
+	after := twintest.ScrapeMetrics(t.Context(), t, http.DefaultClient, rs.URL())
+	require.Equal(t, 0.0, after.Value("vllm:request_success_total"), "a restarted server's counters start at 0")
+	require.Greater(t, after.Value("vllm:request_success_created"), before.Value("vllm:request_success_created"), "with a new _created")
 	require.NoError(t, fx.judge(t, rs.URL(), judgments.ModeTokenIDs))
 }
 

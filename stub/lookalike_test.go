@@ -1,16 +1,12 @@
 package stub
 
 import (
-	"bytes"
 	"fmt"
-	"image"
-	"image/color"
-	"image/jpeg"
-	"image/png"
 	"testing"
 
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
 // The look-alike sets below stand in for the fixture generators in tests of
@@ -88,7 +84,7 @@ func lookalikeChecks(t testing.TB, rows int) fixtures.Set {
 		for v, variant := range checkVariants {
 			id := fmt.Sprintf("r%02d:%s", r, variant)
 			set.Cases = append(set.Cases, fixtures.Case{
-				Item:  judgments.Item{ID: id, State: state, Images: []judgments.Image{pngImage(t, 1000, 440, r*7+v)}},
+				Item:  judgments.Item{ID: id, State: state, Images: []judgments.Image{twintest.PNGImage(t, 1000, 440, r*7+v)}},
 				Group: variant,
 			})
 		}
@@ -115,7 +111,7 @@ func lookalikeFaces(t testing.TB, perClass int) fixtures.Set {
 	for i := range 2 * perClass {
 		set.Cases = append(set.Cases, fixtures.Case{
 			Item: judgments.Item{ID: fmt.Sprintf("%d:face_%04d:face_%04d", i%10+1, 2*i, 2*i+1), State: state,
-				Images: []judgments.Image{jpegImage(t, 250, 250, 2*i), jpegImage(t, 250, 250, 2*i+1)}},
+				Images: []judgments.Image{twintest.JPEGImage(t, 250, 250, 2*i), twintest.JPEGImage(t, 250, 250, 2*i+1)}},
 			Group: []string{"same", "different"}[i%2],
 		})
 	}
@@ -136,40 +132,9 @@ func lookalikeSignatures(t testing.TB, perKind int) fixtures.Set {
 		w2, h2 := size(2*i + 1)
 		set.Cases = append(set.Cases, fixtures.Case{
 			Item: judgments.Item{ID: fmt.Sprintf("%s:original_%d_1:sig_%d", kinds[i%3], i, i), State: state,
-				Images: []judgments.Image{pngImage(t, w1, h1, 2*i), pngImage(t, w2, h2, 2*i+1)}},
+				Images: []judgments.Image{twintest.PNGImage(t, w1, h1, 2*i), twintest.PNGImage(t, w2, h2, 2*i+1)}},
 			Group: kinds[i%3],
 		})
 	}
 	return set
-}
-
-// pngImage is a w×h two-colour PNG whose pixels encode seed, so every
-// seed gives distinct bytes (1-bit palette: quick to encode and small).
-func pngImage(t testing.TB, w, h, seed int) judgments.Image {
-	t.Helper()
-	img := image.NewPaletted(image.Rect(0, 0, w, h), color.Palette{color.Gray{Y: 0xf0}, color.Gray{}})
-	for b := range 32 {
-		if seed>>b&1 == 1 {
-			img.SetColorIndex(10+b%max(1, w-20), 10, 1)
-		}
-	}
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return judgments.Image{MIME: "image/png", Data: buf.Bytes()}
-}
-
-func jpegImage(t testing.TB, w, h, seed int) judgments.Image {
-	t.Helper()
-	img := image.NewGray(image.Rect(0, 0, w, h))
-	for i := range img.Pix {
-		img.Pix[i] = byte(seed*31 + i/w)
-	}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 80}); err != nil {
-		t.Fatal(err)
-	}
-	return judgments.Image{MIME: "image/jpeg", Data: buf.Bytes()}
 }

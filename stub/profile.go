@@ -108,12 +108,13 @@ func ProfileFast() Profile {
 // full-set throughput receipts, driven as typevet drove them (per-judgment
 // tokenize calls, questions one after another, the subset sweep first):
 // judgments/s, p50/p95 latency, prefix-cache hit rate and queue time come
-// out within ±15% for checks at c=16 and c=32 (TestCalibrationChecksHTTP,
-// TestCalibrationSimulated), as do faces' and signatures' throughput,
-// latency and hit rate; their c=32 queue times are 70–75% short (the twin
-// waits for KV less than the H100 did). Network and the frontend stand for
-// the receipts' client (Arizona to the RunPod H100, Python) as much as for
-// the server.
+// out within ±15% for checks at c=16 and c=32 (TestCalibrationChecksTwin on
+// fake time, TestCalibrationSimulated, and over real HTTP
+// BenchmarkCalibrationChecksHTTP: make calibrate), as do faces' and
+// signatures' throughput, latency and hit rate; their c=32 queue times are
+// 70–75% short (the twin waits for KV less than the H100 did). Network and
+// the frontend stand for the receipts' client (Arizona to the RunPod H100,
+// Python) as much as for the server.
 func ProfileH100Gemma4() Profile {
 	return Profile{
 		Name:                 ProfileH100Name,

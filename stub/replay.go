@@ -1,23 +1,24 @@
 package stub
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/vetbench/vetbench/judgments"
-	"github.com/vetbench/vetbench/receipts"
 )
 
-// Replay serves the answer distributions recorded in a receipt, keyed by
-// the item and question of each request's X-Request-Id
-// (judgments.RequestID). A replayed answer's candidate logprobs are
-// log(p) of the recorded probabilities, so a client's softmax gives back
-// the recorded probabilities. Answers recorded without probabilities (e.g.
-// typevet's Score distributions) and requests the receipt does not cover
-// fall back to the answer model; the twin counts both (Stats).
+// Replay serves recorded answer distributions, keyed by the item and
+// question of each request's X-Request-Id (judgments.RequestID). A
+// replayed answer's candidate logprobs are log(p) of the recorded
+// probabilities, so a client's softmax gives back the recorded
+// probabilities. Answers recorded without probabilities (e.g. typevet's
+// Score distributions) and requests the recording does not cover fall back
+// to the answer model; the twin counts both (Stats). Build one with
+// NewReplay, from answers such as receipts/replay reads from a receipt.
 type Replay struct {
+	// Source names the recording (e.g. "typevet:checks"), for logs.
 	Source  string
 	answers map[replayKey]replayed
 	// Omitted counts recorded answers that carry no probabilities and could
@@ -37,18 +38,22 @@ type replayed struct {
 	probs  []float64 // decision order
 }
 
-// ReplayFromReceipt indexes a receipt's answers for replay. A malformed
-// answer (a label without a probability, a probability that is not a
-// probability, a duplicate item/question) is an error naming it.
-func ReplayFromReceipt(r *receipts.Receipt) (Replay, error) {
-	if r == nil {
-		return Replay{}, errors.New("replay: nil receipt")
+// NewReplay indexes recorded answers for replay: answers maps an item id to
+// the answers recorded for that item's questions. A malformed answer (a
+// label without a probability, a probability that is not a probability, a
+// question answered twice) is an error naming its item and question.
+func NewReplay(source string, answers map[string][]judgments.Answer) (Replay, error) {
+	rp := Replay{Source: source, answers: map[replayKey]replayed{}}
+	// Items in id order: the first error reported does not depend on map order.
+	items := make([]string, 0, len(answers))
+	for id := range answers {
+		items = append(items, id)
 	}
-	rp := Replay{Source: r.Source + ":" + r.Set, answers: map[replayKey]replayed{}}
-	for _, it := range r.Items {
-		for _, a := range it.Answers {
-			key := replayKey{it.ID, a.Question}
-			where := fmt.Sprintf("replay: item %q question %q", it.ID, a.Question)
+	slices.Sort(items)
+	for _, id := range items {
+		for _, a := range answers[id] {
+			key := replayKey{id, a.Question}
+			where := fmt.Sprintf("replay: item %q question %q", id, a.Question)
 			if _, dup := rp.answers[key]; dup {
 				return Replay{}, fmt.Errorf("%s: answered twice", where)
 			}

@@ -3,6 +3,7 @@ package stub
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 )
@@ -239,6 +240,11 @@ func (e *engine) isDead() bool {
 // during a step join at the boundary after it.
 func (e *engine) run(ctx context.Context) {
 	prevEnd := 0.0
+	// slept is the model time of the last idle wait that ran out: the clock
+	// wakes early by its lateness estimate, so the request waited for is
+	// due even though now() may still read a little before it; waiting
+	// again for the rest would spin.
+	slept := math.Inf(-1)
 	for {
 		e.mu.Lock()
 		e.processAborts(max(prevEnd, e.clock.now()))
@@ -257,12 +263,16 @@ func (e *engine) run(ctx context.Context) {
 			for _, in := range e.inbox {
 				first = min(first, in.ready)
 			}
-			if first > e.clock.now() {
+			if first > slept && first > e.clock.now() {
 				// Submitted ahead of its model arrival: wait for it (or for
 				// an earlier one).
 				e.mu.Unlock()
-				if !e.idleUntil(ctx, first) {
+				due, alive := e.idleUntil(ctx, first)
+				if !alive {
 					return
+				}
+				if due {
+					slept = first
 				}
 				continue
 			}
@@ -316,9 +326,9 @@ func (e *engine) run(ctx context.Context) {
 	}
 }
 
-// idleUntil waits for model time t, or a submit, abort or kill; false when
-// ctx ended.
-func (e *engine) idleUntil(ctx context.Context, t float64) bool {
+// idleUntil waits for model time t, or a submit, abort or kill. due says
+// the wait ran out (t is due); alive is false when ctx ended.
+func (e *engine) idleUntil(ctx context.Context, t float64) (due, alive bool) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	woke := make(chan struct{})
@@ -332,7 +342,7 @@ func (e *engine) idleUntil(ctx context.Context, t float64) bool {
 	err := e.clock.sleepUntil(wctx, t)
 	cancel()
 	<-woke
-	return err == nil || ctx.Err() == nil
+	return err == nil, ctx.Err() == nil
 }
 
 // idle waits for a submit, an abort or a kill; false when ctx ended.

@@ -115,7 +115,7 @@ func WithSpread(sp Spread) Option {
 	}
 }
 
-// WithReplay serves recorded distributions (ReplayFromReceipt).
+// WithReplay serves recorded distributions (NewReplay).
 func WithReplay(r Replay) Option {
 	return func(c *config) error { c.replay = &r; return nil }
 }

@@ -2,13 +2,14 @@ package stub
 
 import (
 	"container/heap"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
 // The simulator drives the engine core, the frontend model and the
@@ -16,8 +17,13 @@ import (
 // like typevet's pool: c workers, each taking the next item, tokenizing
 // the controls of every question (typevet re-tokenizes per judgment, see
 // typevetTokenizeCalls) and then asking the questions one after another.
-// It is the fast, deterministic twin of the HTTP twin; calibration_test.go
-// checks both against the receipts.
+// It is the fast twin of the whole server: calibration_sim_test.go checks
+// it against the receipts for all three sets, calibration_test.go the
+// server itself for checks (on fake time in make test, over real HTTP in
+// make calibrate).
+
+// fixedTime is the _created time of simulated metrics.
+var fixedTime = time.Date(2026, 9, 30, 19, 0, 0, 0, time.UTC)
 
 type simReq struct {
 	p       prompt
@@ -260,7 +266,7 @@ func (s *simServer) run(items [][]simReq, c, tokenizeCalls int) simRun {
 	wall := end - t0
 	d := func(k string) float64 { return after[k] - before[k] }
 	return simRun{
-		Wall: wall, JPS: float64(len(items)) / wall, P50: nearestRank(lat, 0.50), P95: nearestRank(lat, 0.95),
+		Wall: wall, JPS: float64(len(items)) / wall, P50: twintest.NearestRank(lat, 0.50), P95: twintest.NearestRank(lat, 0.95),
 		HitRate:     d("hits") / d("queries"),
 		QueueMean:   d("queue_sum") / d("queue_count"),
 		PrefillMean: d("prefill_sum") / d("queue_count"),
@@ -278,13 +284,4 @@ func (s *simServer) snapshot() map[string]float64 {
 		"queue_sum": s.m.hist["vllm:request_queue_time_seconds"].sum, "queue_count": s.m.hist["vllm:request_queue_time_seconds"].count,
 		"prefill_sum": s.m.hist["vllm:request_prefill_time_seconds"].sum, "e2e_sum": s.m.hist["vllm:e2e_request_latency_seconds"].sum,
 	}
-}
-
-// nearestRank is typevet's percentile: sorted[ceil(q·n)-1].
-func nearestRank(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }

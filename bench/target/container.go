@@ -5,25 +5,19 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/testcontainers/testcontainers-go"
 	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/container"
 )
 
-// The only lines that know how the twin's container is run: they switch to
-// stub/container (container.Run with container.WithStub(opts...),
-// container.DockerAvailable) when that package lands.
+// The only lines that know how the twin's container is run.
 
 // dockerAvailable is nil when a Docker daemon answers.
-func dockerAvailable(ctx context.Context) error { return stub.DockerAvailable(ctx) }
+func dockerAvailable(ctx context.Context) error { return container.DockerAvailable(ctx) }
 
 // runContainer starts the twin with opts in a container and returns its
 // base URL and how to remove it.
 func runContainer(ctx context.Context, opts []stub.Option) (baseURL string, stop func() error, err error) {
-	custom := make([]testcontainers.ContainerCustomizer, len(opts))
-	for i, o := range opts {
-		custom[i] = o
-	}
-	ctr, err := stub.RunContainer(ctx, custom...)
+	ctr, err := container.Run(ctx, container.WithStub(opts...))
 	if err != nil {
 		if ctr != nil {
 			_ = ctr.Terminate(context.WithoutCancel(ctx))

@@ -14,7 +14,7 @@
 //
 // VLLM_SERVER_DEV_MODE=1 mounts the cache reset endpoints. SIGINT and
 // SIGTERM shut it down gracefully. It is also the container image's
-// entrypoint (Dockerfile).
+// entrypoint (stub/container/Dockerfile; package stub/container runs it).
 package main
 
 import (

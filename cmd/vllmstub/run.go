@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vetbench/vetbench/receipts/typevet"
+	"github.com/vetbench/vetbench/receipts/replay"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -201,11 +201,11 @@ func (o runOpts) options() ([]stub.Option, error) {
 		opts = append(opts, stub.WithSpread(stub.Spread{Confident: conf, NearTie: tie}))
 	}
 	if o.replay != "" {
-		r, err := typevet.ReadAny(o.replay)
+		rec, err := replay.ReadFile(o.replay)
 		if err != nil {
 			return nil, fmt.Errorf("--replay: %w", err)
 		}
-		rp, err := stub.ReplayFromReceipt(r)
+		rp, err := stub.NewReplay(rec.Source, rec.Answers)
 		if err != nil {
 			return nil, fmt.Errorf("--replay %s: %w", o.replay, err)
 		}

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -147,4 +151,81 @@ func TestProfileFlags(t *testing.T) {
 	p, err = o.buildProfile()
 	require.NoError(t, err)
 	require.Equal(t, stub.ProfileFast(), p, "--profile-json round-trips a whole profile")
+}
+
+// TestRunReplay serves a typevet receipt with --replay: the recorded
+// distribution of an item's question comes back exactly through the
+// client's softmax; a malformed receipt is refused, naming the flag.
+func TestRunReplay(t *testing.T) {
+	url, stop := startRun(t, "--replay", "../../receipts/replay/testdata/check_match_vllm_receipt.json")
+	cl := judgments.NewClient(url)
+	spec := judgments.Spec{Name: "checks", Questions: []judgments.Question{
+		judgments.NewNoul("payee_matches", "Is the payee on the check the payee in the register row?",
+			"The check names the register payee.", "The check names a different payee.")}}
+	ctrl, err := cl.Tokenize(t.Context(), spec.Controls())
+	require.NoError(t, err)
+	j, err := cl.Judge(t.Context(), spec, ctrl, judgments.Item{ID: "r00:clean", State: "A check."})
+	require.NoError(t, err)
+	require.InDelta(t, 0.9999999957707868, j.Answers[0].Value, 1e-12, "typevet's recorded P(true) for r00:clean")
+	require.NoError(t, stop())
+
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"backend": "vllm", "pins": {}}`), 0o600))
+	err = run(context.Background(), []string{"--port", "0", "--replay", bad}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "--replay")
+}
+
+// TestFlagsRoundTrip shows stub.Flags and this command agree: the command
+// line and environment Flags gives for a set of server options make
+// vllmstub serve what those options make stub.New serve.
+func TestFlagsRoundTrip(t *testing.T) {
+	p := stub.ProfileH100Gemma4()
+	p.NumGPUBlocks = 900
+	fault, err := stub.ParseFault("http429:every=3,retry-after=2")
+	require.NoError(t, err)
+	opts := []stub.Option{stub.WithProfile(p), stub.WithModel("served-name"), stub.WithTimeScale(10), stub.WithSlowdown(1.2),
+		stub.WithBatchNoise(0.0004), stub.WithSpread(stub.Spread{Confident: 0.7, NearTie: 0.1}), stub.WithFaults(fault),
+		stub.WithDevMode(true), stub.WithTransportAllowance(150 * time.Microsecond)}
+	args, env, err := stub.Flags(opts...)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"VLLM_SERVER_DEV_MODE": "1"}, env)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	o, err := parse(args, io.Discard)
+	require.NoError(t, err)
+	fromFlags, err := o.options()
+	require.NoError(t, err)
+	a, err := stub.New(opts...)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := stub.New(fromFlags...)
+	require.NoError(t, err)
+	defer b.Close()
+	require.Equal(t, a.Profile(), b.Profile())
+	require.Equal(t, a.Model(), b.Model())
+	require.Equal(t, a.TimeScale(), b.TimeScale())
+	require.Equal(t, []string{"--profile-json", "--time-scale", "--slowdown", "--batch-noise", "--answer-spread", "--transport-allowance",
+		"--served-model-name", "--fault"}, flagNames(args))
+	require.True(t, o.devMode)
+	require.Equal(t, 1.2, o.slowdown)
+	require.Equal(t, 0.0004, o.noise)
+	require.Equal(t, "0.7,0.1", o.spread)
+	require.Equal(t, 150*time.Microsecond, o.allowance)
+	require.Equal(t, []stub.Fault{fault}, []stub.Fault(o.faults))
+
+	rp, err := stub.NewReplay("none", nil)
+	require.NoError(t, err)
+	_, _, err = stub.Flags(stub.WithReplay(rp))
+	require.ErrorIs(t, err, errors.ErrUnsupported, "a replay crosses as a file")
+}
+
+func flagNames(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -1,0 +1,120 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBrowserRendersReport renders the golden pair's page in a real
+// headless Chromium and checks the screenshot shows the page and its
+// curves: ink on the page, and pixels of the baseline's and the
+// candidate's line colours. The controls: a blank page reads as blank,
+// and the page without its charts shows no curves. Opt-in (VETBENCH_BROWSER_CHECK=1, chromium on PATH:
+// apt-get install chromium); a dev-machine check, not a CI dependency.
+// VETBENCH_BROWSER_CHECK_OUT=file.png keeps the screenshot.
+func TestBrowserRendersReport(t *testing.T) {
+	if os.Getenv("VETBENCH_BROWSER_CHECK") != "1" {
+		t.Skip("set VETBENCH_BROWSER_CHECK=1 (and install chromium) to render the report in a headless browser")
+	}
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not on PATH")
+	}
+	dir := t.TempDir()
+	rep := build(t, load(t, "base", "baseline"), load(t, "cand", "candidate"))
+	var page bytes.Buffer
+	require.NoError(t, rep.WriteHTML(&page))
+	pagePath := filepath.Join(dir, "pair.html")
+	require.NoError(t, os.WriteFile(pagePath, page.Bytes(), 0o644))
+	blankPath := filepath.Join(dir, "blank.html")
+	require.NoError(t, os.WriteFile(blankPath, []byte("<!DOCTYPE html><html><body></body></html>"), 0o644))
+
+	shot := screenshot(t, bin, pagePath)
+	if out := os.Getenv("VETBENCH_BROWSER_CHECK_OUT"); out != "" {
+		var b bytes.Buffer
+		require.NoError(t, png.Encode(&b, shot))
+		require.NoError(t, os.WriteFile(out, b.Bytes(), 0o644))
+		t.Logf("screenshot in %s", out)
+	}
+	ink, base, cand := inkOf(shot)
+	t.Logf("ink %.1f%% of the page; %d baseline-blue and %d candidate-orange pixels", 100*ink, base, cand)
+	require.Greater(t, ink, 0.05, "the page rendered next to nothing")
+	require.Greater(t, base, 500, "no baseline curve (#0072b2) on the page")
+	require.Greater(t, cand, 500, "no candidate curve (#d55e00) on the page")
+
+	ink, base, cand = inkOf(screenshot(t, bin, blankPath))
+	require.Less(t, ink, 0.001, "control: a blank page must read as blank")
+	require.Zero(t, base+cand)
+
+	// Control: the same page without its charts has ink but no curves.
+	for i := range rep.Sections {
+		rep.Sections[i].Charts = nil
+	}
+	page.Reset()
+	require.NoError(t, rep.WriteHTML(&page))
+	require.NoError(t, os.WriteFile(pagePath, page.Bytes(), 0o644))
+	ink, base, cand = inkOf(screenshot(t, bin, pagePath))
+	require.Greater(t, ink, 0.05)
+	require.Less(t, base, 500, "control: the curve check must not fire without charts")
+	require.Less(t, cand, 500)
+}
+
+func screenshot(t *testing.T, bin, page string) image.Image {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "shot.png")
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--user-data-dir="+t.TempDir(), "--window-size=1200,2400", "--screenshot="+out, "file://"+page)
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "chromium: %s", msg)
+	f, err := os.Open(out)
+	require.NoError(t, err, "chromium wrote no screenshot: %s", msg)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	require.Equal(t, image.Pt(1200, 2400), img.Bounds().Size(), fmt.Sprintf("chromium: %s", msg))
+	return img
+}
+
+// inkOf returns the share of pixels that are not near white, and how
+// many pixels are close to the baseline and candidate line colours.
+func inkOf(img image.Image) (ink float64, base, cand int) {
+	b := img.Bounds()
+	near := func(r, g, bl uint32, want [3]uint32) bool {
+		d := func(x, y uint32) uint32 {
+			if x > y {
+				return x - y
+			}
+			return y - x
+		}
+		return d(r, want[0])+d(g, want[1])+d(bl, want[2]) < 40
+	}
+	var dark int
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r, g, bl = r>>8, g>>8, bl>>8
+			if r < 235 || g < 235 || bl < 235 {
+				dark++
+			}
+			if near(r, g, bl, [3]uint32{0x00, 0x72, 0xb2}) {
+				base++
+			}
+			if near(r, g, bl, [3]uint32{0xd5, 0x5e, 0x00}) {
+				cand++
+			}
+		}
+	}
+	return float64(dark) / float64(b.Dx()*b.Dy()), base, cand
+}

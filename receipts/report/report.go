@@ -1,0 +1,787 @@
+// Package report lays out one benchmark run, or a baseline and a
+// candidate run, as a self-contained HTML page (inline CSS and SVG, no
+// script, no network) and as CSV tables.
+//
+// It decides nothing: which answers moved comes from receipts/answers,
+// whether the candidate is slower from receipts/speed, token-throughput
+// changes from receipts/tokens, whether two receipts are the same
+// experiment from receipts; the checks (Little's law, reconciliation) and
+// matrix statuses are the receipts' own. Load reads a run directory
+// (judgment receipts, token-throughput receipts and speed matrices, told
+// apart by schema, and bench.txt); Build turns two Runs into a Report of
+// Sections. A Section holds Charts (LineChart, HeatMap) and Tables, so
+// another figure is a function that returns a Section, appended to
+// Report.Sections before WriteHTML and CSVFiles; LineTable and
+// HeatMapTable give a chart's data as a CSV table.
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/answers"
+	"github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tokens"
+)
+
+// Report is what the page shows, in order: the title, banners, the
+// sections, the warnings.
+type Report struct {
+	Title    string
+	Subtitle string
+	// Banners stand above everything (an identity mismatch).
+	Banners  []Banner
+	Sections []Section
+	// Warnings are every receipt's warnings and the report's own, each
+	// naming its run and point.
+	Warnings []string
+}
+
+// Section is one titled part of the page. Its tables with a CSV name are
+// also written as CSV files.
+type Section struct {
+	// ID is the HTML anchor; unique within a report.
+	ID      string
+	Title   string
+	Banners []Banner
+	Notes   []string
+	Charts  []Chart
+	Tables  []Table
+}
+
+// Banner is a boxed message: why two runs cannot be compared, a verdict.
+type Banner struct {
+	Tone  Tone
+	Title string
+	Lines []string
+}
+
+// Table is a captioned grid of text cells.
+type Table struct {
+	Caption string
+	// CSV names the file the table is written to ("speed_checks.csv");
+	// empty keeps it out of the CSV output.
+	CSV string
+	// CSVOnly keeps a long table off the page (the page shows a digest).
+	CSVOnly bool
+	Header  []string
+	Rows    [][]Cell
+}
+
+// Cell is one table cell.
+type Cell struct {
+	Text string
+	Tone Tone
+	// Raw is the CSV form when it differs from Text (full precision).
+	Raw string
+	// Tip is hover text on the page.
+	Tip string
+}
+
+// Tone colours a cell or banner.
+type Tone string
+
+// Tones.
+const (
+	Plain Tone = ""
+	OK    Tone = "ok"
+	Warn  Tone = "warn"
+	Bad   Tone = "bad"
+)
+
+// Options are the policies the verdicts shown are taken under.
+type Options struct {
+	Answers answers.Policy
+	Speed   speed.Policy
+}
+
+// DefaultOptions are the compare and gate commands' defaults.
+func DefaultOptions() Options {
+	return Options{Answers: answers.DefaultPolicy(), Speed: speed.DefaultPolicy()}
+}
+
+// Build lays out base and, when cand is not nil, its comparison with
+// cand: per set, speed and hit rates against concurrency, moved answers
+// (candidate against baseline, and each level against c=1 within a run),
+// the self-checks, failures and stops of every point; the speed gate when
+// both runs carry benchmark output; an identity banner when the two runs
+// are not the same experiment.
+func Build(base, cand *Run, opt Options) (*Report, error) {
+	if base == nil {
+		return nil, fmt.Errorf("report: no baseline run")
+	}
+	if err := opt.Answers.Validate(); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if err := opt.Speed.Validate(); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	b := &builder{base: base, cand: cand, opt: opt, rep: &Report{}}
+	if err := b.compareAnswers(); err != nil {
+		return nil, err
+	}
+	if err := b.compareTokens(); err != nil {
+		return nil, err
+	}
+	b.identity()
+	b.decideGate()
+	b.title()
+	b.rep.Sections = append(b.rep.Sections, b.runsSection())
+	b.summary()
+	for _, set := range b.sets() {
+		b.rep.Sections = append(b.rep.Sections, b.setSection(set))
+	}
+	if s, ok := b.tokensSection(); ok {
+		b.rep.Sections = append(b.rep.Sections, s)
+	}
+	if s, ok := b.matrixSection(); ok {
+		b.rep.Sections = append(b.rep.Sections, s)
+	}
+	if s, ok := b.gateSection(); ok {
+		b.rep.Sections = append(b.rep.Sections, s)
+	}
+	b.warnings()
+	return b.rep, nil
+}
+
+type builder struct {
+	base, cand *Run
+	opt        Options
+	rep        *Report
+	// cross are candidate-vs-baseline comparisons; levels[run label] are
+	// each level against c=1 within that run. Keyed by point.
+	cross  map[Key]answers.SweepEntry
+	levels map[string]map[Key]answers.SweepEntry
+	// idDiff are identity differences between the runs, each with the
+	// points where it holds.
+	idDiff   map[string][]Key
+	idPoints int
+	// otherDiff are identity differences of the token points.
+	otherDiff []string
+	tokenCmp  *tokens.Comparison
+	gate      *speed.Report
+}
+
+func (b *builder) runs() []*Run {
+	if b.cand == nil {
+		return []*Run{b.base}
+	}
+	return []*Run{b.base, b.cand}
+}
+
+func (b *builder) pair() bool { return b.cand != nil }
+
+// keys are every point of either run, in order.
+func (b *builder) keys() []Key {
+	seen := map[Key]bool{}
+	var ks []Key
+	for _, r := range b.runs() {
+		for _, p := range r.Entries {
+			if k := p.Key(); !seen[k] {
+				seen[k] = true
+				ks = append(ks, k)
+			}
+		}
+	}
+	slices.SortFunc(ks, compareKeys)
+	return ks
+}
+
+func (b *builder) sets() []string {
+	var s []string
+	for _, k := range b.keys() {
+		if !slices.Contains(s, k.Set) {
+			s = append(s, k.Set)
+		}
+	}
+	return s
+}
+
+func (b *builder) arms() []string {
+	var s []string
+	for _, k := range b.keys() {
+		if !slices.Contains(s, k.Arm) {
+			s = append(s, k.Arm)
+		}
+	}
+	slices.SortFunc(s, func(x, y string) int { return cmp2(armRank(x), armRank(y), x, y) })
+	return s
+}
+
+func cmp2(a, b int, x, y string) int {
+	if a != b {
+		return a - b
+	}
+	return strings.Compare(x, y)
+}
+
+// seriesName names a run's curve; the arm is added when the runs hold
+// more than one.
+func (b *builder) seriesName(r *Run, arm string) string {
+	if len(b.arms()) > 1 && arm != "" {
+		return r.Label + " (" + arm + ")"
+	}
+	return r.Label
+}
+
+func (b *builder) compareAnswers() error {
+	b.cross = map[Key]answers.SweepEntry{}
+	b.levels = map[string]map[Key]answers.SweepEntry{}
+	for _, arm := range b.arms() {
+		for _, r := range b.runs() {
+			rs := r.arm(arm)
+			if len(rs) == 0 {
+				continue
+			}
+			sw, err := answers.CompareLevels(rs, b.opt.Answers)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", r.Label, err)
+			}
+			if b.levels[r.Label] == nil {
+				b.levels[r.Label] = map[Key]answers.SweepEntry{}
+			}
+			for _, e := range sw.Entries {
+				b.levels[r.Label][Key{Set: e.Set, Arm: arm, C: e.CandidateConcurrency}] = e
+			}
+		}
+		if !b.pair() {
+			continue
+		}
+		bs, cs := b.base.arm(arm), b.cand.arm(arm)
+		if len(bs) == 0 && len(cs) == 0 {
+			continue
+		}
+		var entries []answers.SweepEntry
+		switch {
+		case len(bs) == 0 || len(cs) == 0:
+			// CompareSweep wants receipts on both sides; say per point
+			// which side lacks them.
+			for _, k := range b.keys() {
+				if k.Arm != arm {
+					continue
+				}
+				side := "baseline"
+				if len(cs) == 0 {
+					side = "candidate"
+				}
+				entries = append(entries, answers.SweepEntry{Set: k.Set, BaselineConcurrency: k.C, CandidateConcurrency: k.C,
+					Err: fmt.Sprintf("set %s c=%d: no %s receipt", k.Set, k.C, side)})
+			}
+		default:
+			sw, err := answers.CompareSweep(bs, cs, b.opt.Answers)
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			entries = sw.Entries
+		}
+		for _, e := range entries {
+			b.cross[Key{Set: e.Set, Arm: arm, C: e.CandidateConcurrency}] = e
+		}
+	}
+	return nil
+}
+
+// identity lists what differs between the runs' receipts point by point.
+func (b *builder) identity() {
+	b.idDiff = map[string][]Key{}
+	if !b.pair() {
+		return
+	}
+	for _, k := range b.keys() {
+		br, ok1 := b.base.point(k)
+		cr, ok2 := b.cand.point(k)
+		if !ok1 || !ok2 {
+			continue
+		}
+		b.idPoints++
+		for _, d := range receipts.CompareIdentity(br, cr).Differences {
+			b.idDiff[d] = append(b.idDiff[d], k)
+		}
+	}
+	if len(b.idDiff) == 0 && len(b.otherDiff) == 0 {
+		return
+	}
+	ban := Banner{Tone: Bad, Title: "Identity mismatch: the two runs are not the same experiment"}
+	ban.Lines = append(ban.Lines, "Answers are not compared and the speed gate gives no verdict; figures are shown side by side for reading only. What differs (baseline → candidate):")
+	for _, d := range slices.Sorted(maps.Keys(b.idDiff)) {
+		ban.Lines = append(ban.Lines, d+" ("+b.where(b.idDiff[d])+")")
+	}
+	ban.Lines = append(ban.Lines, capLines(slices.Compact(slices.Sorted(slices.Values(b.otherDiff))), 12)...)
+	if b.opt.Answers.AllowIdentityDrift {
+		ban.Lines[0] = "Identity drift allowed: answers are compared anyway and the speed gate's verdict is shown; read both knowing that what differs below differs. What differs (baseline → candidate):"
+	}
+	b.rep.Banners = append(b.rep.Banners, ban)
+}
+
+func (b *builder) where(ks []Key) string {
+	if len(ks) == b.idPoints {
+		return "every point"
+	}
+	var s []string
+	for _, k := range ks {
+		s = append(s, k.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func (b *builder) comparable() bool {
+	return len(b.idDiff) == 0 && len(b.otherDiff) == 0 || b.opt.Answers.AllowIdentityDrift
+}
+
+func (b *builder) title() {
+	if b.pair() {
+		b.rep.Title = "vetbench report: " + b.base.Label + " vs " + b.cand.Label
+		b.rep.Subtitle = b.base.Dir + " → " + b.cand.Dir
+		return
+	}
+	b.rep.Title = "vetbench report: " + b.base.Label
+	b.rep.Subtitle = b.base.Dir
+}
+
+// distinct lists the distinct values f gives over a run's receipts.
+func distinct(r *Run, f func(*receipts.Receipt) string) string {
+	var vs []string
+	for _, p := range r.Entries {
+		if v := f(p.Receipt); v != "" && !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
+	slices.Sort(vs)
+	if len(vs) == 0 {
+		return "—"
+	}
+	return strings.Join(vs, ", ")
+}
+
+// timeScale is the run's largest twin time scale (1 when none is
+// recorded).
+func timeScale(r *Run) float64 {
+	s := 1.0
+	for _, p := range r.Entries {
+		s = max(s, p.Receipt.Target.TimeScale)
+	}
+	return s
+}
+
+func scaleText(s float64) string {
+	if s <= 1 {
+		return "1 (real time)"
+	}
+	return "×" + num(s) + " (time-scaled twin: rates ×" + num(s) + ", latencies ÷" + num(s) + " of model time)"
+}
+
+func (b *builder) runsSection() Section {
+	type field struct {
+		name string
+		f    func(*Run) string
+	}
+	fields := []field{
+		{"directory", func(r *Run) string { return r.Dir }},
+		{"receipts", func(r *Run) string {
+			s := fmt.Sprintf("%d in %s", len(r.Entries), r.ReceiptDir)
+			if n := len(r.Tokens); n > 0 {
+				s += fmt.Sprintf("; %d token-throughput points", n)
+			}
+			if n := len(r.Matrices); n > 0 {
+				s += fmt.Sprintf("; %d speed matrices", n)
+			}
+			return s
+		}},
+		{"benchmark output", func(r *Run) string {
+			if r.BenchFile == "" {
+				return "none (no " + BenchName + ")"
+			}
+			return r.BenchFile
+		}},
+		{"source", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Source }) }},
+		{"target kind", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return string(x.Target.Kind) })
+		}},
+		{"twin profile", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Target.Profile }) }},
+		{"time scale", func(r *Run) string { return scaleText(timeScale(r)) }},
+		{"replay", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Target.Replay }) }},
+		{"model", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return receipts.Weights(x.Pins) })
+		}},
+		{"model revision", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return x.Pins.ModelRevision })
+		}},
+		{"server build", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return x.Pins.ServerBuild })
+		}},
+		{"scoring mode", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return x.Pins.ScoringMode })
+		}},
+		{"server flags", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return x.Identity.ServerFlags })
+		}},
+		{"harness", func(r *Run) string {
+			return distinct(r, func(x *receipts.Receipt) string { return x.Identity.HarnessVersion })
+		}},
+		{"run ids", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.RunID }) }},
+		{"sets × levels", func(r *Run) string {
+			var s []string
+			last := Key{}
+			for i, p := range r.Entries {
+				k := p.Key()
+				if i > 0 && k.Set == last.Set && k.Arm == last.Arm {
+					s[len(s)-1] += fmt.Sprintf(",%d", k.C)
+				} else {
+					head := k.Set
+					if k.Arm == "warm" {
+						head += " warm"
+					}
+					s = append(s, fmt.Sprintf("%s c=%d", head, k.C))
+				}
+				last = k
+			}
+			return strings.Join(s, "; ")
+		}},
+	}
+	t := Table{Caption: "What ran", CSV: "runs.csv", Header: []string{"field"}}
+	for _, r := range b.runs() {
+		t.Header = append(t.Header, r.Label)
+	}
+	for _, f := range fields {
+		row := []Cell{{Text: f.name}}
+		var vals []string
+		for _, r := range b.runs() {
+			v := f.f(r)
+			vals = append(vals, v)
+			c := Cell{Text: v}
+			// Run ids are one per point: the page says how many, the CSV
+			// lists them.
+			if parts := strings.Split(v, ", "); f.name == "run ids" && len(parts) > 2 {
+				c = Cell{Text: fmt.Sprintf("%d distinct (%s, …)", len(parts), parts[0]), Raw: v}
+			}
+			row = append(row, c)
+		}
+		// A target that differs between the runs is marked: speeds of
+		// different targets are different figures even when the answers'
+		// identity agrees.
+		if b.pair() && vals[0] != vals[1] && targetField(f.name) {
+			row[2].Tone = Warn
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	id := Table{Caption: "Identity digest per set (equal digests: the same experiment)", CSV: "identity.csv", Header: []string{"set"}}
+	for _, r := range b.runs() {
+		id.Header = append(id.Header, r.Label)
+	}
+	if b.pair() {
+		id.Header = append(id.Header, "differences")
+	}
+	for _, set := range b.sets() {
+		row := []Cell{{Text: set}}
+		var ds []string
+		for _, r := range b.runs() {
+			d := distinct(r, func(x *receipts.Receipt) string {
+				if x.Set != set {
+					return ""
+				}
+				return x.IdentityDigest()
+			})
+			ds = append(ds, d)
+			row = append(row, Cell{Text: shortDigest(d), Raw: d})
+		}
+		if b.pair() {
+			n := 0
+			for _, ks := range b.idDiff {
+				for _, k := range ks {
+					if k.Set == set {
+						n++
+						break
+					}
+				}
+			}
+			switch {
+			case n > 0:
+				row = append(row, Cell{Text: fmt.Sprintf("%d fields differ", n), Tone: Bad})
+			case ds[0] != ds[1]:
+				// Digests differ on fields only one side records.
+				row = append(row, Cell{Text: "none recorded by both", Tone: Warn})
+			default:
+				row = append(row, Cell{Text: "none", Tone: OK})
+			}
+		}
+		id.Rows = append(id.Rows, row)
+	}
+	s := Section{ID: "runs", Title: "Runs and targets", Tables: []Table{t, id}}
+	for _, r := range b.runs() {
+		if ts := timeScale(r); ts > 1 {
+			s.Notes = append(s.Notes, fmt.Sprintf("The %s ran on a twin time-scaled ×%s: its judgments/s are %s times what the modelled hardware would do and its latencies 1/%s; compare such figures only with runs of the same scale.", r.Label, num(ts), num(ts), num(ts)))
+		}
+	}
+	return s
+}
+
+func targetField(name string) bool {
+	switch name {
+	case "target kind", "twin profile", "time scale", "replay":
+		return true
+	}
+	return false
+}
+
+func shortDigest(d string) string {
+	var out []string
+	for _, p := range strings.Split(d, ", ") {
+		if len(p) > 12 {
+			p = p[:12] + "…"
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ", ")
+}
+
+// summary is the first thing to read: one line per verdict and per kind
+// of trouble.
+func (b *builder) summary() {
+	t := Table{Caption: "Verdicts", CSV: "summary.csv", Header: []string{"check", "result", "detail"}}
+	if b.pair() && len(b.base.Entries) > 0 && len(b.cand.Entries) > 0 {
+		t.Rows = append(t.Rows, entriesRow(b.base.Label+" vs "+b.cand.Label+": answers", b.crossEntries()))
+	}
+	for _, r := range b.runs() {
+		if len(r.Entries) > 0 {
+			t.Rows = append(t.Rows, entriesRow(r.Label+": answers at each level vs c=1", b.levelEntries(r)))
+		}
+	}
+	if row, ok := b.gateRow(); ok {
+		t.Rows = append(t.Rows, row)
+	}
+	// Failures, stops and self-checks of every point.
+	for _, r := range b.runs() {
+		if len(r.Entries) == 0 {
+			continue
+		}
+		var failed, discarded, stopped, checks int
+		for _, p := range r.Entries {
+			x := p.Receipt
+			failed += x.Throughput.Failed
+			discarded += x.Throughput.Discarded
+			if x.Stopped != nil {
+				stopped++
+			}
+			if ll, rc := littleText(x), reconText(x); ll.Tone == Bad || rc.Tone == Bad {
+				checks++
+			}
+		}
+		res := Cell{Text: "clean", Tone: OK}
+		if failed+discarded+stopped+checks > 0 {
+			res = Cell{Text: "trouble", Tone: Bad}
+		}
+		t.Rows = append(t.Rows, []Cell{{Text: r.Label + ": failures and self-checks"}, res,
+			{Text: fmt.Sprintf("%d points; %d failed judgments, %d discarded, %d points stopped early, %d with a failed self-check", len(r.Entries), failed, discarded, stopped, checks)}})
+	}
+	for _, r := range b.runs() {
+		if len(r.Tokens) > 0 {
+			var failed, short, stopped int
+			for _, e := range r.Tokens {
+				failed += e.Receipt.Summary.Failed
+				short += e.Receipt.Summary.Short
+				if e.Receipt.Stopped != nil {
+					stopped++
+				}
+			}
+			res := Cell{Text: "clean", Tone: OK}
+			if failed+short+stopped > 0 {
+				res = Cell{Text: "trouble", Tone: Bad}
+			}
+			t.Rows = append(t.Rows, []Cell{{Text: r.Label + ": token-throughput points"}, res,
+				{Text: fmt.Sprintf("%d points; %d failed requests, %d short, %d points stopped early", len(r.Tokens), failed, short, stopped)}})
+		}
+		for _, e := range r.Matrices {
+			counts := e.Matrix.Counts()
+			var parts []string
+			for _, st := range []matrix.Status{matrix.Valid, matrix.RequestsQueued, matrix.Looped, matrix.Failed, matrix.Skipped} {
+				if n := counts[st]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", n, st.Label()))
+				}
+			}
+			res := Cell{Text: "clean", Tone: OK}
+			if counts[matrix.Failed]+counts[matrix.Looped] > 0 || e.Matrix.Stopped != nil {
+				res = Cell{Text: "trouble", Tone: Bad}
+			}
+			detail := fmt.Sprintf("%d cells: %s", len(e.Matrix.Cells), strings.Join(parts, ", "))
+			if e.Matrix.Stopped != nil {
+				detail += "; stopped early"
+			}
+			t.Rows = append(t.Rows, []Cell{{Text: r.Label + ": speed matrix"}, res, {Text: detail}})
+		}
+	}
+	b.rep.Sections = append(b.rep.Sections, Section{ID: "summary", Title: "Summary", Tables: []Table{t}})
+}
+
+func (b *builder) crossEntries() []answers.SweepEntry {
+	var es []answers.SweepEntry
+	for _, k := range b.keys() {
+		if e, ok := b.cross[k]; ok {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+func (b *builder) levelEntries(r *Run) []answers.SweepEntry {
+	var es []answers.SweepEntry
+	for _, k := range b.keys() {
+		if e, ok := b.levels[r.Label][k]; ok {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+func entriesRow(name string, es []answers.SweepEntry) []Cell {
+	var pass, fail, nc, nt, conf int
+	for _, e := range es {
+		switch {
+		case e.Err != "" || e.Report == nil:
+			nc++
+		case e.Report.Failed():
+			fail++
+		default:
+			pass++
+		}
+		if e.Report != nil {
+			nt += e.Report.VerdictsMoved.NearTie
+			conf += e.Report.VerdictsMoved.Confident
+		}
+	}
+	res := Cell{Text: "PASS", Tone: OK}
+	switch {
+	case len(es) == 0:
+		res = Cell{Text: "nothing to compare", Tone: Plain}
+	case nc > 0:
+		res = Cell{Text: "NOT COMPARED", Tone: Bad}
+	case fail > 0:
+		res = Cell{Text: "FAIL", Tone: Bad}
+	}
+	return []Cell{{Text: name}, res, {Text: fmt.Sprintf("%d comparisons: %d pass, %d fail, %d not compared; verdicts moved: %d near-tie, %d confident", len(es), pass, fail, nc, nt, conf)}}
+}
+
+// Figures of a receipt, as cells.
+
+func f2(v float64) Cell { return Cell{Text: strconv.FormatFloat(v, 'f', 2, 64), Raw: raw(v)} }
+func f4(v float64) Cell { return Cell{Text: strconv.FormatFloat(v, 'f', 4, 64), Raw: raw(v)} }
+func itoa(v int) Cell   { return Cell{Text: strconv.Itoa(v)} }
+
+func raw(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func ratio(p *float64) Cell {
+	if p == nil {
+		return Cell{Text: "—"}
+	}
+	return Cell{Text: strconv.FormatFloat(100**p, 'f', 1, 64) + "%", Raw: raw(*p)}
+}
+
+func count(v int) Cell {
+	c := itoa(v)
+	if v > 0 {
+		c.Tone = Bad
+	}
+	return c
+}
+
+func littleText(r *receipts.Receipt) Cell {
+	if r.Checks == nil || r.Checks.LittlesLaw == nil {
+		return Cell{Text: "not recorded"}
+	}
+	ll := r.Checks.LittlesLaw
+	if ll.OK {
+		return Cell{Text: fmt.Sprintf("ok (%.1f%%)", 100*ll.RelError), Tone: OK}
+	}
+	msg := strings.Join(ll.Problems, "; ")
+	if msg == "" {
+		msg = fmt.Sprintf("off by %.1f%%", 100*ll.RelError)
+	}
+	return Cell{Text: msg, Tone: Bad}
+}
+
+func reconText(r *receipts.Receipt) Cell {
+	if r.Checks == nil || r.Checks.Reconciliation == nil {
+		return Cell{Text: "not recorded"}
+	}
+	rc := r.Checks.Reconciliation
+	if rc.OK {
+		return Cell{Text: "ok", Tone: OK}
+	}
+	msg := rc.Verdict
+	if rc.Detail != "" {
+		msg += ": " + rc.Detail
+	}
+	return Cell{Text: msg, Tone: Bad}
+}
+
+func stoppedText(r *receipts.Receipt) Cell {
+	st := r.Stopped
+	if st == nil {
+		return Cell{Text: "—"}
+	}
+	at := st.Item
+	if st.Question != "" {
+		at += " / " + st.Question
+	}
+	return Cell{Text: fmt.Sprintf("%s at %s (#%d): %s; %d discarded", st.Reason, at, st.Index, st.Message, st.Discarded), Tone: Bad}
+}
+
+func serverText(r *receipts.Receipt) Cell {
+	if r.Server == nil {
+		return Cell{Text: "no /metrics"}
+	}
+	c := Cell{Text: r.Server.Status}
+	if r.Server.Status != "ok" {
+		c.Tone = Warn
+	}
+	if len(r.Server.Problems) > 0 {
+		c.Text += ": " + strings.Join(r.Server.Problems, "; ")
+	}
+	return c
+}
+
+func hit(r *receipts.Receipt, mm bool) *float64 {
+	if r.Server == nil {
+		return nil
+	}
+	if mm {
+		return r.Server.MMCacheHitRate
+	}
+	return r.Server.PrefixCacheHitRate
+}
+
+func (b *builder) warnings() {
+	for _, r := range b.runs() {
+		for _, p := range r.Entries {
+			for _, w := range p.Receipt.Warnings {
+				b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("%s %s: %s", r.Label, p.Key(), w))
+			}
+		}
+	}
+	for _, r := range b.runs() {
+		for _, e := range r.Tokens {
+			for _, w := range e.Receipt.Warnings {
+				b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("%s token point %s: %s", r.Label, e.Receipt.Key(), w))
+			}
+		}
+		for _, e := range r.Matrices {
+			for _, w := range e.Matrix.Warnings {
+				b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("%s speed matrix %s: %s", r.Label, e.File, w))
+			}
+		}
+	}
+	if b.pair() && (b.base.Bench == nil) != (b.cand.Bench == nil) {
+		missing := b.base
+		if b.cand.Bench == nil {
+			missing = b.cand
+		}
+		b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("%s has no %s: no speed gate", missing.Label, BenchName))
+	}
+	if b.pair() && timeScale(b.base) != timeScale(b.cand) {
+		b.rep.Warnings = append(b.rep.Warnings, fmt.Sprintf("time scales differ (%s ×%s, %s ×%s): the speed figures are on different clocks", b.base.Label, num(timeScale(b.base)), b.cand.Label, num(timeScale(b.cand))))
+	}
+}

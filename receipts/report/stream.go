@@ -1,0 +1,286 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/tokens"
+)
+
+// The streaming figures: token-throughput points (receipts/tokens) as
+// curves against concurrency, and speed matrices (receipts/matrix) as heat
+// maps. Each is one Section built from the library's own figures.
+
+// TokensEntry is one token-throughput receipt of a run.
+type TokensEntry struct {
+	File    string
+	Receipt *tokens.Receipt
+}
+
+// MatrixEntry is one speed matrix of a run.
+type MatrixEntry struct {
+	File   string
+	Matrix *matrix.Matrix
+}
+
+// tokenGroup is one workload × output length: a chart's x axis.
+type tokenGroup struct {
+	workload string
+	output   int
+}
+
+func (b *builder) tokenGroups() []tokenGroup {
+	var gs []tokenGroup
+	for _, r := range b.runs() {
+		for _, e := range r.Tokens {
+			g := tokenGroup{e.Receipt.Point.Workload, e.Receipt.Point.OutputTokens}
+			if !slices.Contains(gs, g) {
+				gs = append(gs, g)
+			}
+		}
+	}
+	slices.SortFunc(gs, func(a, b tokenGroup) int {
+		return cmp.Or(cmp.Compare(a.workload, b.workload), cmp.Compare(a.output, b.output))
+	})
+	return gs
+}
+
+func (r *Run) tokensOf(g tokenGroup) []*tokens.Receipt {
+	var out []*tokens.Receipt
+	for _, e := range r.Tokens {
+		if e.Receipt.Point.Workload == g.workload && e.Receipt.Point.OutputTokens == g.output {
+			out = append(out, e.Receipt)
+		}
+	}
+	slices.SortFunc(out, func(a, b *tokens.Receipt) int { return cmp.Compare(a.Point.Concurrency, b.Point.Concurrency) })
+	return out
+}
+
+func (r *Run) allTokens() []*tokens.Receipt {
+	var out []*tokens.Receipt
+	for _, e := range r.Tokens {
+		out = append(out, e.Receipt)
+	}
+	return out
+}
+
+// compareTokens compares the runs' token points (receipts/tokens); nil
+// without a pair of runs that both hold some.
+func (b *builder) compareTokens() error {
+	if !b.pair() || len(b.base.Tokens) == 0 || len(b.cand.Tokens) == 0 {
+		return nil
+	}
+	c, err := tokens.Compare(b.base.allTokens(), b.cand.allTokens())
+	if err != nil {
+		return fmt.Errorf("report: token throughput: %w", err)
+	}
+	b.tokenCmp = c
+	for _, p := range c.Points {
+		for _, d := range p.IdentityDiff {
+			b.otherDiff = append(b.otherDiff, "token throughput "+p.Key.String()+": "+d)
+		}
+	}
+	return nil
+}
+
+func (b *builder) tokensSection() (Section, bool) {
+	groups := b.tokenGroups()
+	if len(groups) == 0 {
+		return Section{}, false
+	}
+	s := Section{ID: "tokens", Title: "Token throughput (streaming decode)"}
+	note := b.tokensScaleNote()
+	if note != "" {
+		s.Notes = append(s.Notes, "Figures of a "+note+".")
+	}
+	for _, g := range groups {
+		name := fmt.Sprintf("%s, %d output tokens", g.workload, g.output)
+		agg := LineChart{Title: "aggregate output tok/s: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "output tok/s", LogX: true}
+		tpot := LineChart{Title: "mean TPOT: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "TPOT (ms)", LogX: true}
+		for i, r := range b.runs() {
+			col, dash := palette[i%len(palette)], b.pair() && r == b.cand
+			sa, st := Series{Name: r.Label, Color: col, Dashed: dash}, Series{Name: r.Label, Color: col, Dashed: dash}
+			for _, t := range r.tokensOf(g) {
+				c := float64(t.Point.Concurrency)
+				sm := t.Summary
+				sa.Points = append(sa.Points, Point{X: c, Y: sm.AggregateOutputTokS, Tip: fmt.Sprintf("c=%d: %s tok/s", t.Point.Concurrency, num(sm.AggregateOutputTokS))})
+				st.Points = append(st.Points, Point{X: c, Y: sm.MeanTPOTMs, Tip: fmt.Sprintf("c=%d: %s ms", t.Point.Concurrency, num(sm.MeanTPOTMs))})
+			}
+			agg.Series, tpot.Series = append(agg.Series, sa), append(tpot.Series, st)
+		}
+		s.Charts = append(s.Charts, agg, tpot)
+	}
+	pts := Table{Caption: "Token-throughput points", CSV: "tokens.csv", Header: []string{"run", "workload", "output tokens", "c", "repeats",
+		"aggregate tok/s", "per-request tok/s", "mean TPOT ms", "TTFT p50 ms", "requests", "failed", "short", "stopped"}}
+	for _, g := range groups {
+		for _, r := range b.runs() {
+			for _, t := range r.tokensOf(g) {
+				sm := t.Summary
+				ttft := Cell{Text: "—"}
+				if sm.TTFTMs != nil {
+					ttft = f2(sm.TTFTMs.P50)
+				}
+				stopped := Cell{Text: "—"}
+				if st := t.Stopped; st != nil {
+					stopped = Cell{Text: fmt.Sprintf("%s after %d of %d repeats: %s", st.Reason, st.Runs, t.Point.Repeats, st.Message), Tone: Bad}
+				}
+				pts.Rows = append(pts.Rows, []Cell{{Text: r.Label}, {Text: g.workload}, itoa(g.output), itoa(t.Point.Concurrency), itoa(t.Point.Repeats),
+					f2(sm.AggregateOutputTokS), f2(sm.PerRequestOutputTokS), f2(sm.MeanTPOTMs), ttft, itoa(sm.Requests), count(sm.Failed), count(sm.Short), stopped})
+			}
+		}
+	}
+	s.Tables = append(s.Tables, pts)
+	if c := b.tokenCmp; c != nil {
+		t := Table{Caption: "Token throughput, " + b.cand.Label + " vs " + b.base.Label + " (receipts/tokens)", CSV: "tokens_compare.csv",
+			Header: []string{"point", "aggregate tok/s", "per-request tok/s", "mean TPOT ms", "TTFT p50 ms", "identity", "problems"}}
+		for _, p := range c.Points {
+			ttft := Cell{Text: "—"}
+			if p.TTFTP50Ms != nil {
+				ttft = deltaCell(*p.TTFTP50Ms, -1)
+			}
+			// No difference among the fields both record; what only one
+			// side records is unverified, not equal.
+			id := Cell{Text: "no difference recorded"}
+			switch {
+			case len(p.IdentityDiff) > 0:
+				id = Cell{Text: strings.Join(p.IdentityDiff, "; "), Tone: Bad}
+			case len(p.Unverified) > 0:
+				id = Cell{Text: "unverified: " + strings.Join(p.Unverified, "; "), Tone: Warn}
+			}
+			prob := Cell{Text: strings.Join(p.Problems, "; ")}
+			if prob.Text != "" {
+				prob.Tone = Bad
+			}
+			t.Rows = append(t.Rows, []Cell{{Text: p.Key.String()}, deltaCell(p.AggregateOutputTokS, 1), deltaCell(p.PerRequestOutputTokS, 1), deltaCell(p.MeanTPOTMs, -1), ttft, id, prob})
+		}
+		for _, side := range []struct {
+			name string
+			ks   []tokens.Key
+		}{{b.base.Label + " only", c.OnlyBase}, {b.cand.Label + " only", c.OnlyCand}} {
+			for _, k := range side.ks {
+				t.Rows = append(t.Rows, []Cell{{Text: k.String()}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "measured by the " + side.name, Tone: Warn}})
+			}
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	return s, true
+}
+
+// deltaCell shows base → cand and the change; better is +1 when higher is
+// better, −1 when lower is. The tone only marks the direction of a change
+// beyond 5%: the token figures carry no significance test here.
+func deltaCell(d tokens.Delta, better int) Cell {
+	c := Cell{Text: num(d.Base) + " → " + num(d.Cand)}
+	if math.IsNaN(d.Rel) {
+		return c
+	}
+	c.Text += fmt.Sprintf(" (%+.1f%%)", 100*d.Rel)
+	switch {
+	case float64(better)*d.Rel < -0.05:
+		c.Tone = Warn
+	case float64(better)*d.Rel > 0.05:
+		c.Tone = OK
+	}
+	return c
+}
+
+func (b *builder) tokensScaleNote() string {
+	var parts []string
+	for _, r := range b.runs() {
+		s := 1.0
+		for _, e := range r.Tokens {
+			s = max(s, e.Receipt.Target.TimeScale)
+		}
+		for _, e := range r.Matrices {
+			s = max(s, e.Matrix.Target.TimeScale)
+		}
+		if s > 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%s", r.Label, num(s)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "time-scaled twin (" + strings.Join(parts, ", ") + "): not real-time figures"
+}
+
+// MatrixHeatMap lays a speed matrix out as a heat map: rows contexts,
+// columns requests at once, colour total tok/s (log scale), the status
+// label in each cell and its reason on hover.
+func MatrixHeatMap(title string, m *matrix.Matrix) HeatMap {
+	h := HeatMap{Title: title, RowLabel: "context", ColLabel: "requests at once", Unit: "tok/s", LogColor: true, Rows: m.Contexts()}
+	cs := m.Concurrencies()
+	for _, c := range cs {
+		h.Cols = append(h.Cols, strconv.Itoa(c))
+	}
+	for _, ctx := range h.Rows {
+		var row []HeatCell
+		for _, c := range cs {
+			cell := m.Cell(ctx, c)
+			if cell == nil {
+				row = append(row, HeatCell{Status: "not run"})
+				continue
+			}
+			row = append(row, HeatCell{Value: cell.TotalTokS, Status: cell.Status.Label(), Tip: cell.Reason})
+		}
+		h.Cells = append(h.Cells, row)
+	}
+	return h
+}
+
+func (b *builder) matrixSection() (Section, bool) {
+	s := Section{ID: "matrix", Title: "Speed matrix (sustained decode)"}
+	note := b.tokensScaleNote()
+	for _, r := range b.runs() {
+		for i, e := range r.Matrices {
+			m := e.Matrix
+			name := r.Label
+			if len(r.Matrices) > 1 {
+				name += " " + strconv.Itoa(i+1)
+			}
+			h := MatrixHeatMap("speed matrix, "+name+": total output tok/s", m)
+			h.Note = note
+			s.Charts = append(s.Charts, h)
+			line := name + ": " + e.File + ", identity " + shortDigest(m.IdentityDigest())
+			if m.Description != "" {
+				line += ". " + m.Description
+			}
+			s.Notes = append(s.Notes, line)
+			if m.Stopped != nil {
+				s.Banners = append(s.Banners, Banner{Tone: Bad, Title: name + ": the matrix stopped early", Lines: []string{m.Stopped.Reason + ": " + m.Stopped.Message}})
+			}
+			csvName := strings.ReplaceAll(name, " ", "_")
+			t := HeatMapTable(h, "matrix_"+csvName+".csv")
+			t.Caption = "Cells, " + name
+			t.Header = append(t.Header, "reason")
+			for j := range t.Rows {
+				t.Rows[j] = append(t.Rows[j], Cell{Text: t.Rows[j][3].Tip})
+			}
+			t.CSVOnly = true
+			pf := Table{Caption: "Prefill, " + name, CSV: "prefill_" + csvName + ".csv", Header: []string{"context", "prefill tok/s", "TTFT ms", "status"}}
+			for _, p := range m.Prefill {
+				pf.Rows = append(pf.Rows, []Cell{{Text: p.Context}, optCell(p.TokS), optCell(p.TTFTMs), {Text: p.Status.Label(), Tip: p.Reason}})
+			}
+			s.Tables = append(s.Tables, t, pf)
+		}
+	}
+	if len(s.Charts) == 0 {
+		return Section{}, false
+	}
+	if note != "" {
+		s.Notes = append([]string{"Figures of a " + note + "."}, s.Notes...)
+	}
+	return s, true
+}
+
+func optCell(v *float64) Cell {
+	if v == nil {
+		return Cell{Text: "—"}
+	}
+	return Cell{Text: num(*v), Raw: raw(*v)}
+}
