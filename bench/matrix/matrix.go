@@ -686,10 +686,13 @@ func (w *workers) loop(ctx context.Context, cancel context.CancelCauseFunc, r *R
 			cancel(res.Err)
 			return
 		case res.Err == nil && res.OutputTokens != o.OutputTokens:
-			// ignore_eos asked for exactly OutputTokens: a short stream is a failure.
-			if err := res.Verify(o.OutputTokens); err != nil {
-				w.failed = append(w.failed, err.Error())
-			}
+			// ignore_eos asked for exactly OutputTokens: a short stream is a
+			// failure, and the cell stops at it like at any other.
+			err := res.Verify(o.OutputTokens)
+			w.failed = append(w.failed, err.Error())
+			w.mu.Unlock()
+			cancel(err)
+			return
 		}
 		w.mu.Unlock()
 	}

@@ -29,6 +29,7 @@ func TestMatrixCommand(t *testing.T) {
 	// Room (KV and decode slots) for both cells.
 	environ, _ := fakeEnv(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, GPUBlocks: 7000, BlockSize: 16, MaxRunning: 2})
 	environ = quickMatrix(environ)
+	environ["VETBENCH_MATRIX_READY_TIMEOUT"] = "1m"
 	dir := t.TempDir()
 	jsonPath, csvPath := filepath.Join(dir, "m.json"), filepath.Join(dir, "m.csv")
 	args := []string{"matrix", "-contexts", "1000", "-levels", "1,2", "-output", "4000", "-json", jsonPath, "-csv", csvPath}
