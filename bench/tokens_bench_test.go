@@ -33,30 +33,29 @@ import (
 // tokens, VETBENCH_TOKENS_REPEATS times after a warm-up. One op is one
 // point; ns/op is hidden. Every request is verified; failures beyond
 // VETBENCH_TOKENS_ACCEPT_FAILURES fail the benchmark. Each point's receipt
-// goes to VETBENCH_OUT/tokens.
+// goes to VETBENCH_OUT (tokens_<workload>_c<N>_<run>_<n>.json).
 func BenchmarkTokens(b *testing.B) {
 	s := getSuite(b)
 	r := tokenRunner(b, s)
-	dir := filepath.Join(s.outDir(), "tokens")
+	dir := s.outDir()
+	write := func(rec *rtokens.Receipt) (string, error) {
+		p := rec.Point
+		path := filepath.Join(dir, fmt.Sprintf("tokens_%s_c%d_%s_%d.json", p.Workload, p.Concurrency, r.RunID, seq.Add(1)))
+		return path, writeNew(path, func(path string) error { return rtokens.WriteFile(path, rec) })
+	}
 	for _, w := range s.cfg.Tokens.Workloads {
 		for _, c := range s.cfg.Tokens.Levels {
 			b.Run(fmt.Sprintf("workload=%s/c=%d", w, c), func(b *testing.B) {
 				ctx := s.context(b)
 				p := tokens.PointFrom(s.cfg.Tokens, w, c)
-				var runs []rtokens.Run
-				var last *rtokens.Receipt
+				var recs []*rtokens.Receipt
 				for b.Loop() {
 					rec, err := r.Measure(ctx, p)
-					if rec != nil {
-						path := filepath.Join(dir, fmt.Sprintf("%s_c%d_%s_%d.json", w, c, r.RunID, seq.Add(1)))
-						if werr := writeNew(path, func(p string) error { return rtokens.WriteFile(p, rec) }); werr != nil {
-							b.Fatal(werr)
-						}
-						if err != nil {
-							b.Fatalf("%v (receipt written to %s)", err, path)
-						}
-					}
 					if err != nil {
+						if rec != nil {
+							path, werr := write(rec)
+							b.Fatalf("%v (receipt written to %s, %v)", err, path, werr)
+						}
 						b.Fatal(err)
 					}
 					for i, run := range rec.Runs {
@@ -64,16 +63,32 @@ func BenchmarkTokens(b *testing.B) {
 							b.Errorf("repeat %d: Little's law does not hold: %v", i+1, ll.Problems)
 						}
 					}
-					runs, last = append(runs, rec.Runs...), rec
+					recs = append(recs, rec)
 				}
 				b.ReportMetric(0, "ns/op")
-				merged := *last
-				merged.Runs = runs
-				merged.Summary = rtokens.Summarize(last.Point, runs)
-				metrics.Report(b, tokens.Metrics(&merged))
+				// One receipt per point: the repeats of every pass b.Loop made.
+				merged := mergeTokens(recs)
+				if _, err := write(merged); err != nil {
+					b.Fatal(err)
+				}
+				metrics.Report(b, tokens.Metrics(merged))
 			})
 		}
 	}
+}
+
+// mergeTokens is one receipt holding the runs of several passes over one
+// point, its figures summarised again.
+func mergeTokens(recs []*rtokens.Receipt) *rtokens.Receipt {
+	m := *recs[len(recs)-1]
+	m.Started, m.Runs = recs[0].Started, nil
+	for _, r := range recs {
+		m.Runs = append(m.Runs, r.Runs...)
+	}
+	m.Point.Repeats = len(m.Runs)
+	m.Summary = rtokens.Summarize(m.Point, m.Runs)
+	m.Identity.Digest = m.IdentityDigest()
+	return &m
 }
 
 // BenchmarkMatrix measures the speed matrix one cell per sub-benchmark
