@@ -106,8 +106,8 @@ type Outcome struct {
 }
 
 // Classify gives a cell's status and why, worst first: Looped, Failed,
-// Requests queued (the warm-up timed out, a request waited, or fewer than
-// 0.95·C ran on average), Valid.
+// Requests queued (the warm-up timed out, a request waited, or at C > 1
+// fewer than 0.95·C ran on average), Valid.
 func Classify(o Outcome) (rmatrix.Status, string) {
 	switch {
 	case o.Loop != nil:
@@ -127,7 +127,9 @@ func Classify(o Outcome) (rmatrix.Status, string) {
 	if occ.Queued > 0 {
 		why = append(why, fmt.Sprintf("requests waited in %d of %d readings (up to %s)", occ.Queued, occ.Samples, num(occ.MaxWaiting)))
 	}
-	if occ.Samples > 0 && occ.MeanRunning < Underfilled*float64(o.C) {
+	// At C = 1 the gap between one stream and the next is all a reading
+	// can catch: the peer exempts it, so does this.
+	if o.C > 1 && occ.Samples > 0 && occ.MeanRunning < Underfilled*float64(o.C) {
 		why = append(why, fmt.Sprintf("%.2f of %d requests running on average (below %.2f·C)", occ.MeanRunning, o.C, Underfilled))
 	}
 	if len(why) > 0 {

@@ -64,6 +64,7 @@ func TestClassify(t *testing.T) {
 			rmatrix.RequestsQueued, "requests waited in 1 of 2 readings (up to 2)"},
 		{"underfilled", matrix.Outcome{C: 8, Occupancy: matrix.Occupy([]matrix.Gauges{{Running: 8, OK: true}, {Running: 7, OK: true}})},
 			rmatrix.RequestsQueued, "7.50 of 8 requests running on average (below 0.95·C)"},
+		{"one_stream_between_requests", matrix.Outcome{C: 1, Occupancy: matrix.Occupy([]matrix.Gauges{{Running: 1, OK: true}, {Running: 0, OK: true}})}, rmatrix.Valid, ""},
 		{"just_full_enough", matrix.Outcome{C: 20, Occupancy: matrix.Occupy([]matrix.Gauges{{Running: 19, OK: true}})}, rmatrix.Valid, ""},
 		{"never_ready", matrix.Outcome{C: 8, NotReady: "2 requests waiting after 60s", Occupancy: full},
 			rmatrix.RequestsQueued, "never ready: 2 requests waiting after 60s"},

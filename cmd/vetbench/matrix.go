@@ -92,6 +92,9 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if err := rmatrix.WriteText(e.stdout, m); err != nil {
 		return fail(err)
 	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(e.stderr, "vetbench matrix: note: %s\n", w)
+	}
 	write := func(path string, fresh, replace func(string, *rmatrix.Matrix) error) error {
 		if path == "" {
 			return nil
