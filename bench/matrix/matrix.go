@@ -403,8 +403,14 @@ func (r *Runner) drain(ctx context.Context, o Options) error {
 	}
 }
 
+// scrapeTimeout bounds one /metrics reading: a server that does not
+// answer is a failed reading, not a hung cell.
+const scrapeTimeout = 10 * time.Second
+
 // gauges reads num_requests_running and num_requests_waiting.
 func (r *Runner) gauges(ctx context.Context) Gauges {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
 	snap, err := scrape.Fetch(ctx, r.hc, r.Endpoint.BaseURL+"/metrics", scrape.WithAuthorize(r.auth))
 	g := Gauges{At: r.now()}
 	if err != nil {

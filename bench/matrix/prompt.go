@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/vetbench/vetbench/bench/stream"
 )
@@ -122,6 +123,8 @@ func tokenizeCounter(hc *http.Client, base, model string, auth func(*http.Reques
 		if err != nil {
 			return 0, err
 		}
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/tokenize", strings.NewReader(string(body)))
 		if err != nil {
 			return 0, err
