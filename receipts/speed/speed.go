@@ -461,28 +461,30 @@ func (r *Report) WriteText(w io.Writer) error {
 		corr = "family-wise, Holm"
 	}
 	fmt.Fprintf(&b, "speed gate: a metric fails when the candidate is worse by more than %.1f%% with p < %g (Mann-Whitney U, %s)\n\n", 100*r.Policy.Margin, r.Policy.Alpha, corr)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "benchmark\tunit\tbetter\tbaseline\tcandidate\tdelta\tp\tverdict")
-	for _, m := range r.Metrics {
-		p := "-"
-		switch {
-		case m.exact:
-			p = "exact"
-		case m.P != nil:
-			p = fmt.Sprintf("%.3f", *m.P)
+	if len(r.Metrics) > 0 {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "benchmark\tunit\tbetter\tbaseline\tcandidate\tdelta\tp\tverdict")
+		for _, m := range r.Metrics {
+			p := "-"
+			switch {
+			case m.exact:
+				p = "exact"
+			case m.P != nil:
+				p = fmt.Sprintf("%.3f", *m.P)
+			}
+			delta := "-"
+			if m.Candidate != nil && m.Baseline != nil {
+				delta = pct(m.Delta)
+			}
+			better := m.Better
+			if better == "" {
+				better = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Benchmark, m.Unit, better, showSummary(m.Baseline), showSummary(m.Candidate), delta, p, strings.ToUpper(string(m.Verdict)))
 		}
-		delta := "-"
-		if m.Candidate != nil && m.Baseline != nil {
-			delta = pct(m.Delta)
-		}
-		better := m.Better
-		if better == "" {
-			better = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Benchmark, m.Unit, better, showSummary(m.Baseline), showSummary(m.Candidate), delta, p, strings.ToUpper(string(m.Verdict)))
+		tw.Flush()
+		b.WriteString("\n")
 	}
-	tw.Flush()
-	b.WriteString("\n")
 	id := r.Identity
 	for _, s := range id.Differs {
 		verb := "differs"
