@@ -11,7 +11,7 @@ BENCH_FLAGS ?= -count 1
 BENCH ?= Judgments
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench tokens test calibrate variance gate gate-check image vet fmt
+.PHONY: bench tokens test calibrate variance gate gate-check image vet fmt fuzz
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout
 ##        and $(OUT)/bench.txt, one receipt per point in $(OUT)/receipts
@@ -71,3 +71,24 @@ gate:
 gate-check:
 	VETBENCH_GATE_CHECK=1 VETBENCH_GATE_CHECK_OUT=$(GATE_CHECK_OUT) \
 	  $(GO) test ./cmd/vetbench -count=1 -run '^TestGateOnSlowedTwin$$' -v -timeout 30m
+
+## fuzz: each fuzzer for FUZZTIME (default 60s), one after another, with
+##       minimization capped at FUZZMINIMIZE calls per new input (the 60 s
+##       default leaves no time to fuzz); prints the executions each reached.
+##       The seed corpora (testdata/fuzz) run in `make test` as plain tests.
+FUZZTIME ?= 60s
+FUZZMINIMIZE ?= 200x
+FUZZERS ?= ./receipts:FuzzRead ./receipts/internal/jsontree:FuzzDecode ./receipts/matrix:FuzzMatrixCSV \
+	./bench/scrape:FuzzDiff ./judgments:FuzzScore ./bench/stream:FuzzSSE
+fuzz:
+	@mkdir -p $(OUT)/fuzz
+	@for t in $(FUZZERS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "== $$name ($$pkg, $(FUZZTIME))"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) \
+	    2>&1 | tee $(OUT)/fuzz/$$name.txt | grep -v 'new interesting' || true; \
+	  grep -q '^PASS' $(OUT)/fuzz/$$name.txt || { echo "$$name failed: see $(OUT)/fuzz/$$name.txt"; exit 1; }; \
+	done
+	@echo "== executions in $(FUZZTIME) each"
+	@for t in $(FUZZERS); do name=$${t##*:}; \
+	  printf '%-14s %s\n' $$name "$$(grep -o 'execs: [0-9]*' $(OUT)/fuzz/$$name.txt | tail -1 | cut -d' ' -f2)"; done

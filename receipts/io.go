@@ -16,17 +16,18 @@ import (
 
 // Read reads one receipt and validates it. name is the file name used in
 // errors. Every error about the content is a *SchemaError (several are
-// joined with errors.Join) naming the file and the field.
+// joined with errors.Join) naming the file and the field. It reads at
+// most MaxBytes+1 bytes of r.
 func Read(r io.Reader, name string) (*Receipt, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxReceiptBytes+1))
+	data, err := ReadLimitedFrom(r, name)
 	if err != nil {
-		return nil, fmt.Errorf("read receipt %s: %w", name, err)
-	}
-	if len(data) > maxReceiptBytes {
-		return nil, &SchemaError{File: name, Msg: fmt.Sprintf("larger than %d bytes", maxReceiptBytes)}
+		return nil, err
 	}
 	return Decode(data, name)
 }
+
+// receiptShape is the Receipt type's field tables, made once (read only).
+var receiptShape = jsontree.NewShape(reflect.TypeFor[Receipt]())
 
 // Decode parses and validates a receipt held in memory.
 func Decode(data []byte, name string) (*Receipt, error) {
@@ -34,7 +35,7 @@ func Decode(data []byte, name string) (*Receipt, error) {
 	if err != nil {
 		return nil, asSchemaError(err, name)
 	}
-	if err := jsontree.CheckShape(tree, reflect.TypeFor[Receipt](), ""); err != nil {
+	if err := receiptShape.Check(tree, ""); err != nil {
 		return nil, asSchemaError(err, name)
 	}
 	var rc Receipt
@@ -49,14 +50,14 @@ func Decode(data []byte, name string) (*Receipt, error) {
 	return &rc, nil
 }
 
-// ReadFile reads and validates the receipt at path.
+// ReadFile reads and validates the receipt at path. A file over MaxBytes
+// is refused by its size, unread.
 func ReadFile(path string) (*Receipt, error) {
-	f, err := os.Open(path)
+	data, err := ReadLimited(path)
 	if err != nil {
-		return nil, fmt.Errorf("open receipt: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	return Read(f, path)
+	return Decode(data, path)
 }
 
 // Marshal sets the identity digest when it is empty, validates the

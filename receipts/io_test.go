@@ -194,13 +194,19 @@ func TestSyntaxErrorLineColumn(t *testing.T) {
 	require.True(t, strings.HasPrefix(err.Error(), "f.json:3:10: set: "), err.Error())
 }
 
+// FuzzRead feeds arbitrary bytes to Read: it must refuse with a
+// *SchemaError or read a receipt that writes, reads back and writes the
+// same bytes. Seeds are small receipts in testdata/fuzz/FuzzRead (a
+// minimal valid one, a stopped one, broken ones); the body does no
+// reflection-based comparison, so the fuzzer spends its time on inputs:
+//
+//	go test ./receipts -run '^$' -fuzz '^FuzzRead$' -fuzztime 60s -fuzzminimizetime 200x
 func FuzzRead(f *testing.F) {
-	good := encode(f, sample(f))
-	f.Add(good)
-	f.Add(good[:len(good)/2])
 	f.Add([]byte(`{"schema":"vetbench.receipt/v1","items":[{"answers":[{}]}]}`))
-	f.Add([]byte(`[1,2,{"a":`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 8<<10 {
+			t.Skip("long inputs add no shapes")
+		}
 		r, err := receipts.Read(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
 			var se *receipts.SchemaError
@@ -209,15 +215,18 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		// Whatever reads back must write and read back the same.
-		var b bytes.Buffer
-		if err := receipts.Write(&b, r); err != nil {
+		// Whatever reads back must write, read back and write the same.
+		first, err := receipts.Marshal(r)
+		if err != nil {
 			t.Fatalf("read a receipt that does not write: %v", err)
 		}
-		again, err := receipts.Read(&b, "again.json")
+		again, err := receipts.Read(bytes.NewReader(first), "again.json")
 		if err != nil {
 			t.Fatalf("written receipt does not read back: %v", err)
 		}
-		require.Equal(t, r, again)
+		second, err := receipts.Marshal(again)
+		if err != nil || !bytes.Equal(first, second) {
+			t.Fatalf("write, read, write changed the receipt (%v):\n%s\n%s", err, first, second)
+		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts/internal/jsontree"
 )
 
 // SumTolerance is how far an answer's probabilities may sum from 1.
@@ -32,7 +33,10 @@ func (p *problems) add(path, format string, args ...any) {
 		p.more++
 		return
 	}
-	p.errs = append(p.errs, &SchemaError{File: p.file, Path: path, Msg: fmt.Sprintf(format, args...)})
+	// Clipped: a message may quote values of the file, a path a key of
+	// it, and either may be megabytes long.
+	msg := fmt.Sprintf(format, jsontree.ClipArgs(64, args)...)
+	p.errs = append(p.errs, &SchemaError{File: p.file, Path: jsontree.Clip(path, 1024), Msg: jsontree.Clip(msg, 1024)})
 }
 
 func (p *problems) err() error {

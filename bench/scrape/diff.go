@@ -93,6 +93,7 @@ func Diff(before, after Snapshot) receipts.Server {
 		}
 	}
 
+	d.dropNonFinite(&srv)
 	srv.Problems = d.problems
 	if len(d.restart) > 0 {
 		srv.Status = "unknown: server restarted or counters reset during the window"
@@ -100,8 +101,6 @@ func Diff(before, after Snapshot) receipts.Server {
 	}
 	srv.Counters = counters
 	srv.Histograms = histograms
-	d.problems = append(d.problems, tally.HitRates(&srv)...)
-	srv.Problems = d.problems
 	if len(extra) > 0 {
 		srv.Extra = extra
 	}
@@ -111,6 +110,9 @@ func Diff(before, after Snapshot) receipts.Server {
 			srv.Engines[e] = receipts.EngineInfo{RequestSuccess: v}
 		}
 	}
+	d.dropNonFinite(&srv) // before the hit rates, which read the counters
+	d.problems = append(d.problems, tally.HitRates(&srv)...)
+	srv.Problems = d.problems
 	srv.Status = StatusOK
 	if n := len(d.problems); n > 0 {
 		srv.Status = fmt.Sprintf("partial: %d problem(s), see problems", n)
@@ -150,6 +152,62 @@ func (d *differ) checkRestart() {
 	mb, ma := ModelNames(d.before), ModelNames(d.after)
 	if !slices.Equal(mb, ma) {
 		d.resetf("model_name labels changed from %q to %q: a different server or model answered", mb, ma)
+	}
+}
+
+// dropNonFinite removes every figure a receipt cannot hold: NaN or an
+// infinity (a sample exposed as +Inf, a delta that overflows) and a
+// histogram with a negative count or sum, each with a problem, so the
+// window's receipt is still written and says what is missing.
+func (d *differ) dropNonFinite(srv *receipts.Server) {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	for _, m := range []map[string]float64{srv.Counters, srv.Extra} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if bad(m[k]) {
+				d.problemf("%s: delta %s is not a finite number", k, num(m[k]))
+				delete(m, k)
+			}
+		}
+	}
+	for _, e := range slices.Sorted(maps.Keys(srv.Engines)) {
+		if v := srv.Engines[e].RequestSuccess; bad(v) {
+			d.problemf("engine %s: request_success delta %s is not a finite number", e, num(v))
+			delete(srv.Engines, e)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(srv.Gauges)) {
+		g := srv.Gauges[k]
+		for _, p := range []**float64{&g.Before, &g.After} {
+			if *p != nil && bad(**p) {
+				d.problemf("gauge %s: %s is not a finite number", k, num(**p))
+				*p = nil
+			}
+		}
+		srv.Gauges[k] = g
+	}
+	for _, k := range slices.Sorted(maps.Keys(srv.Histograms)) {
+		h := srv.Histograms[k]
+		if bad(h.Count) || h.Count < 0 || bad(h.Sum) || h.Sum < 0 {
+			msg := fmt.Sprintf("%s: count %s and sum %s are not finite numbers >= 0", k, num(h.Count), num(h.Sum))
+			d.problemf("%s", msg)
+			srv.Histograms[k] = receipts.Histogram{Status: "unknown: " + msg}
+			continue
+		}
+		for _, q := range []*receipts.Quantiles{h.UpperBound, h.Interpolated} {
+			if q == nil {
+				continue
+			}
+			for _, p := range []**float64{&q.P50, &q.P95, &q.P99} {
+				if *p != nil && bad(**p) {
+					*p = nil
+				}
+			}
+		}
+	}
+	for _, r := range []**float64{&srv.PrefixCacheHitRate, &srv.MMCacheHitRate} {
+		if *r != nil && bad(**r) {
+			*r = nil
+		}
 	}
 }
 

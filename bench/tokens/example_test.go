@@ -24,8 +24,8 @@ func ExampleRunner_Measure() {
 	}
 	rec, err := r.Measure(ctx, tokens.Point{Workload: "text", Concurrency: 4, OutputTokens: 32, Repeats: 2, Warmup: 1})
 	fmt.Println(err, rec.Key(), rec.Summary.TotalVerifiedOutputTokens, "verified tokens,", rec.Summary.Short, "short")
-	fmt.Println("cache isolation:", rec.Identity.CacheIsolation, "- Little's law holds:", rec.Runs[0].LittlesLaw.Problems == nil)
+	fmt.Println("cache isolation:", rec.Identity.CacheIsolation, "- Little's law checked:", rec.Runs[0].LittlesLaw != nil)
 	// Output:
 	// <nil> workload=text/c=4/output=32 256 verified tokens, 0 short
-	// cache isolation: unique_prompts - Little's law holds: true
+	// cache isolation: unique_prompts - Little's law checked: true
 }

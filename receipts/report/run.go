@@ -145,7 +145,7 @@ func Load(dir, label string) (*Run, error) {
 // receipt, a speed matrix, or a judgment receipt (vetbench's or
 // typevet's).
 func (run *Run) read(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := receipts.ReadLimited(path) // the one size cap of every receipt reader
 	if err != nil {
 		return err
 	}

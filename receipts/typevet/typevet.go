@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,26 +30,21 @@ import (
 	"github.com/vetbench/vetbench/receipts/tally"
 )
 
-// maxBytes bounds what Import reads.
-const maxBytes = 256 << 20
-
 // Import reads one typevet receipt. name is the file name used in errors,
 // which read "typevet: NAME: PATH: problem", e.g.
 // typevet: face_match_vllm_receipt.json: pairs[12]: missing field "same_person_confidence".
+// It reads at most receipts.MaxBytes+1 bytes of r.
 func Import(r io.Reader, name string) (*receipts.Receipt, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	data, err := receipts.ReadLimitedFrom(r, name)
 	if err != nil {
-		return nil, fmt.Errorf("typevet: read %s: %w", name, err)
-	}
-	if len(data) > maxBytes {
-		return nil, fail(name, "", "larger than %d bytes", maxBytes)
+		return nil, fmt.Errorf("typevet: %w", err)
 	}
 	return decode(data, name)
 }
 
-// ReadFile imports the typevet receipt at path.
+// ReadFile imports the typevet receipt at path (at most receipts.MaxBytes).
 func ReadFile(path string) (*receipts.Receipt, error) {
-	data, err := os.ReadFile(path)
+	data, err := receipts.ReadLimited(path)
 	if err != nil {
 		return nil, fmt.Errorf("typevet: %w", err)
 	}
@@ -67,17 +61,26 @@ const (
 )
 
 // Sniff tells a vetbench receipt ("schema" key) from a typevet one
-// ("backend" and "pins" keys, no "schema") by its top-level keys.
+// ("backend" and "pins" keys, no "schema") by its top-level keys. It
+// parses under the same depth limit as every reader.
 func Sniff(data []byte) (Format, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
+	tree, err := jsontree.Decode(data)
+	if err != nil {
 		return "", fmt.Errorf("not a JSON object: %w", err)
 	}
-	if _, ok := top["schema"]; ok {
+	return sniff(tree)
+}
+
+func sniff(tree any) (Format, error) {
+	top, ok := tree.(*jsontree.Object)
+	if !ok {
+		return "", fmt.Errorf("not a JSON object: %s", jsontree.KindOf(tree))
+	}
+	if _, ok := top.Get("schema"); ok {
 		return FormatVetbench, nil
 	}
-	_, backend := top["backend"]
-	_, pins := top["pins"]
+	_, backend := top.Get("backend")
+	_, pins := top.Get("pins")
 	if backend && pins {
 		return FormatTypevet, nil
 	}
@@ -85,23 +88,27 @@ func Sniff(data []byte) (Format, error) {
 }
 
 // ReadAny reads a vetbench receipt or imports a typevet receipt, whichever
-// path holds.
+// path holds. Both go through the limits of receipts.ReadLimited (size)
+// and of the parser (depth): a hostile file is refused before the work.
 func ReadAny(path string) (*receipts.Receipt, error) {
-	data, err := os.ReadFile(path)
+	data, err := receipts.ReadLimited(path)
 	if err != nil {
-		return nil, fmt.Errorf("read receipt: %w", err)
+		return nil, err
 	}
-	f, err := Sniff(data)
+	tree, err := jsontree.Decode(data)
 	if err != nil {
-		if !json.Valid(data) {
-			// The vetbench reader names the line, column and field.
-			_, derr := receipts.Decode(data, path)
+		// The vetbench reader names the line, column and field.
+		if _, derr := receipts.Decode(data, path); derr != nil {
 			return nil, derr
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	f, err := sniff(tree)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	if f == FormatTypevet {
-		return decode(data, path)
+		return decodeTree(tree, path)
 	}
 	return receipts.Decode(data, path)
 }
@@ -111,8 +118,10 @@ func ReadDir(dir string) ([]*receipts.Receipt, error) {
 	return receipts.ReadDirWith(dir, ReadAny)
 }
 
+// fail is an error about the file's content. The message is clipped: it
+// may quote a value of the file, which may be megabytes long.
 func fail(file, path, format string, args ...any) error {
-	return fmt.Errorf("typevet: %w", &receipts.SchemaError{File: file, Path: path, Msg: fmt.Sprintf(format, args...)})
+	return fmt.Errorf("typevet: %w", &receipts.SchemaError{File: file, Path: path, Msg: jsontree.Clip(fmt.Sprintf(format, jsontree.ClipArgs(64, args)...), 1024)})
 }
 
 func decode(data []byte, name string) (*receipts.Receipt, error) {
@@ -120,10 +129,14 @@ func decode(data []byte, name string) (*receipts.Receipt, error) {
 	if err != nil {
 		var je *jsontree.Error
 		if errors.As(err, &je) {
-			return nil, fmt.Errorf("typevet: %w", &receipts.SchemaError{File: name, Path: je.Path, Line: je.Line, Column: je.Column, Msg: je.Msg})
+			return nil, fmt.Errorf("typevet: %w", &receipts.SchemaError{File: name, Path: je.Path, Line: je.Line, Column: je.Column, Msg: je.Msg, Err: je.Err})
 		}
 		return nil, fail(name, "", "%v", err)
 	}
+	return decodeTree(tree, name)
+}
+
+func decodeTree(tree any, name string) (*receipts.Receipt, error) {
 	root, ok := tree.(*jsontree.Object)
 	if !ok {
 		return nil, fail(name, "", "want an object, got %s", jsontree.KindOf(tree))

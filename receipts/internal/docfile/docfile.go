@@ -2,6 +2,9 @@
 // around its own schema: a bounded read, a nesting-depth guard that runs
 // before any recursive parser sees the bytes, a check that required fields
 // are present, and an atomic write that never replaces a file unless asked.
+//
+// Every reader of a receipt, a replay file, a token or matrix receipt goes
+// through Read or ReadFile, so one size cap holds on every path.
 package docfile
 
 import (
@@ -17,36 +20,101 @@ import (
 	"github.com/vetbench/vetbench/receipts/internal/jsontree"
 )
 
-// MaxBytes bounds one document. Token and matrix receipts are tens of
-// kilobytes; the bound is for the wrong file passed by mistake, and keeps
-// the parsed tree of a hostile file of tiny values to a few hundred MB.
-const MaxBytes = 16 << 20
+// MaxBytes bounds one document read from a file or a stream: 32 MiB.
+// The biggest receipt in the repository (a 200-item faces golden) is
+// 506 KB, the biggest typevet receipt 138 KB; the biggest set vetbench can
+// run, LFW View 2's 6,000 pairs at ~2.5 KB an item, would make ~15 MB.
+// The cap is for the wrong or hostile file: one over it is refused before
+// it is read, and one under it costs at most what its tree costs. The
+// worst case, a file of nothing but empty objects or tiny numbers, makes
+// ~35 bytes of tree a byte: ~1.2 GB and ~2 s of CPU at the cap, measured.
+const MaxBytes = 32 << 20
 
-// MaxDepth bounds JSON nesting. The deepest schema nests a handful of
-// levels; a hostile file of a million '[' fails here in linear time.
-const MaxDepth = 32
+// MaxDepth bounds JSON nesting (jsontree.MaxDepth): the deepest schema
+// nests 7 levels; a hostile file of a million '[' fails in linear time.
+const MaxDepth = jsontree.MaxDepth
 
 // ErrTooLarge and ErrTooDeep name the two limits.
 var (
 	ErrTooLarge = errors.New("document too large")
-	ErrTooDeep  = errors.New("document nested too deeply")
+	ErrTooDeep  = jsontree.ErrTooDeep
 )
 
-// Read reads at most MaxBytes from r.
+// SizeError is a document over MaxBytes. Size is the file's size, or -1
+// when a stream went past the limit (it was not read further).
+type SizeError struct {
+	Size  int64
+	Limit int64
+}
+
+func (e *SizeError) Error() string {
+	size := fmt.Sprintf("%d bytes", e.Size)
+	if e.Size < 0 {
+		size = fmt.Sprintf("more than %d bytes", e.Limit)
+	}
+	return fmt.Sprintf("receipt too large: %s, limit %d bytes (%d MiB, the cap on every receipt and replay file)", size, e.Limit, e.Limit>>20)
+}
+
+func (e *SizeError) Unwrap() error { return ErrTooLarge }
+
+// Read reads at most MaxBytes from r; one byte more is a *SizeError, and
+// nothing past that byte is read.
 func Read(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
+	size := int64(-1)
+	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
+		size = int64(l.Len())
+	}
+	return read(r, size)
+}
+
+// ReadFile reads the file at path, refusing one over MaxBytes by its size
+// before reading a byte of it (a sparse 300 MB file costs nothing). A file
+// that grows while it is read, or one that is not a regular file (a pipe),
+// is still cut at MaxBytes+1 bytes.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrTooLarge, MaxBytes)
+	defer f.Close()
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+		if size > MaxBytes {
+			return nil, &SizeError{Size: size, Limit: MaxBytes}
+		}
 	}
-	return data, nil
+	return read(f, size)
+}
+
+// read reads r to its end or to MaxBytes+1 bytes; size, when known, sizes
+// the buffer so a file is read in one allocation.
+func read(r io.Reader, size int64) ([]byte, error) {
+	buf := make([]byte, 0, min(max(size+1, 512), MaxBytes+1))
+	lr := io.LimitReader(r, MaxBytes+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > MaxBytes {
+		return nil, &SizeError{Size: -1, Limit: MaxBytes}
+	}
+	return buf, nil
 }
 
 // CheckDepth scans JSON bytes once and fails at the first bracket that
 // nests deeper than MaxDepth, with its line and column. It does not
-// validate syntax; the parser that runs after it does.
+// validate syntax; the parser that runs after it does (and enforces the
+// same limit itself).
 func CheckDepth(data []byte) error {
 	depth, inString, escaped := 0, false, false
 	for i, c := range data {
@@ -65,8 +133,7 @@ func CheckDepth(data []byte) error {
 		case c == '[' || c == '{':
 			depth++
 			if depth > MaxDepth {
-				line, col := jsontree.LineCol(data, int64(i))
-				return &jsontree.Error{Line: line, Column: col, Msg: fmt.Sprintf("%v: more than %d levels", ErrTooDeep, MaxDepth)}
+				return jsontree.DepthError(data, int64(i))
 			}
 		case c == ']' || c == '}':
 			depth--
@@ -75,13 +142,10 @@ func CheckDepth(data []byte) error {
 	return nil
 }
 
-// Parse runs the depth guard, parses data into a tree and checks it
-// against Go type t: exact shape (jsontree.CheckShape) and every required
-// field present (RequireFields).
+// Parse parses data into a tree (under MaxDepth) and checks it against
+// Go type t: exact shape (jsontree.CheckShape) and every required field
+// present (RequireFields).
 func Parse(data []byte, t reflect.Type) (any, error) {
-	if err := CheckDepth(data); err != nil {
-		return nil, err
-	}
 	tree, err := jsontree.Decode(data)
 	if err != nil {
 		return nil, err
@@ -98,8 +162,15 @@ func Parse(data []byte, t reflect.Type) (any, error) {
 // RequireFields reports the first struct field that the tree lacks. A
 // field is optional when it is a pointer, or its JSON tag says omitempty
 // or omitzero; every other field must be present (so a missing number is
-// never read as 0).
+// never read as 0). Like jsontree.CheckShape it is linear in the tree.
 func RequireFields(v any, t reflect.Type, path string) error {
+	r := requirer{path: jsontree.NewPath(path)}
+	return r.check(v, t)
+}
+
+type requirer struct{ path jsontree.Path }
+
+func (r *requirer) check(v any, t reflect.Type) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -116,29 +187,35 @@ func RequireFields(v any, t reflect.Type, path string) error {
 				continue
 			}
 			child, has := obj.Get(name)
-			if !has {
-				if optional {
-					continue
-				}
-				return &jsontree.Error{Path: jsontree.JoinKey(path, name), Msg: "missing"}
+			if !has && optional {
+				continue
 			}
-			if err := RequireFields(child, f.Type, jsontree.JoinKey(path, name)); err != nil {
+			r.path.Key(name)
+			if !has {
+				return &jsontree.Error{Path: r.path.String(), Msg: "missing"}
+			}
+			if err := r.check(child, f.Type); err != nil {
 				return err
 			}
+			r.path.Pop()
 		}
 	case reflect.Slice:
 		arr, _ := v.([]any)
 		for i, e := range arr {
-			if err := RequireFields(e, t.Elem(), jsontree.JoinIndex(path, i)); err != nil {
+			r.path.Index(i)
+			if err := r.check(e, t.Elem()); err != nil {
 				return err
 			}
+			r.path.Pop()
 		}
 	case reflect.Map:
 		if obj, ok := v.(*jsontree.Object); ok {
 			for _, k := range obj.Keys {
-				if err := RequireFields(obj.Values[k], t.Elem(), jsontree.JoinKey(path, k)); err != nil {
+				r.path.Key(k)
+				if err := r.check(obj.Values[k], t.Elem()); err != nil {
 					return err
 				}
+				r.path.Pop()
 			}
 		}
 	}

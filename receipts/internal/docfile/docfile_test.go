@@ -48,13 +48,72 @@ func TestCheckDepth(t *testing.T) {
 	require.ErrorAs(t, err, &je, "Parse guards before it recurses")
 }
 
+// endless is a stream that never ends, counting what was read of it.
+type endless struct {
+	fill byte
+	read int64
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = e.fill
+	}
+	e.read += int64(len(p))
+	return len(p), nil
+}
+
 func TestRead(t *testing.T) {
 	t.Parallel()
-	_, err := Read(strings.NewReader(strings.Repeat(" ", MaxBytes+1)))
-	require.ErrorIs(t, err, ErrTooLarge)
 	got, err := Read(strings.NewReader("{}"))
 	require.NoError(t, err)
 	require.Equal(t, "{}", string(got))
+
+	got, err = Read(strings.NewReader(strings.Repeat(" ", MaxBytes)))
+	require.NoError(t, err, "exactly MaxBytes is allowed")
+	require.Len(t, got, MaxBytes)
+
+	// An endless stream is cut one byte past the cap: the limit is hit
+	// before the work, whatever the stream holds.
+	src := &endless{fill: '['}
+	_, err = Read(src)
+	require.ErrorIs(t, err, ErrTooLarge)
+	var se *SizeError
+	require.ErrorAs(t, err, &se)
+	require.EqualValues(t, -1, se.Size)
+	require.LessOrEqual(t, src.read, int64(MaxBytes+1), "read no more than the cap and one byte")
+	require.EqualError(t, err, "receipt too large: more than 33554432 bytes, limit 33554432 bytes (32 MiB, the cap on every receipt and replay file)")
+}
+
+func TestReadFileRefusesByItsSize(t *testing.T) {
+	t.Parallel()
+	// A sparse 300 MB file: refused from its size, nothing of it read
+	// (the size in the error is the file's, from Stat).
+	path := filepath.Join(t.TempDir(), "padded.json")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(300<<20))
+	require.NoError(t, f.Close())
+	_, err = ReadFile(path)
+	require.ErrorIs(t, err, ErrTooLarge)
+	var se *SizeError
+	require.ErrorAs(t, err, &se)
+	require.EqualValues(t, 300<<20, se.Size)
+	require.Contains(t, err.Error(), "receipt too large: 314572800 bytes, limit 33554432 bytes (32 MiB")
+
+	small := filepath.Join(t.TempDir(), "r.json")
+	require.NoError(t, os.WriteFile(small, []byte(`{"a": 1}`), 0o644))
+	got, err := ReadFile(small)
+	require.NoError(t, err)
+	require.Equal(t, `{"a": 1}`, string(got))
+	_, err = ReadFile(filepath.Join(t.TempDir(), "missing.json"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	// A file with no size (a device, a pipe) is cut at the cap.
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		_, err = ReadFile("/dev/zero")
+		require.ErrorAs(t, err, &se)
+		require.EqualValues(t, -1, se.Size)
+	}
 }
 
 type inner struct {

@@ -2,6 +2,12 @@
 // order, and says where a document breaks: the field path where parsing
 // stopped and its line:column. encoding/json reports neither the path of a
 // syntax error nor the array index of a type error.
+//
+// Both the parse and the shape check are linear in the document: nesting
+// is bounded by MaxDepth before any recursion goes deeper, and a field
+// path is kept as a stack of steps that is rendered only for an error
+// (building every path eagerly is quadratic in depth, and in key length
+// times width: a 1 MB key over a wide array).
 package jsontree
 
 import (
@@ -9,12 +15,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
+
+// MaxDepth bounds how deeply arrays and objects may nest. The deepest
+// document vetbench reads (a typevet throughput receipt) nests 7 levels;
+// a hostile "[[[[…" fails at level MaxDepth+1, before the parser goes
+// deeper.
+const MaxDepth = 32
+
+// ErrTooDeep is the error under a document that nests deeper than
+// MaxDepth.
+var ErrTooDeep = errors.New("nested too deeply")
 
 // Object is a JSON object with its keys in document order.
 type Object struct {
@@ -29,12 +45,14 @@ func (o *Object) Get(key string) (any, bool) {
 }
 
 // Error is a problem at a field path; Line and Column (1-based) are set
-// for syntax errors.
+// for syntax errors and for the depth limit. Err, when set, is the
+// sentinel it matches (ErrTooDeep).
 type Error struct {
 	Path   string
 	Line   int
 	Column int
 	Msg    string
+	Err    error
 }
 
 func (e *Error) Error() string {
@@ -49,120 +67,54 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Decode parses data as one JSON document. Objects become *Object,
-// arrays []any, numbers json.Number, then string, bool or nil. A syntax
-// error, a truncated document, a duplicate key or trailing data is an
-// *Error at the path where parsing stopped.
-func Decode(data []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	w := walker{d: d, data: data}
-	v, err := w.value("")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, w.errAt("", d.InputOffset(), "trailing data after the document")
-	}
-	return v, nil
+func (e *Error) Unwrap() error { return e.Err }
+
+// DepthError is the error of the bracket at offset that opens level
+// MaxDepth+1; its line:column is where the reader stopped.
+func DepthError(data []byte, offset int64) *Error {
+	line, col := LineCol(data, offset)
+	return &Error{Line: line, Column: col, Err: ErrTooDeep,
+		Msg: fmt.Sprintf("%v: nesting deeper than %d levels (the depth limit)", ErrTooDeep, MaxDepth)}
 }
 
-type walker struct {
-	d    *json.Decoder
-	data []byte
+// Path is a field path kept as a stack of steps under a fixed prefix,
+// rendered by String only when an error needs it. The zero value is the
+// empty path.
+type Path struct {
+	prefix string
+	steps  []step
 }
 
-func (w *walker) value(path string) (any, error) {
-	before := w.d.InputOffset()
-	tok, err := w.d.Token()
-	if err != nil {
-		return nil, w.tokenErr(path, before, err)
-	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil
-	}
-	switch delim {
-	case '{':
-		obj := &Object{Values: map[string]any{}}
-		for w.d.More() {
-			at := w.d.InputOffset()
-			ktok, err := w.d.Token()
-			if err != nil {
-				return nil, w.tokenErr(path, at, err)
-			}
-			at = skipSep(w.data, at)
-			key, ok := ktok.(string)
-			if !ok {
-				return nil, w.errAt(path, at, "object key is not a string")
-			}
-			kp := JoinKey(path, key)
-			if _, dup := obj.Values[key]; dup {
-				return nil, w.errAt(kp, at, "duplicate key")
-			}
-			v, err := w.value(kp)
-			if err != nil {
-				return nil, err
-			}
-			obj.Keys = append(obj.Keys, key)
-			obj.Values[key] = v
-		}
-		before := w.d.InputOffset()
-		if _, err := w.d.Token(); err != nil {
-			return nil, w.tokenErr(path, before, err)
-		}
-		return obj, nil
-	case '[':
-		arr := []any{}
-		for i := 0; w.d.More(); i++ {
-			v, err := w.value(JoinIndex(path, i))
-			if err != nil {
-				return nil, err
-			}
-			arr = append(arr, v)
-		}
-		before := w.d.InputOffset()
-		if _, err := w.d.Token(); err != nil {
-			return nil, w.tokenErr(path, before, err)
-		}
-		return arr, nil
-	}
-	return nil, w.errAt(path, w.d.InputOffset(), fmt.Sprintf("unexpected %q", rune(delim)))
+type step struct {
+	key   string
+	index int // -1 for a key step
 }
 
-// tokenErr reports a failed Token call that started reading at offset
-// before. The decoder's own SyntaxError.Offset is relative to its buffer,
-// so the position reported is that of the token that failed: the first
-// byte after whitespace and one separator.
-func (w *walker) tokenErr(path string, before int64, err error) error {
-	var se *json.SyntaxError
-	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return w.errAt(path, int64(len(w.data)), "unexpected end of document (truncated?)")
-	case errors.As(err, &se):
-		return w.errAt(path, skipSep(w.data, before), se.Error())
-	}
-	return w.errAt(path, skipSep(w.data, before), err.Error())
-}
+// NewPath returns a path under prefix ("" for the document root).
+func NewPath(prefix string) Path { return Path{prefix: prefix} }
 
-// skipSep skips whitespace, at most one ':' or ',', and whitespace.
-func skipSep(data []byte, off int64) int64 {
-	ws := func() {
-		for off < int64(len(data)) && strings.IndexByte(" \t\r\n", data[off]) >= 0 {
-			off++
+// Key pushes an object key.
+func (p *Path) Key(k string) { p.steps = append(p.steps, step{key: k, index: -1}) }
+
+// Index pushes an array index.
+func (p *Path) Index(i int) { p.steps = append(p.steps, step{index: i}) }
+
+// Pop removes the last step.
+func (p *Path) Pop() { p.steps = p.steps[:len(p.steps)-1] }
+
+// String renders the path as JoinKey and JoinIndex would have built it,
+// except that a key longer than 64 bytes is clipped (see Clip): the path
+// of a hostile megabyte key stays readable.
+func (p *Path) String() string {
+	s := p.prefix
+	for _, st := range p.steps {
+		if st.index < 0 {
+			s = JoinKey(s, Clip(st.key, 64))
+		} else {
+			s = JoinIndex(s, st.index)
 		}
 	}
-	ws()
-	if off < int64(len(data)) && (data[off] == ':' || data[off] == ',') {
-		off++
-		ws()
-	}
-	return off
-}
-
-func (w *walker) errAt(path string, offset int64, msg string) error {
-	line, col := LineCol(w.data, offset)
-	return &Error{Path: path, Line: line, Column: col, Msg: msg}
+	return s
 }
 
 // LineCol turns a byte offset into a 1-based line and column.
@@ -197,31 +149,80 @@ var timeType = reflect.TypeFor[time.Time]()
 // encoding/json would fill it, but stricter: no unknown or miscased
 // fields, no null where a value is required, integers where integers are
 // wanted, times in RFC 3339. The first misfit, in document order, is an
-// *Error naming its path.
+// *Error naming its path under the prefix path. It is linear in the tree:
+// paths are rendered only for the error. A reader that checks many
+// documents of one type makes its Shape once instead.
 func CheckShape(v any, t reflect.Type, path string) error {
-	bad := func(format string, args ...any) error {
-		return &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+	return NewShape(t).Check(v, path)
+}
+
+// Shape is a Go type ready for CheckShape: the JSON field tables of every
+// struct type reachable from it, made once. It is read-only, so one Shape
+// may check documents concurrently.
+type Shape struct {
+	t      reflect.Type
+	fields map[reflect.Type]map[string]reflect.StructField
+}
+
+// NewShape walks t and the types it holds.
+func NewShape(t reflect.Type) *Shape {
+	s := &Shape{t: t, fields: map[reflect.Type]map[string]reflect.StructField{}}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			walk(t.Elem())
+		case reflect.Struct:
+			if _, done := s.fields[t]; done || t == timeType {
+				return
+			}
+			f := jsonFields(t)
+			s.fields[t] = f
+			for _, sf := range f {
+				walk(sf.Type)
+			}
+		}
 	}
-	if t.Kind() == reflect.Pointer {
+	walk(t)
+	return s
+}
+
+// Check is CheckShape of v against the shape's type.
+func (s *Shape) Check(v any, path string) error {
+	c := shapeChecker{path: NewPath(path), fields: s.fields}
+	return c.check(v, s.t)
+}
+
+type shapeChecker struct {
+	path   Path
+	fields map[reflect.Type]map[string]reflect.StructField // read only
+}
+
+func (c *shapeChecker) bad(format string, args ...any) error {
+	return &Error{Path: c.path.String(), Msg: fmt.Sprintf(format, args...)}
+}
+
+func (c *shapeChecker) check(v any, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
 		if v == nil {
 			return nil
 		}
-		return CheckShape(v, t.Elem(), path)
+		t = t.Elem()
 	}
 	if v == nil {
 		switch t.Kind() {
 		case reflect.Slice, reflect.Map:
 			return nil
 		}
-		return bad("null where %s is required", describe(t))
+		return c.bad("null where %s is required", describe(t))
 	}
 	if t == timeType {
 		s, ok := v.(string)
 		if !ok {
-			return bad("want an RFC 3339 time string, got %s", KindOf(v))
+			return c.bad("want an RFC 3339 time string, got %s", KindOf(v))
 		}
 		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			return bad("not an RFC 3339 time: %q", s)
+			return c.bad("not an RFC 3339 time: %q", Clip(s, 64))
 		}
 		return nil
 	}
@@ -229,64 +230,73 @@ func CheckShape(v any, t reflect.Type, path string) error {
 	case reflect.Struct:
 		obj, ok := v.(*Object)
 		if !ok {
-			return bad("want an object, got %s", KindOf(v))
+			return c.bad("want an object, got %s", KindOf(v))
 		}
-		fields := jsonFields(t)
+		fields, ok := c.fields[t]
+		if !ok {
+			fields = jsonFields(t) // not reachable when the Shape was made
+		}
 		for _, key := range obj.Keys {
+			c.path.Key(key)
 			f, ok := fields[key]
 			if !ok {
-				return &Error{Path: JoinKey(path, key), Msg: "unknown field"}
+				return c.bad("unknown field")
 			}
-			if err := CheckShape(obj.Values[key], f.Type, JoinKey(path, key)); err != nil {
+			if err := c.check(obj.Values[key], f.Type); err != nil {
 				return err
 			}
+			c.path.Pop()
 		}
 	case reflect.Map:
 		obj, ok := v.(*Object)
 		if !ok {
-			return bad("want an object, got %s", KindOf(v))
+			return c.bad("want an object, got %s", KindOf(v))
 		}
 		for _, key := range obj.Keys {
-			if err := CheckShape(obj.Values[key], t.Elem(), JoinKey(path, key)); err != nil {
+			c.path.Key(key)
+			if err := c.check(obj.Values[key], t.Elem()); err != nil {
 				return err
 			}
+			c.path.Pop()
 		}
 	case reflect.Slice:
 		arr, ok := v.([]any)
 		if !ok {
-			return bad("want an array, got %s", KindOf(v))
+			return c.bad("want an array, got %s", KindOf(v))
 		}
 		for i, e := range arr {
-			if err := CheckShape(e, t.Elem(), JoinIndex(path, i)); err != nil {
+			c.path.Index(i)
+			if err := c.check(e, t.Elem()); err != nil {
 				return err
 			}
+			c.path.Pop()
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
-			return bad("want a string, got %s", KindOf(v))
+			return c.bad("want a string, got %s", KindOf(v))
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
-			return bad("want true or false, got %s", KindOf(v))
+			return c.bad("want true or false, got %s", KindOf(v))
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, ok := v.(json.Number)
 		if !ok {
-			return bad("want an integer, got %s", KindOf(v))
+			return c.bad("want an integer, got %s", KindOf(v))
 		}
 		if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
-			return bad("want an integer that fits %s, got %s", t.Kind(), n)
+			return c.bad("want an integer that fits %s, got %s", t.Kind(), Clip(string(n), 64))
 		}
 	case reflect.Float32, reflect.Float64:
 		n, ok := v.(json.Number)
 		if !ok {
-			return bad("want a number, got %s", KindOf(v))
+			return c.bad("want a number, got %s", KindOf(v))
 		}
 		if _, err := strconv.ParseFloat(string(n), t.Bits()); err != nil {
-			return bad("number out of range: %s", n)
+			return c.bad("number out of range: %s", Clip(string(n), 64))
 		}
 	default:
-		return bad("unsupported field type %s", t)
+		return c.bad("unsupported field type %s", t)
 	}
 	return nil
 }
@@ -309,6 +319,34 @@ func describe(t reflect.Type) string {
 	return t.String()
 }
 
+// Clip returns s when it is at most n bytes, else its first n bytes (cut
+// at a character boundary) and how long s was: error messages quote
+// values from the file, and a file may hold a 60 MB string.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
+}
+
+// ClipArgs clips, in place, every string argument of a message (a
+// string kind without a String method) to n bytes, and returns args.
+func ClipArgs(n int, args []any) []any {
+	for i, a := range args {
+		if _, ok := a.(fmt.Stringer); ok {
+			continue
+		}
+		if v := reflect.ValueOf(a); v.Kind() == reflect.String && v.Len() > n {
+			args[i] = Clip(v.String(), n)
+		}
+	}
+	return args
+}
+
 // KindOf names what a tree value is, for error messages.
 func KindOf(v any) string {
 	switch v := v.(type) {
@@ -321,7 +359,7 @@ func KindOf(v any) string {
 	case bool:
 		return "a boolean"
 	case json.Number:
-		return "the number " + string(v)
+		return "the number " + Clip(string(v), 64)
 	case nil:
 		return "null"
 	}
