@@ -4,7 +4,13 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 GO ?= go
-OUT ?= out
+# OUT names the run directory of make bench (absolute or relative to here);
+# unset, each run gets a new out/runs/<time>-<id> and out/latest points at
+# it. A named directory that holds results is refused unless FORCE=1.
+# CONFIG=run.toml reads a run file (the environment overrides it).
+OUT ?=
+FORCE ?=
+CONFIG ?=
 # -count and friends for `make bench`, e.g. make bench BENCH_FLAGS='-count 10'
 BENCH_FLAGS ?= -count 1
 # the judgments suite; `make tokens` runs the token benchmarks
@@ -13,26 +19,26 @@ export TESTCONTAINERS_RYUK_DISABLED ?= true
 
 .PHONY: bench tokens test calibrate variance gate gate-check image vet fmt fuzz
 
-## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout
-##        and $(OUT)/bench.txt, one receipt per point in $(OUT)/receipts
+## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout,
+##        progress to stderr; in the run directory (printed): bench.txt,
+##        receipts/ (one per point and pass), settings.toml, twin.log
+BENCH_ENV = $(if $(OUT),VETBENCH_OUT=$(abspath $(OUT))) $(if $(FORCE),VETBENCH_FORCE=$(FORCE)) \
+	$(if $(CONFIG),VETBENCH_CONFIG=$(abspath $(CONFIG)))
 bench:
-	@mkdir -p $(OUT)
-	VETBENCH_OUT=$${VETBENCH_OUT:-$(CURDIR)/$(OUT)/receipts} \
-	  $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS) | tee $(OUT)/bench.txt
+	$(strip $(BENCH_ENV) $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS))
 
 ## tokens: the token-throughput suite (text and one image, c=1..32, 128
 ##         tokens, 3 repeats) and a small speed matrix on the embedded twin,
-##         a few minutes; Go benchmark lines to stdout and $(OUT)/tokens.txt,
-##         receipts and the matrix (JSON, CSV) in $(OUT)/receipts. Any
-##         VETBENCH_TOKENS_* / VETBENCH_MATRIX_* variable set wins.
-tokens:
-	@mkdir -p $(OUT)
-	VETBENCH_OUT=$${VETBENCH_OUT:-$(CURDIR)/$(OUT)/receipts} \
-	VETBENCH_MATRIX_CONTEXTS=$${VETBENCH_MATRIX_CONTEXTS:-8K,64K} \
+##         a few minutes; like bench: benchmark lines to stdout, and in the
+##         run directory bench.txt, receipts/ (tokens_*.json, matrix.json,
+##         matrix.csv), settings.toml. VETBENCH_TOKENS_* / VETBENCH_MATRIX_*
+##         variables set win over the small matrix given here.
+TOKENS_ENV = VETBENCH_MATRIX_CONTEXTS=$${VETBENCH_MATRIX_CONTEXTS:-8K,64K} \
 	VETBENCH_MATRIX_LEVELS=$${VETBENCH_MATRIX_LEVELS:-1,16,128} \
 	VETBENCH_MATRIX_DURATION=$${VETBENCH_MATRIX_DURATION:-5s} \
-	VETBENCH_MATRIX_OUTPUT=$${VETBENCH_MATRIX_OUTPUT:-1024} \
-	  $(GO) test ./bench -run '^$$' -bench 'Tokens|Matrix' -timeout 30m $(BENCH_FLAGS) | tee $(OUT)/tokens.txt
+	VETBENCH_MATRIX_OUTPUT=$${VETBENCH_MATRIX_OUTPUT:-1024}
+tokens:
+	$(strip $(BENCH_ENV) $(TOKENS_ENV) $(GO) test ./bench -run '^$$' -bench 'Tokens|Matrix' -timeout 30m $(BENCH_FLAGS))
 
 ## test: vet, formatting, and every test (container tests need Docker under CI=true);
 ##       packages one at a time (-p 1): the timing tests must not compete for 2 cores
@@ -54,8 +60,8 @@ vet:
 ## variance: run the suite COUNT times (default 10) and print benchstat's
 ##           median ± 95% CI per set (rows) and level (columns)
 variance:
-	@mkdir -p $(OUT)
-	COUNT=$(or $(COUNT),10) BENCH='$(BENCH)' OUT=$(OUT)/variance.txt scripts/variance
+	@mkdir -p $(or $(OUT),out)
+	COUNT=$(or $(COUNT),10) BENCH='$(BENCH)' OUT=$(or $(OUT),out)/variance.txt scripts/variance
 
 ## gate: speed gate between two benchmark outputs, e.g.
 ##       make gate BASE=baseline/bench.txt CAND=out/bench.txt

@@ -3,6 +3,7 @@ module github.com/vetbench/vetbench
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
 	github.com/sashabaranov/go-openai v1.43.0
@@ -10,6 +11,7 @@ require (
 	github.com/testcontainers/testcontainers-go v0.45.0
 	golang.org/x/image v0.48.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
+	golang.org/x/term v0.47.0
 )
 
 require (

@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/vetbench/vetbench/bench"
@@ -17,27 +16,25 @@ import (
 // (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS, see bench/config). One op is one pass over
 // the set; the reported figures cover the measured windows of all passes
 // (warmup, cache resets and /metrics reads are outside them), so ns/op is
-// hidden. Each point's last receipt is written to VETBENCH_OUT.
+// hidden. Every pass's receipt is written to the run directory (receipts/,
+// then receipts/pass2 …), and each result line to its bench.txt as well.
 func BenchmarkJudgments(b *testing.B) {
 	s := getSuite(b)
 	for _, name := range s.cfg.Sets {
 		for _, c := range s.cfg.Levels {
 			for _, arm := range s.cfg.Arms {
-				bname := fmt.Sprintf("set=%s/c=%d", name, c)
-				if len(s.cfg.Arms) > 1 {
-					bname += "/arm=" + string(arm)
-				}
-				b.Run(bname, func(b *testing.B) {
+				point := metrics.PointName(name, c, arm, len(s.cfg.Arms) > 1)
+				b.Run(point, func(b *testing.B) {
 					ctx := s.context(b)
 					sess := s.session(b, name)
 					p := bench.Point{Concurrency: c, Arm: arm, Warmup: s.cfg.Warmup}
 					var recs []*receipts.Receipt
 					for b.Loop() {
 						rec, err := sess.Measure(ctx, p)
-						path := bench.ReceiptPath(s.outDir(), name, p)
+						var path string
 						var werr error
 						if rec != nil {
-							werr = writeReceipt(path, rec)
+							path, werr = s.writeReceipt(name, p, rec)
 						}
 						switch {
 						case err != nil && werr == nil && rec != nil:
@@ -53,10 +50,17 @@ func BenchmarkJudgments(b *testing.B) {
 						recs = append(recs, rec)
 					}
 					b.ReportMetric(0, "ns/op")
-					merged := tally.Merge(recs)
-					metrics.Report(b, metrics.FromReceipt(merged))
+					ms := metrics.FromReceipt(tally.Merge(recs))
 					if moved, ok := movedAgainstGolden(s, name, c, recs[len(recs)-1]); ok {
-						metrics.Report(b, []metrics.Metric{metrics.Moved(moved)})
+						ms = append(ms, metrics.Moved(moved))
+					}
+					metrics.Report(b, ms)
+					// bench.txt gets the line go test prints, unless the
+					// benchmark failed (go test prints none then either).
+					if !b.Failed() {
+						if err := s.lines.Write(point, len(recs), ms); err != nil {
+							b.Fatalf("bench.txt: %v", err)
+						}
 					}
 				})
 			}

@@ -40,6 +40,9 @@ type Session struct {
 	Controls judgments.Controls
 	// Notes are facts about the session worth a line in the receipt.
 	Notes []string
+	// OnProgress, when set, is told how far each measured window has got
+	// (see Progress); the caller renders it. It must be cheap.
+	OnProgress func(Progress)
 
 	// Test seams (export_test.go): the pool's and sampler's clock, the
 	// pool's held hook, and a wrapper around the judge in the window.
@@ -146,12 +149,25 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	}
 	sampler := audit.NewSampler(c, sopts...)
 	pool := Pool{Concurrency: c, StopOnError: !s.Config.ContinueOnError, Observer: sampler, clock: s.clock, held: s.held}
+	report := s.progress(c, p.Arm)
+	if report != nil {
+		pool.Progress = func(done, failed int, elapsed time.Duration) { report(done, failed, elapsed, false) }
+	}
 	var judge Judge = s.Client
 	if s.wrap != nil {
 		judge = s.wrap(judge)
 	}
 	o := pool.Run(ctx, judge, s.Set, s.Controls)
 	occ := sampler.Close()
+	if report != nil {
+		failed := 0
+		for _, r := range o.Results {
+			if r.Err != nil {
+				failed++
+			}
+		}
+		report(len(o.Results), failed, o.Wall, true)
+	}
 	// The closing scrape must happen even after Ctrl-C: what was measured is kept.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

@@ -53,6 +53,11 @@ type Pool struct {
 	// as typevet does: no new judgments start, in-flight ones finish.
 	StopOnError bool
 	Observer    Observer
+	// Progress, when set, is called by Run after each finished judgment
+	// with the counts so far and the time since the window opened (and
+	// once with zeros as it opens). It runs in Run's result loop, one call
+	// at a time: it must be cheap, or it delays the pool.
+	Progress func(done, failed int, elapsed time.Duration)
 
 	// Test seams, set only through export_test.go. clock replaces
 	// time.Now. held runs after judgment i's latency clock stops and
@@ -172,8 +177,18 @@ func (p Pool) Run(ctx context.Context, j Judge, set fixtures.Set, controls judgm
 		p.Observer.Open()
 	}
 	byIndex := make([]*Result, len(set.Cases))
+	done, failed := 0, 0
+	if p.Progress != nil {
+		p.Progress(0, 0, 0)
+	}
 	for r := range p.stream(ctx, nil, j, set, controls) {
 		byIndex[r.Index] = &r
+		if done++; r.Err != nil {
+			failed++
+		}
+		if p.Progress != nil {
+			p.Progress(done, failed, p.now().Sub(start))
+		}
 	}
 	o := Outcome{Wall: p.now().Sub(start), StopIndex: -1}
 	for i, r := range byIndex {

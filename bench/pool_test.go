@@ -259,3 +259,32 @@ func TestPoolLittlesLaw(t *testing.T) {
 	require.InDelta(t, 1.0/3, ll.RelError, 1e-9, "each slot is held 15 ms for 10 ms of latency")
 	require.Contains(t, fmt.Sprint(ll.Problems), "time the latency clock does not see")
 }
+
+// Progress is reported after every judgment, in order, with the failures
+// so far and the time since the window opened on the pool's clock: rounds
+// of 5 ms at c=4 over 12 items are exactly 5, 10 and 15 ms.
+func TestPoolProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("boom")
+		f := &fakeJudge{delay: 5 * time.Millisecond, fail: map[string]error{"i05": boom}}
+		type event struct {
+			done, failed int
+			elapsed      time.Duration
+		}
+		var got []event
+		o := Pool{Concurrency: 4, Progress: func(done, failed int, elapsed time.Duration) {
+			got = append(got, event{done, failed, elapsed})
+		}}.Run(t.Context(), f, fakeSet(12), nil)
+		require.Len(t, o.Results, 12)
+		require.Len(t, got, 13, "one as the window opens, one per judgment")
+		require.Equal(t, event{0, 0, 0}, got[0])
+		for i, e := range got[1:] {
+			require.Equal(t, i+1, e.done)
+			require.Equal(t, time.Duration(i/4+1)*5*time.Millisecond, e.elapsed, "judgment %d", i+1)
+			if e.done < 5 {
+				require.Zero(t, e.failed)
+			}
+		}
+		require.Equal(t, 1, got[12].failed, "i05 failed; the run went on")
+	})
+}

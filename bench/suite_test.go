@@ -10,14 +10,17 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/progress"
 	"github.com/vetbench/vetbench/bench/target"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/rundir"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden receipts (receipts/golden) from this run")
@@ -38,11 +41,20 @@ type suite struct {
 	mu       sync.Mutex
 	sets     map[string]fixtures.Set
 	sessions map[string]*bench.Session
+
+	// A benchmark run's results (nil when only tests run: they write
+	// nowhere but t.TempDir): its run directory, bench.txt's writer, and
+	// the progress line on stderr.
+	run      *rundir.Dir
+	benchTxt *os.File
+	lines    *metrics.Writer
+	progress *progress.Renderer
 }
 
 var (
 	shared     suite
 	sharedOnce sync.Once
+	configOnce sync.Once
 )
 
 func TestMain(m *testing.M) {
@@ -56,25 +68,144 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
+		if err := shared.startRun(); err != nil {
+			note("%v", err)
+			os.Exit(2)
+		}
 		// The token units, and what this run measures (model, twin,
 		// fixture…) as configuration lines the speed gate compares.
-		writeSuiteConfig(os.Stdout, os.Stderr)
+		writeSuiteConfig(os.Stdout)
 	}
 	code := m.Run()
 	interrupted := interrupt.Err() != nil
 	stop()
+	if shared.progress != nil {
+		shared.progress.Clear()
+	}
 	if interrupted {
-		fmt.Fprintln(os.Stderr, "interrupted: the receipt of the point in flight is partial (see its stopped block)")
+		note("interrupted: the receipt of the point in flight is partial (see its stopped block)")
 	}
 	if shared.target != nil {
 		if err := shared.target.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "close target:", err)
+			note("close target: %v", err)
 		}
+	}
+	if err := shared.endRun(); err != nil {
+		note("%v", err)
+		code = max(code, 1)
 	}
 	os.Exit(code)
 }
 
-// getSuite opens the target the environment names, once per process.
+// note writes a line for the user on stderr, which go test merges into its
+// output: "[vetbench]" keeps benchfmt from reading "word: value" as a
+// configuration line of the benchmarks after it.
+func note(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[vetbench] "+format+"\n", args...)
+}
+
+// moduleRoot is where the suite takes relative paths from: the test binary
+// runs in bench/, the user in the module root.
+const moduleRoot = ".."
+
+// loadConfig reads the configuration once: defaults, the run file
+// (VETBENCH_CONFIG), the environment; relative paths from the module root.
+func (s *suite) loadConfig() error {
+	configOnce.Do(func() {
+		root, err := filepath.Abs(moduleRoot)
+		if err != nil {
+			s.err = err
+			return
+		}
+		getenv := func(k string) string {
+			v := os.Getenv(k)
+			if k == config.EnvConfig && v != "" && !filepath.IsAbs(v) {
+				v = filepath.Join(root, v)
+			}
+			return v
+		}
+		s.cfg, s.err = config.Load(config.Env(getenv))
+		s.cfg.Resolve(root)
+	})
+	return s.err
+}
+
+// startRun prepares a benchmark run's results: its own run directory (the
+// one VETBENCH_OUT names, refused when it holds results unless
+// VETBENCH_FORCE; else a new out/runs/<id> and out/latest), settings.toml,
+// bench.txt, twin.log for testcontainers, and a progress renderer.
+func (s *suite) startRun() error {
+	if err := s.loadConfig(); err != nil {
+		return err
+	}
+	run, err := rundir.Open(s.cfg.Out, filepath.Join(moduleRoot, rundir.DefaultRoot), s.cfg.Force, time.Now())
+	if err != nil {
+		return err
+	}
+	s.run = run
+	if run.Warning != "" {
+		note("%s", run.Warning)
+	}
+	if err := writeSettings(run, s.cfg); err != nil {
+		return err
+	}
+	if s.benchTxt, err = os.OpenFile(run.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		return err
+	}
+	s.lines = metrics.NewWriter(s.benchTxt)
+	log, err := os.OpenFile(run.File(rundir.TwinLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	target.LogContainersTo(log) // closed when the process exits
+	s.progress = progress.ForFile(os.Stderr)
+	s.progress.SetTimeScale(s.cfg.Twin.TimeScale)
+	note("results in %s", displayPath(run.Path))
+	if ts := s.cfg.Twin.TimeScale; s.cfg.Target.Endpoint == "" && ts != 1 {
+		note("the twin runs %gx faster than real time: benchmark lines are wall-clock figures; divide rates and multiply seconds by %g for model time", ts, ts)
+	}
+	return nil
+}
+
+// endRun closes bench.txt and says where the results are.
+func (s *suite) endRun() error {
+	if s.run == nil {
+		return nil
+	}
+	err := s.benchTxt.Sync()
+	if cerr := s.benchTxt.Close(); err == nil {
+		err = cerr
+	}
+	note("results in %s (receipts/, bench.txt, settings.toml)", displayPath(s.run.Path))
+	return err
+}
+
+// writeSettings writes the run's effective settings beside its receipts.
+func writeSettings(run *rundir.Dir, cfg config.Config) error {
+	f, err := os.OpenFile(run.File(rundir.SettingsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	err = config.WriteSettings(f, cfg)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// displayPath is path from the module root when it lies inside it.
+func displayPath(path string) string {
+	root, err1 := filepath.Abs(moduleRoot)
+	abs, err2 := filepath.Abs(path)
+	if err1 == nil && err2 == nil {
+		if rel, err := filepath.Rel(root, abs); err == nil && filepath.IsLocal(rel) {
+			return rel
+		}
+	}
+	return path
+}
+
+// getSuite opens the target the configuration names, once per process.
 func getSuite(tb testing.TB) *suite {
 	tb.Helper()
 	openSuite()
@@ -89,8 +220,7 @@ func openSuite() {
 	sharedOnce.Do(func() {
 		shared.sets = map[string]fixtures.Set{}
 		shared.sessions = map[string]*bench.Session{}
-		shared.cfg, shared.err = config.Load(config.Env(os.Getenv))
-		if shared.err != nil {
+		if shared.loadConfig() != nil {
 			return
 		}
 		shared.target, shared.err = target.Open(context.Background(), shared.cfg)
@@ -140,34 +270,35 @@ func (s *suite) session(tb testing.TB, name string) *bench.Session {
 	if err != nil {
 		tb.Fatalf("session %s: %v", name, err)
 	}
+	if s.progress != nil {
+		sess.OnProgress = s.progress.Observe
+	}
 	s.sessions[name] = sess
 	return sess
-}
-
-// outDir is where receipts go: VETBENCH_OUT, else out/receipts in the module.
-func (s *suite) outDir() string {
-	if s.cfg.Out != "" {
-		return s.cfg.Out
-	}
-	return filepath.Join("..", "out", "receipts")
 }
 
 // goldenPath is a point's golden receipt.
 func (s *suite) goldenPath(set string, c int) string {
 	dir := s.cfg.GoldenDir
 	if dir == "" {
-		dir = filepath.Join("..", "receipts", "golden")
+		dir = filepath.Join(moduleRoot, "receipts", "golden")
 	}
 	return filepath.Join(dir, fmt.Sprintf("%s_c%d.golden.json", set, c))
 }
 
-// writeReceipt writes a receipt atomically, creating the directory.
-func writeReceipt(path string, rec *receipts.Receipt) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// writeReceipt writes a point's receipt atomically into the run directory:
+// the point's first pass in receipts/, the k-th in receipts/pass<k>, so no
+// pass replaces another's.
+func (s *suite) writeReceipt(set string, p bench.Point, rec *receipts.Receipt) (string, error) {
+	if s.run == nil {
+		return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
+	}
+	path, _, err := s.run.NextReceipt(filepath.Base(bench.ReceiptPath("", set, p)))
+	if err != nil {
+		return "", err
 	}
 	if err := receipts.WriteFile(path, rec); err != nil {
-		return fmt.Errorf("write receipt: %w", err)
+		return path, fmt.Errorf("write receipt: %w", err)
 	}
-	return nil
+	return path, nil
 }

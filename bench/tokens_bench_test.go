@@ -2,26 +2,20 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/matrix"
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/tokens"
 	"github.com/vetbench/vetbench/fixtures/sets"
-	"github.com/vetbench/vetbench/receipts"
 	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/speed"
 	rtokens "github.com/vetbench/vetbench/receipts/tokens"
@@ -33,19 +27,25 @@ import (
 // tokens, VETBENCH_TOKENS_REPEATS times after a warm-up. One op is one
 // point; ns/op is hidden. Every request is verified; failures beyond
 // VETBENCH_TOKENS_ACCEPT_FAILURES fail the benchmark. Each point's receipt
-// goes to VETBENCH_OUT (tokens_<workload>_c<N>_<run>_<n>.json).
+// goes to the run directory (receipts/tokens_<workload>_c<N>.json, then
+// receipts/pass2 …), each result line to its bench.txt as well.
 func BenchmarkTokens(b *testing.B) {
 	s := getSuite(b)
 	r := tokenRunner(b, s)
-	dir := s.outDir()
 	write := func(rec *rtokens.Receipt) (string, error) {
-		p := rec.Point
-		path := filepath.Join(dir, fmt.Sprintf("tokens_%s_c%d_%s_%d.json", p.Workload, p.Concurrency, r.RunID, seq.Add(1)))
-		return path, writeNew(path, func(path string) error { return rtokens.WriteFile(path, rec) })
+		if s.run == nil {
+			return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
+		}
+		path, _, err := s.run.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", rec.Point.Workload, rec.Point.Concurrency))
+		if err != nil {
+			return "", err
+		}
+		return path, rtokens.WriteFile(path, rec)
 	}
 	for _, w := range s.cfg.Tokens.Workloads {
 		for _, c := range s.cfg.Tokens.Levels {
-			b.Run(fmt.Sprintf("workload=%s/c=%d", w, c), func(b *testing.B) {
+			point := fmt.Sprintf("workload=%s/c=%d", w, c)
+			b.Run(point, func(b *testing.B) {
 				ctx := s.context(b)
 				p := tokens.PointFrom(s.cfg.Tokens, w, c)
 				var recs []*rtokens.Receipt
@@ -54,7 +54,7 @@ func BenchmarkTokens(b *testing.B) {
 					if err != nil {
 						if rec != nil {
 							path, werr := write(rec)
-							b.Fatalf("%v (receipt written to %s, %v)", err, path, werr)
+							b.Fatalf("%v (receipt %s, %v)", err, path, werr)
 						}
 						b.Fatal(err)
 					}
@@ -71,9 +71,22 @@ func BenchmarkTokens(b *testing.B) {
 				if _, err := write(merged); err != nil {
 					b.Fatal(err)
 				}
-				metrics.Report(b, tokens.Metrics(merged))
+				ms := tokens.Metrics(merged)
+				metrics.Report(b, ms)
+				s.benchLine(b, "Tokens", point, len(recs), ms)
 			})
 		}
+	}
+}
+
+// benchLine writes a result line to the run's bench.txt, as go test
+// prints it, unless the benchmark failed (go test prints none then).
+func (s *suite) benchLine(b *testing.B, benchmark, point string, iters int, ms []metrics.Metric) {
+	if s.lines == nil || b.Failed() || b.Skipped() {
+		return
+	}
+	if err := s.lines.WriteNamed(benchmark, point, iters, ms); err != nil {
+		b.Fatalf("bench.txt: %v", err)
 	}
 }
 
@@ -114,11 +127,14 @@ func BenchmarkMatrix(b *testing.B) {
 		}
 		m.Warnings = append(m.Warnings, row.Warnings...)
 		for _, c := range o.Levels {
-			b.Run(fmt.Sprintf("ctx=%s/c=%d", row.Label, c), func(b *testing.B) {
+			point := fmt.Sprintf("ctx=%s/c=%d", row.Label, c)
+			b.Run(point, func(b *testing.B) {
 				ctx := s.context(b)
 				var cell rmatrix.Cell
+				n := 0
 				for b.Loop() {
 					cell = row.Cell(ctx, c)
+					n++
 				}
 				b.ReportMetric(0, "ns/op")
 				m.Cells = slices.DeleteFunc(m.Cells, func(x rmatrix.Cell) bool { return x.Context == cell.Context && x.Concurrency == c })
@@ -129,32 +145,28 @@ func BenchmarkMatrix(b *testing.B) {
 				case rmatrix.Looped, rmatrix.Failed:
 					b.Errorf("%s: %s", cell.Status.Label(), cell.Reason)
 				}
-				metrics.Report(b, matrix.Metrics(cell))
+				ms := matrix.Metrics(cell)
+				metrics.Report(b, ms)
+				s.benchLine(b, "Matrix", point, n, ms)
 			})
 		}
 	}
 	m.Sort()
-	if len(m.Cells) == 0 {
+	if len(m.Cells) == 0 || s.run == nil {
 		return
 	}
-	base := filepath.Join(s.outDir(), fmt.Sprintf("matrix_%s_%d", r.RunID, seq.Add(1)))
-	if err := writeNew(base+".json", func(p string) error { return rmatrix.WriteFile(p, m) }); err != nil {
-		b.Error(err)
+	for _, f := range []struct {
+		name  string
+		write func(string, *rmatrix.Matrix) error
+	}{{"matrix.json", rmatrix.WriteFile}, {"matrix.csv", rmatrix.WriteCSVFile}} {
+		path, _, err := s.run.NextReceipt(f.name)
+		if err == nil {
+			err = f.write(path, m)
+		}
+		if err != nil {
+			b.Error(err)
+		}
 	}
-	if err := writeNew(base+".csv", func(p string) error { return rmatrix.WriteCSVFile(p, m) }); err != nil {
-		b.Error(err)
-	}
-}
-
-// seq numbers this process's token receipts and matrices: -count N keeps
-// every pass's files, and nothing is written over.
-var seq atomic.Int64
-
-func writeNew(path string, write func(string) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return write(path)
 }
 
 var (
@@ -182,80 +194,57 @@ func matrixRunner(tb testing.TB, s *suite) *matrix.Runner {
 	return matrixR
 }
 
-// writeSuiteConfig prints the token units and this run's configuration
-// lines (speed.ConfigLines): what was measured, so the speed gate can
-// refuse to compare two outputs of different experiments. A target that
-// cannot be opened prints nothing (each benchmark then fails on it).
-func writeSuiteConfig(stdout, stderr io.Writer) {
+// writeSuiteConfig prints this run's configuration lines
+// (speed.ConfigLines) and gives them, with the token units, to bench.txt's
+// writer: what was measured, so the speed gate can refuse to compare two
+// outputs of different experiments. A target that cannot be opened prints
+// nothing (each benchmark then fails on it).
+func writeSuiteConfig(stdout io.Writer) {
 	for _, u := range tokens.Units() {
 		fmt.Fprintln(stdout, u.Line())
 	}
 	openSuite()
 	if shared.err != nil {
-		fmt.Fprintf(stderr, "no configuration lines: target: %v\n", shared.err)
+		note("no configuration lines: target: %v", shared.err)
 		return
 	}
 	cfg, err := suiteConfig(context.Background(), &shared)
 	if err != nil {
-		fmt.Fprintf(stderr, "configuration lines incomplete: %v\n", err)
+		note("configuration lines incomplete: %v", err)
 	}
+	var pairs []string
 	for _, l := range speed.ConfigLines(cfg) {
 		fmt.Fprintln(stdout, l)
+		k, v, _ := strings.Cut(l, ": ")
+		pairs = append(pairs, k, v)
+	}
+	if shared.benchTxt != nil {
+		shared.lines = metrics.NewWriter(shared.benchTxt, pairs...)
+		shared.lines.AddUnits(tokens.Units()...)
 	}
 }
 
-// suiteConfig is what this run measures, keyed as receipts/speed names it.
+// suiteConfig is what this run measures (bench.SpeedConfig), each set's
+// slice digest included.
 func suiteConfig(ctx context.Context, s *suite) (map[string]string, error) {
-	ep := s.target.Endpoint
-	t := ep.Target
-	cfg := map[string]string{
-		speed.KeyHarness:     bench.HarnessVersion,
-		speed.KeyScoring:     string(s.cfg.Mode),
-		speed.KeyServerFlags: s.cfg.ServerFlags,
-		speed.KeyTokens:      fmt.Sprintf("output=%d", s.cfg.Tokens.OutputTokens),
-		speed.KeyMatrix:      fmt.Sprintf("duration=%s output=%d targeting=%s", s.cfg.Matrix.Duration, s.cfg.Matrix.OutputTokens, s.cfg.Matrix.Targeting),
-	}
-	if t.Kind == receipts.TargetLive {
-		cfg[speed.KeyTarget] = "live"
-	} else {
-		cfg[speed.KeyTarget] = "twin"
-		cfg[speed.KeyTwinProfile] = t.Profile
-		cfg[speed.KeyTimeScale] = strconv.FormatFloat(max(t.TimeScale, 1), 'g', -1, 64)
-		cfg[speed.KeySlowdown] = strconv.FormatFloat(s.cfg.Twin.Slowdown, 'g', -1, 64)
-		cfg[speed.KeyTwinFaults] = strings.Join(s.cfg.Twin.Faults, ";")
-	}
-	info, err := probe.Server(ctx, http.DefaultClient, ep.BaseURL, func(r *http.Request) {
-		if ep.APIKey != "" {
-			r.Header.Set("Authorization", "Bearer "+ep.APIKey)
-		}
-	})
-	if err != nil {
-		return cfg, err
-	}
-	model := ep.Model
-	if model == "" && len(info.Served) > 0 {
-		model = info.Served[0].ID
-	}
-	cfg[speed.KeyModel] = model
-	pins := receipts.Pins{Model: model}
-	info.Pin(&pins)
-	cfg[speed.KeyServedRoot] = receipts.Weights(pins)
-	cfg[speed.KeyServerBuild] = info.Version
-	var fix []string
+	fix := map[string]string{}
+	var errs []error
 	for _, name := range s.cfg.Sets {
 		s.mu.Lock()
 		set, ok := s.sets[name]
 		s.mu.Unlock()
 		if !ok {
+			var err error
 			if set, err = sets.Open(ctx, name, s.cfg.Fixtures); err != nil {
-				return cfg, err
+				errs = append(errs, err)
+				continue
 			}
 			s.mu.Lock()
 			s.sets[name] = set
 			s.mu.Unlock()
 		}
-		fix = append(fix, name+"="+set.SliceSHA256()[:12])
+		fix[name] = set.SliceSHA256()[:12]
 	}
-	cfg[speed.KeyFixture] = strings.Join(fix, " ")
-	return cfg, nil
+	cfg, err := bench.SpeedConfig(ctx, s.target.Endpoint, s.cfg, fix)
+	return cfg, errors.Join(append(errs, err)...)
 }

@@ -1,9 +1,10 @@
 // Package config is a run's configuration, parsed once. Load fills a Config
-// in one step from layers, each overriding the one before: the defaults, the
-// environment (Env), and the command line (Flags); a run file will slot in
-// between the environment and the flags. Every setting is parsed by one
-// function whatever layer it comes from, and an error names the variable or
-// flag it came from. Nothing below the edge (a test's TestMain, the CLI)
+// in one step from layers, each overriding the one before: the defaults, a
+// run file (File, TOML; named by -config or VETBENCH_CONFIG), the
+// environment (Env), and the command line (Flags). Every setting is parsed
+// by one function whatever layer it comes from, and an error names the
+// file key, variable or flag it came from. WriteSettings writes a Config
+// back as a run file. Nothing below the edge (a test's TestMain, the CLI)
 // reads the environment: the Config is passed down.
 package config
 
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/vetbench/vetbench/fixtures/sets"
@@ -39,9 +41,15 @@ type Config struct {
 	Mode            judgments.Mode
 	// TopLogprobs is top_logprobs in top_logprobs mode.
 	TopLogprobs int
-	// Out is where receipts are written; empty means out/receipts in the
-	// module (the caller resolves it).
+	// Out is the run directory the user named (receipts/, bench.txt and
+	// settings.toml go in it); empty means a new one under out/runs (the
+	// caller resolves it, see receipts/rundir).
 	Out string
+	// Force lets a run write into a named directory that already holds
+	// results, replacing them.
+	Force bool
+	// File is the run file the settings were read from, if any.
+	File string
 	// GoldenDir holds the golden receipts; empty means receipts/golden in
 	// the module.
 	GoldenDir     string
@@ -117,8 +125,18 @@ type Source func(c *Config) error
 
 // Load is Default() with each source applied in order, later ones winning:
 // Load(Env(os.Getenv), Flags(fs)). Every source is applied and every bad
-// value reported at once.
+// value reported at once. When the sources name a run file (-config,
+// VETBENCH_CONFIG) it is read first, so that the sources override it:
+// defaults < file < environment < flags.
 func Load(sources ...Source) (Config, error) {
+	c, err := apply(sources)
+	if err != nil || c.File == "" {
+		return c, err
+	}
+	return apply(append([]Source{File(c.File)}, sources...))
+}
+
+func apply(sources []Source) (Config, error) {
 	c := Default()
 	var errs []error
 	for _, s := range sources {
@@ -223,3 +241,15 @@ func (v *flagValue) Set(s string) error { v.raw, v.set = s, true; return nil }
 
 // IsBoolFlag lets a boolean setting be given as a bare -name.
 func (v *flagValue) IsBoolFlag() bool { return v.bool }
+
+// Resolve anchors the relative paths c names (out, the golden directory,
+// the run file, the LFW and CEDAR folders) at base: a test binary runs in
+// its package's directory, and the suite takes them from the module root,
+// where make and go test are run. Absolute paths are left as they are.
+func (c *Config) Resolve(base string) {
+	for _, p := range []*string{&c.Out, &c.GoldenDir, &c.File, &c.Fixtures.LFWDir, &c.Fixtures.CEDARDir} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -203,4 +205,218 @@ func ExampleLoad() {
 	c, err := Load(Env(func(k string) string { return environ[k] }), flags)
 	fmt.Println(c.Sets, c.Levels, c.Arms, err)
 	// Output: [checks] [1 16] [cold] <nil>
+}
+
+func writeRunFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.toml")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+// A run file sets what the environment and flags do, and they override it:
+// defaults < file < environment < flags.
+func TestFile(t *testing.T) {
+	path := writeRunFile(t, `
+sets = ["checks", "faces"]
+levels = [1, 16]
+arms = "cold,warm"
+warmup = 2
+timeout = "90s"
+continue_on_error = true
+scoring = "top_logprobs"
+top_logprobs = 5
+gpu_hourly_usd = 2.49
+golden_dir = "goldens/x"
+out = "baseline"
+
+[target]
+endpoint = "http://gpu-box:8000/"
+model = "google/gemma-4-31B-it"
+model_revision = "abc"
+server_flags = "--max-num-seqs 32"
+
+[twin]
+placement = "inprocess"
+profile = "h100-gemma4-31b"
+time_scale = 10
+slowdown = 1.2
+faults = ["http500:every=3", "nan:match=r01"]
+
+[fixtures]
+seed = 7
+size = 3
+lfw_dir = "/data/lfw"
+cedar_dir = ""
+typevet_ids = true
+`)
+	c, err := Load(Env(env(map[string]string{EnvConfig: path})))
+	require.NoError(t, err)
+	require.Equal(t, Config{
+		Target:          Target{Endpoint: "http://gpu-box:8000", Model: "google/gemma-4-31B-it"},
+		Twin:            Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}},
+		Sets:            []string{"checks", "faces"},
+		Fixtures:        sets.Options{Seed: 7, Size: 3, LFWDir: "/data/lfw", TypevetIDs: true},
+		Levels:          []int{1, 16},
+		Arms:            []receipts.Arm{receipts.ArmCold, receipts.ArmWarm},
+		Warmup:          2,
+		RequestTimeout:  90 * time.Second,
+		ContinueOnError: true,
+		Mode:            judgments.ModeTopLogprobs,
+		TopLogprobs:     5,
+		Out:             "baseline",
+		File:            path,
+		GoldenDir:       "goldens/x",
+		ModelRevision:   "abc",
+		ServerFlags:     "--max-num-seqs 32",
+		GPUHourlyUSD:    2.49,
+		Tokens:          Default().Tokens,
+		Matrix:          Default().Matrix,
+	}, c)
+
+	// The environment overrides the file, the flags override both; -config
+	// names the file as VETBENCH_CONFIG does.
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags := Flags(fs)
+	require.NoError(t, fs.Parse([]string{"-config", path, "-levels", "4", "-force"}))
+	c, err = Load(Env(env(map[string]string{EnvLevels: "32", EnvSets: "signatures", EnvStubProfile: "fast"})), flags)
+	require.NoError(t, err)
+	require.Equal(t, []int{4}, c.Levels, "flag over environment over file")
+	require.Equal(t, []string{"signatures"}, c.Sets, "environment over file")
+	require.Equal(t, "fast", c.Twin.Profile, "environment over file")
+	require.Equal(t, 2, c.Warmup, "the file stands where nothing overrides it")
+	require.True(t, c.Force)
+	require.Equal(t, path, c.File)
+}
+
+func TestFileErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, content string
+		want          []string
+	}{
+		{"unknown key", "levles = [1]\n", []string{`unknown key "levles" (top-level keys: `, "levels", "[twin]"}},
+		{"unknown key in a table", "[twin]\nprofil = \"fast\"\n", []string{`unknown key "twin.profil" (keys of [twin]: placement, profile, time_scale, slowdown, faults)`}},
+		{"unknown table", "[twn]\nprofile = \"fast\"\n", []string{`unknown table [twn] (key "twn.profile")`}},
+		{"api key", "[target]\napi_key = \"sk-secret\"\n", []string{"target.api_key: the API key is never read from a file; set VETBENCH_API_KEY"}},
+		{"force", "force = true\n", []string{"force: never kept in a file"}},
+		{"bad value", "levels = [0]\n", []string{`levels = [0]: "0" is not a concurrency level >= 1`}},
+		{"duplicate level", "levels = [1, 1]\n", []string{"levels = [1,1]: level 1 given twice"}},
+		{"array for a value", "warmup = [1]\n", []string{"warmup = [1]: want one value, not an array"}},
+		{"table for a value", "[sets]\nx = 1\n", []string{`unknown key "sets.x": sets is a setting, not a table`}},
+		{"element holds the separator", "sets = [\"checks,faces\"]\n", []string{`element 0 ("checks,faces") holds ","`}},
+		{"syntax", "levels = [1,\n", []string{"run file ", "toml: "}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeRunFile(t, tt.content)
+			_, err := Load(Env(env(map[string]string{EnvConfig: path})))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), path)
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+			require.NotContains(t, err.Error(), "sk-secret", "a secret is never echoed")
+		})
+	}
+	_, err := Load(Env(env(map[string]string{EnvConfig: filepath.Join(t.TempDir(), "nope.toml")})))
+	require.ErrorContains(t, err, "run file: open ")
+	require.ErrorContains(t, err, "no such file")
+
+	// Every bad key is reported at once.
+	path := writeRunFile(t, "levles = 1\nsets = [\"cats\"]\n")
+	_, err = Load(File(path))
+	require.ErrorContains(t, err, `unknown key "levles"`)
+	require.ErrorContains(t, err, `unknown set "cats"`)
+}
+
+// settings.toml, read back as a run file, gives the same configuration;
+// it never holds the API key, the endpoint's user info or out.
+func TestWriteSettingsRoundTrip(t *testing.T) {
+	c, err := Load(Env(env(map[string]string{
+		EnvEndpoint: "http://user:pw@gpu-box:8000", EnvAPIKey: "sk-secret", EnvModel: "m \"quoted\"\x7f",
+		EnvLevels: "1,32", EnvArms: "warm,cold", EnvStubFaults: "http500:every=3;nan:match=r01",
+		EnvStubTimeScale: "10", EnvGPUHourlyUSD: "2.49", EnvFixtureSize: "3", EnvTypevetIDs: "1",
+		EnvServerFlags: "--max-num-seqs 32\n--x", EnvOut: "/somewhere", EnvForce: "1",
+	})))
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, WriteSettings(&b, c))
+	text := b.String()
+	require.NotContains(t, text, "sk-secret")
+	require.NotContains(t, text, "pw@")
+	require.NotContains(t, text, "/somewhere")
+	require.NotContains(t, text, "force")
+	require.Contains(t, text, "levels = [1, 32]\n")
+	require.Contains(t, text, "\n[twin]\n")
+	require.Less(t, strings.Index(text, "levels ="), strings.Index(text, "[target]"), "top-level keys come before the tables")
+
+	path := writeRunFile(t, text)
+	got, err := Load(File(path))
+	require.NoError(t, err, text)
+	want := c
+	want.Target.APIKey, want.Out, want.Force, want.File = "", "", false, path
+	want.Target.Endpoint = "http://gpu-box:8000"
+	require.Equal(t, want, got, text)
+
+	// The defaults round-trip too.
+	b.Reset()
+	require.NoError(t, WriteSettings(&b, Default()))
+	path = writeRunFile(t, b.String())
+	got, err = Load(File(path))
+	require.NoError(t, err)
+	want = Default()
+	want.File = path
+	require.Equal(t, want, got)
+}
+
+// Duplicates are refused: two points of one name would write one receipt.
+func TestDuplicatesRefused(t *testing.T) {
+	for _, tt := range []struct{ name, value, want string }{
+		{EnvLevels, "1,4,1", `VETBENCH_LEVELS="1,4,1": level 1 given twice`},
+		{EnvSets, "checks, checks", "set checks given twice"},
+		{EnvArms, "cold,cold", "arm cold given twice"},
+	} {
+		_, err := Load(Env(env(map[string]string{tt.name: tt.value})))
+		require.ErrorContains(t, err, tt.want)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	c := Config{Out: "baseline", GoldenDir: "/abs/goldens", File: "run.toml", Fixtures: sets.Options{LFWDir: "data/lfw"}}
+	c.Resolve("/module")
+	require.Equal(t, "/module/baseline", c.Out)
+	require.Equal(t, "/abs/goldens", c.GoldenDir, "absolute: as given")
+	require.Equal(t, "/module/run.toml", c.File)
+	require.Equal(t, "/module/data/lfw", c.Fixtures.LFWDir)
+	require.Empty(t, c.Fixtures.CEDARDir, "unset stays unset")
+}
+
+// The README's sample run file is a run file: it loads, and says what it
+// says it does.
+func TestREADMERunFile(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "### Run file")
+	require.True(t, ok)
+	_, rest, ok = strings.Cut(rest, "```toml\n")
+	require.True(t, ok)
+	sample, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	c, err := Load(File(writeRunFile(t, sample)))
+	require.NoError(t, err)
+	require.Equal(t, "http://gpu-box:8000", c.Target.Endpoint)
+	require.Equal(t, DefaultLevels, c.Levels)
+	require.Equal(t, 2.49, c.GPUHourlyUSD)
+	require.Equal(t, "--max-num-seqs 32", c.ServerFlags)
+	require.Equal(t, "fast", c.Twin.Profile)
+	// Every key a run file may hold appears in the sample.
+	for _, s := range settings() {
+		if s.key != "" {
+			_, name, _ := strings.Cut(s.key, ".")
+			if name == "" {
+				name = s.key
+			}
+			require.True(t, strings.Contains(sample, "\n"+name+" = ") || strings.Contains(sample, "\n# "+name+" = "), s.key)
+		}
+	}
 }

@@ -42,19 +42,27 @@ const (
 	EnvFixtureSeed     = "VETBENCH_FIXTURE_SEED"
 	EnvFixtureSize     = "VETBENCH_FIXTURE_SIZE"
 	EnvTypevetIDs      = "VETBENCH_TYPEVET_IDS"
+	EnvForce           = "VETBENCH_FORCE"
+	EnvConfig          = "VETBENCH_CONFIG"
 )
 
-// setting is one configuration value: where it may come from and the one
-// function that parses it.
+// setting is one configuration value: where it may come from, the one
+// function that parses it and the one that writes it back.
 type setting struct {
 	env     string // variable; "" when the environment does not set it
 	flag    string // flag name; "" when there is no flag
+	key     string // run file key ("twin.profile"); "" when a file cannot set it
 	usage   string
 	def     string // shown in the flag's help
 	boolean bool   // a flag that may be given bare
+	// sep joins a run file's array into the text set parses; "" means the
+	// setting takes one value, not an array.
+	sep string
+	set func(c *Config, v string) error
+	// show is the setting's value in c as a TOML value, for settings.toml.
+	show func(c *Config) string
 	// scopes are the commands that have the flag; none means ScopeRun.
 	scopes []Scope
-	set    func(c *Config, v string) error
 }
 
 func (s setting) in(scope Scope) bool {
@@ -64,11 +72,11 @@ func (s setting) in(scope Scope) bool {
 	return slices.Contains(s.scopes, scope)
 }
 
-// settings lists every setting. A run file (issue 13) will name them by
-// their flag or a key of their own and parse with the same set functions.
+// settings lists every setting. The run file names them by key and parses
+// with the same set functions as the environment and the flags.
 func settings() []setting {
 	return append([]setting{
-		{env: EnvEndpoint, set: func(c *Config, v string) error {
+		{env: EnvEndpoint, key: "target.endpoint", set: func(c *Config, v string) error {
 			v = strings.TrimRight(strings.TrimSpace(v), "/")
 			u, err := url.Parse(v)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -76,35 +84,43 @@ func settings() []setting {
 			}
 			c.Target.Endpoint = v
 			return nil
-		}},
-		{env: EnvModel, set: text(func(c *Config) *string { return &c.Target.Model })},
+		}, show: func(c *Config) string { return tomlString(redactURL(c.Target.Endpoint)) }},
+		{env: EnvModel, key: "target.model", set: text(func(c *Config) *string { return &c.Target.Model }),
+			show: func(c *Config) string { return tomlString(c.Target.Model) }},
+		// The API key has no flag (it would show in the process list) and
+		// no run file key (files get copied and committed).
 		{env: EnvAPIKey, set: func(c *Config, v string) error { c.Target.APIKey = v; return nil }},
-		{env: EnvStub, set: func(c *Config, v string) error {
+		{env: EnvModelRevision, key: "target.model_revision", set: text(func(c *Config) *string { return &c.ModelRevision }),
+			show: func(c *Config) string { return tomlString(c.ModelRevision) }},
+		{env: EnvServerFlags, key: "target.server_flags", set: func(c *Config, v string) error { c.ServerFlags = v; return nil },
+			show: func(c *Config) string { return tomlString(c.ServerFlags) }},
+		{env: EnvStub, key: "twin.placement", set: func(c *Config, v string) error {
 			switch k := receipts.TargetKind(strings.TrimSpace(v)); k {
 			case receipts.TargetContainer, receipts.TargetInProcess:
 				c.Twin.Placement = k
 				return nil
 			}
 			return errors.New("want container or inprocess")
-		}},
-		{env: EnvStubProfile, set: text(func(c *Config) *string { return &c.Twin.Profile })},
-		{env: EnvStubTimeScale, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return tomlString(string(c.Twin.Placement)) }},
+		{env: EnvStubProfile, key: "twin.profile", set: text(func(c *Config) *string { return &c.Twin.Profile }),
+			show: func(c *Config) string { return tomlString(c.Twin.Profile) }},
+		{env: EnvStubTimeScale, key: "twin.time_scale", set: func(c *Config, v string) error {
 			f, err := positive(v)
 			if err != nil {
 				return errors.New("want a number > 0")
 			}
 			c.Twin.TimeScale = f
 			return nil
-		}},
-		{env: EnvStubSlowdown, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return tomlFloat(c.Twin.TimeScale) }},
+		{env: EnvStubSlowdown, key: "twin.slowdown", set: func(c *Config, v string) error {
 			f, err := positive(v)
 			if err != nil {
 				return errors.New("want a factor > 0, such as 1.2")
 			}
 			c.Twin.Slowdown = f
 			return nil
-		}},
-		{env: EnvStubFaults, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return tomlFloat(c.Twin.Slowdown) }},
+		{env: EnvStubFaults, key: "twin.faults", sep: ";", set: func(c *Config, v string) error {
 			// ';'-separated: a fault spec itself holds ',' and '='.
 			c.Twin.Faults = nil
 			for _, spec := range strings.Split(v, ";") {
@@ -113,44 +129,50 @@ func settings() []setting {
 				}
 			}
 			return nil
-		}},
-		{env: EnvScoring, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return tomlStrings(c.Twin.Faults) }},
+		{env: EnvScoring, key: "scoring", set: func(c *Config, v string) error {
 			m, err := judgments.ParseMode(strings.TrimSpace(v))
 			if err != nil {
 				return err
 			}
 			c.Mode = m
 			return nil
-		}},
-		{env: EnvTopLogprobs, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return tomlString(string(c.Mode)) }},
+		{env: EnvTopLogprobs, key: "top_logprobs", set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 1 {
 				return errors.New("want a positive integer")
 			}
 			c.TopLogprobs = n
 			return nil
-		}},
-		{env: EnvSets, flag: "sets", usage: "comma-separated `sets` (" + EnvSets + ")", def: strings.Join(DefaultSets, ","),
+		}, show: func(c *Config) string { return strconv.Itoa(c.TopLogprobs) }},
+		{env: EnvSets, flag: "sets", key: "sets", sep: ",", usage: "comma-separated `sets` (" + EnvSets + ")", def: strings.Join(DefaultSets, ","),
 			set: func(c *Config, v string) error {
 				names := splitList(v)
 				if len(names) == 0 {
 					return errors.New("want at least one set")
 				}
-				for _, n := range names {
+				for i, n := range names {
 					if !slices.Contains(sets.Names(), n) {
 						return fmt.Errorf("unknown set %q (want %s)", n, strings.Join(sets.Names(), ", "))
+					}
+					if slices.Contains(names[:i], n) {
+						return fmt.Errorf("set %s given twice (its receipts would share a name)", n)
 					}
 				}
 				c.Sets = names
 				return nil
-			}},
-		{env: EnvLevels, flag: "levels", usage: "comma-separated concurrency `levels` (" + EnvLevels + ")", def: "1,4,16,32",
+			}, show: func(c *Config) string { return tomlStrings(c.Sets) }},
+		{env: EnvLevels, flag: "levels", key: "levels", sep: ",", usage: "comma-separated concurrency `levels` (" + EnvLevels + ")", def: "1,4,16,32",
 			set: func(c *Config, v string) error {
 				var levels []int
 				for _, s := range splitList(v) {
 					n, err := strconv.Atoi(s)
 					if err != nil || n < 1 {
 						return fmt.Errorf("%q is not a concurrency level >= 1", s)
+					}
+					if slices.Contains(levels, n) {
+						return fmt.Errorf("level %d given twice (its receipts would share a name)", n)
 					}
 					levels = append(levels, n)
 				}
@@ -159,14 +181,17 @@ func settings() []setting {
 				}
 				c.Levels = levels
 				return nil
-			}},
-		{env: EnvArms, flag: "arms", usage: "cache `arms`: cold, warm or cold,warm (" + EnvArms + ")", def: "cold",
+			}, show: func(c *Config) string { return tomlInts(c.Levels) }},
+		{env: EnvArms, flag: "arms", key: "arms", sep: ",", usage: "cache `arms`: cold, warm or cold,warm (" + EnvArms + ")", def: "cold",
 			set: func(c *Config, v string) error {
 				var arms []receipts.Arm
 				for _, s := range splitList(v) {
 					a := receipts.Arm(s)
 					if a != receipts.ArmCold && a != receipts.ArmWarm {
 						return fmt.Errorf("arm %q: want cold and/or warm", s)
+					}
+					if slices.Contains(arms, a) {
+						return fmt.Errorf("arm %s given twice (its receipts would share a name)", a)
 					}
 					arms = append(arms, a)
 				}
@@ -175,8 +200,14 @@ func settings() []setting {
 				}
 				c.Arms = arms
 				return nil
+			}, show: func(c *Config) string {
+				s := make([]string, len(c.Arms))
+				for i, a := range c.Arms {
+					s[i] = string(a)
+				}
+				return tomlStrings(s)
 			}},
-		{flag: "warmup", usage: "`n` judgments run before each measured window", def: strconv.Itoa(DefaultWarmup),
+		{flag: "warmup", key: "warmup", usage: "`n` judgments run before each measured window", def: strconv.Itoa(DefaultWarmup),
 			set: func(c *Config, v string) error {
 				n, err := strconv.Atoi(strings.TrimSpace(v))
 				if err != nil || n < 0 {
@@ -184,29 +215,24 @@ func settings() []setting {
 				}
 				c.Warmup = n
 				return nil
-			}},
-		{env: EnvTimeout, set: func(c *Config, v string) error {
+			}, show: func(c *Config) string { return strconv.Itoa(c.Warmup) }},
+		{env: EnvTimeout, key: "timeout", set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil || d <= 0 {
 				return errors.New("want a positive duration such as 90s")
 			}
 			c.RequestTimeout = d
 			return nil
-		}},
-		{env: EnvContinueOnError, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return tomlString(c.RequestTimeout.String()) }},
+		{env: EnvContinueOnError, key: "continue_on_error", set: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
 				return errors.New("want true or false (1 or 0)")
 			}
 			c.ContinueOnError = b
 			return nil
-		}},
-		{env: EnvOut, flag: "out", usage: "receipt `directory` (" + EnvOut + ", default out/receipts)",
-			scopes: []Scope{ScopeRun, ScopeTokens}, set: text(func(c *Config) *string { return &c.Out })},
-		{env: EnvGoldenDir, set: text(func(c *Config) *string { return &c.GoldenDir })},
-		{env: EnvModelRevision, set: text(func(c *Config) *string { return &c.ModelRevision })},
-		{env: EnvServerFlags, set: func(c *Config, v string) error { c.ServerFlags = v; return nil }},
-		{env: EnvGPUHourlyUSD, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return strconv.FormatBool(c.ContinueOnError) }},
+		{env: EnvGPUHourlyUSD, key: "gpu_hourly_usd", set: func(c *Config, v string) error {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
 				return errors.New("not a number (want US dollars per hour, e.g. 2.49)")
@@ -216,34 +242,74 @@ func settings() []setting {
 			}
 			c.GPUHourlyUSD = f
 			return nil
+		}, show: func(c *Config) string {
+			if c.GPUHourlyUSD == 0 {
+				return "" // none: left out, as no price is not a price of 0
+			}
+			return tomlFloat(c.GPUHourlyUSD)
 		}},
-		{env: EnvLFWDir, set: text(func(c *Config) *string { return &c.Fixtures.LFWDir })},
-		{env: EnvCEDARDir, set: text(func(c *Config) *string { return &c.Fixtures.CEDARDir })},
-		{env: EnvFixtureSeed, set: func(c *Config, v string) error {
+		// Out has a key, but settings.toml leaves it out: the file lies in
+		// that directory, and a copy reused for the next run must not name it.
+		{env: EnvOut, flag: "out", key: "out", scopes: []Scope{ScopeRun, ScopeTokens}, usage: "run `directory`: receipts/, bench.txt and settings.toml go in it (" + EnvOut + "; default a new out/runs/<id>)",
+			set: text(func(c *Config) *string { return &c.Out })},
+		// Force is a decision made each time, never kept in a file.
+		{env: EnvForce, flag: "force", boolean: true, scopes: []Scope{ScopeRun, ScopeTokens}, usage: "write into a named run directory that already holds results, replacing them (" + EnvForce + ")",
+			set: func(c *Config, v string) error {
+				b, err := strconv.ParseBool(strings.TrimSpace(v))
+				if err != nil {
+					return errors.New("want true or false (1 or 0)")
+				}
+				c.Force = b
+				return nil
+			}},
+		{env: EnvConfig, flag: "config", scopes: []Scope{ScopeRun, ScopeTokens, ScopeMatrix}, usage: "run `file` (TOML) with settings; the environment and flags override it (" + EnvConfig + ")",
+			set: text(func(c *Config) *string { return &c.File })},
+		{env: EnvGoldenDir, key: "golden_dir", set: text(func(c *Config) *string { return &c.GoldenDir }),
+			show: func(c *Config) string { return tomlString(c.GoldenDir) }},
+		{env: EnvLFWDir, key: "fixtures.lfw_dir", set: text(func(c *Config) *string { return &c.Fixtures.LFWDir }),
+			show: func(c *Config) string { return tomlString(c.Fixtures.LFWDir) }},
+		{env: EnvCEDARDir, key: "fixtures.cedar_dir", set: text(func(c *Config) *string { return &c.Fixtures.CEDARDir }),
+			show: func(c *Config) string { return tomlString(c.Fixtures.CEDARDir) }},
+		{env: EnvFixtureSeed, key: "fixtures.seed", set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil || n < 0 {
 				return errors.New("want a whole number >= 0")
 			}
 			c.Fixtures.Seed = n
 			return nil
-		}},
-		{env: EnvFixtureSize, set: func(c *Config, v string) error {
+		}, show: func(c *Config) string { return strconv.FormatInt(c.Fixtures.Seed, 10) }},
+		{env: EnvFixtureSize, key: "fixtures.size", set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 1 {
 				return errors.New("want a whole number >= 1")
 			}
 			c.Fixtures.Size = n
 			return nil
+		}, show: func(c *Config) string {
+			if c.Fixtures.Size == 0 {
+				return "" // the full set
+			}
+			return strconv.Itoa(c.Fixtures.Size)
 		}},
-		{env: EnvTypevetIDs, set: func(c *Config, v string) error {
+		{env: EnvTypevetIDs, key: "fixtures.typevet_ids", set: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
 				return errors.New("want true or false")
 			}
 			c.Fixtures.TypevetIDs = b
 			return nil
-		}},
+		}, show: func(c *Config) string { return strconv.FormatBool(c.Fixtures.TypevetIDs) }},
 	}, append(tokenSettings(), matrixSettings()...)...)
+}
+
+// redactURL is u without user info: settings.toml never holds a secret.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	p.User = nil
+	return p.String()
 }
 
 // text sets a string field, trimmed.

@@ -121,7 +121,8 @@ func defaultMatrix() Matrix {
 func tokenSettings() []setting {
 	tok := []Scope{ScopeTokens}
 	return []setting{
-		{env: EnvTokensWorkloads, flag: "workload", scopes: tok, def: strings.Join(DefaultTokenWorkloads, ","),
+		{env: EnvTokensWorkloads, flag: "workload", key: "tokens.workloads", sep: ",", scopes: tok,
+			show: func(c *Config) string { return tomlStrings(c.Tokens.Workloads) }, def: strings.Join(DefaultTokenWorkloads, ","),
 			usage: "comma-separated `workloads`: text, one_image (" + EnvTokensWorkloads + ")",
 			set: func(c *Config, v string) error {
 				var ws []string
@@ -140,19 +141,24 @@ func tokenSettings() []setting {
 				c.Tokens.Workloads = ws
 				return nil
 			}},
-		{env: EnvTokensLevels, flag: "levels", scopes: tok, def: joinInts(DefaultTokenLevels),
+		{env: EnvTokensLevels, flag: "levels", key: "tokens.levels", sep: ",", scopes: tok,
+			show: func(c *Config) string { return tomlInts(c.Tokens.Levels) }, def: joinInts(DefaultTokenLevels),
 			usage: "comma-separated concurrency `levels` (" + EnvTokensLevels + ")",
 			set:   func(c *Config, v string) (err error) { c.Tokens.Levels, err = uniqueLevels(v); return err }},
-		{env: EnvTokensOutput, flag: "output", scopes: tok, def: strconv.Itoa(DefaultTokenOutput),
+		{env: EnvTokensOutput, flag: "output", key: "tokens.output", scopes: tok,
+			show: func(c *Config) string { return strconv.Itoa(c.Tokens.OutputTokens) }, def: strconv.Itoa(DefaultTokenOutput),
 			usage: "output `tokens` per request, ignore_eos (" + EnvTokensOutput + ")",
 			set:   func(c *Config, v string) (err error) { c.Tokens.OutputTokens, err = atLeast(v, 1); return err }},
-		{env: EnvTokensRepeats, flag: "repeats", scopes: tok, def: strconv.Itoa(DefaultTokenRepeats),
+		{env: EnvTokensRepeats, flag: "repeats", key: "tokens.repeats", scopes: tok,
+			show: func(c *Config) string { return strconv.Itoa(c.Tokens.Repeats) }, def: strconv.Itoa(DefaultTokenRepeats),
 			usage: "`n` repeats per point (" + EnvTokensRepeats + ")",
 			set:   func(c *Config, v string) (err error) { c.Tokens.Repeats, err = atLeast(v, 1); return err }},
-		{env: EnvTokensWarmup, flag: "warmup", scopes: tok, def: strconv.Itoa(DefaultTokenWarmup),
+		{env: EnvTokensWarmup, flag: "warmup", key: "tokens.warmup", scopes: tok,
+			show: func(c *Config) string { return strconv.Itoa(c.Tokens.Warmup) }, def: strconv.Itoa(DefaultTokenWarmup),
 			usage: "`n` warm-up batches before each point, outside every figure (" + EnvTokensWarmup + ")",
 			set:   func(c *Config, v string) (err error) { c.Tokens.Warmup, err = atLeast(v, 0); return err }},
-		{env: EnvTokensAcceptFailures, flag: "accept-failures", scopes: tok, def: "0",
+		{env: EnvTokensAcceptFailures, flag: "accept-failures", key: "tokens.accept_failures", scopes: tok,
+			show: func(c *Config) string { return tomlFloat(c.Tokens.AcceptFailures) }, def: "0",
 			usage: "`share` of a point's requests (0–1) that may fail or come back short without failing it (" + EnvTokensAcceptFailures + ")",
 			set: func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -168,7 +174,8 @@ func tokenSettings() []setting {
 func matrixSettings() []setting {
 	mx := []Scope{ScopeMatrix}
 	return []setting{
-		{env: EnvMatrixContexts, flag: "contexts", scopes: mx, def: "8K,16K,32K,64K,128K",
+		{env: EnvMatrixContexts, flag: "contexts", key: "matrix.contexts", sep: ",", scopes: mx,
+			show: func(c *Config) string { return tomlInts(c.Matrix.Contexts) }, def: "8K,16K,32K,64K,128K",
 			usage: "comma-separated context `lengths` in tokens (8K = 8192) (" + EnvMatrixContexts + ")",
 			set: func(c *Config, v string) error {
 				var out []int
@@ -188,10 +195,12 @@ func matrixSettings() []setting {
 				c.Matrix.Contexts = out
 				return nil
 			}},
-		{env: EnvMatrixLevels, flag: "levels", scopes: mx, def: joinInts(DefaultMatrixLevels),
+		{env: EnvMatrixLevels, flag: "levels", key: "matrix.levels", sep: ",", scopes: mx,
+			show: func(c *Config) string { return tomlInts(c.Matrix.Levels) }, def: joinInts(DefaultMatrixLevels),
 			usage: "comma-separated concurrency `levels` (" + EnvMatrixLevels + ")",
 			set:   func(c *Config, v string) (err error) { c.Matrix.Levels, err = uniqueLevels(v); return err }},
-		{env: EnvMatrixDuration, flag: "duration", scopes: mx, def: DefaultMatrixDuration.String(),
+		{env: EnvMatrixDuration, flag: "duration", key: "matrix.duration", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.Duration) }, def: DefaultMatrixDuration.String(),
 			usage: "measured `window` of each cell (" + EnvMatrixDuration + ")",
 			set: func(c *Config, v string) error {
 				d, err := time.ParseDuration(strings.TrimSpace(v))
@@ -201,10 +210,12 @@ func matrixSettings() []setting {
 				c.Matrix.Duration = d
 				return nil
 			}},
-		{env: EnvMatrixOutput, flag: "output", scopes: mx, def: strconv.Itoa(DefaultMatrixOutput),
+		{env: EnvMatrixOutput, flag: "output", key: "matrix.output", scopes: mx,
+			show: func(c *Config) string { return strconv.Itoa(c.Matrix.OutputTokens) }, def: strconv.Itoa(DefaultMatrixOutput),
 			usage: "max_tokens of each stream, ignore_eos (" + EnvMatrixOutput + ")",
 			set:   func(c *Config, v string) (err error) { c.Matrix.OutputTokens, err = atLeast(v, 2); return err }},
-		{env: EnvMatrixTargeting, flag: "targeting", scopes: mx, def: TargetingEstimate,
+		{env: EnvMatrixTargeting, flag: "targeting", key: "matrix.targeting", scopes: mx,
+			show: func(c *Config) string { return tomlString(c.Matrix.Targeting) }, def: TargetingEstimate,
 			usage: "how prompts hit a context `mode`: estimate (usage.prompt_tokens) or exact (/tokenize) (" + EnvMatrixTargeting + ")",
 			set: func(c *Config, v string) error {
 				switch v = strings.TrimSpace(v); v {
@@ -214,7 +225,8 @@ func matrixSettings() []setting {
 				}
 				return errors.New("want estimate or exact")
 			}},
-		{env: EnvMatrixReadyTimeout, flag: "ready-timeout", scopes: mx, def: "by context",
+		{env: EnvMatrixReadyTimeout, flag: "ready-timeout", key: "matrix.ready_timeout", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.ReadyTimeout) }, def: "by context",
 			usage: "longest `wait` for a cell to be ready (" + EnvMatrixReadyTimeout + "; default 60s ≤32K, 120s ≤64K, else 180s)",
 			set: func(c *Config, v string) error {
 				d, err := time.ParseDuration(strings.TrimSpace(v))
@@ -224,16 +236,20 @@ func matrixSettings() []setting {
 				c.Matrix.ReadyTimeout = d
 				return nil
 			}},
-		{env: EnvMatrixScrape, flag: "scrape-interval", scopes: mx, def: "1s",
+		{env: EnvMatrixScrape, flag: "scrape-interval", key: "matrix.scrape_interval", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.ScrapeInterval) }, def: "1s",
 			usage: "`interval` between /metrics readings (" + EnvMatrixScrape + ")",
 			set:   wait(func(m *Matrix) *time.Duration { return &m.ScrapeInterval }, true)},
-		{env: EnvMatrixHold, flag: "hold", scopes: mx, def: "3s",
+		{env: EnvMatrixHold, flag: "hold", key: "matrix.hold", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.Hold) }, def: "3s",
 			usage: "how `long` a cell must stay ready before its window opens (" + EnvMatrixHold + ")",
 			set:   wait(func(m *Matrix) *time.Duration { return &m.Hold }, false)},
-		{env: EnvMatrixPause, flag: "pause", scopes: mx, def: "2s",
+		{env: EnvMatrixPause, flag: "pause", key: "matrix.pause", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.Pause) }, def: "2s",
 			usage: "`rest` between cells (" + EnvMatrixPause + ")",
 			set:   wait(func(m *Matrix) *time.Duration { return &m.Pause }, false)},
-		{env: EnvMatrixLoopDetection, flag: "loop-detection", scopes: mx, def: "true", boolean: true,
+		{env: EnvMatrixLoopDetection, flag: "loop-detection", key: "matrix.loop_detection", scopes: mx,
+			show: func(c *Config) string { return strconv.FormatBool(c.Matrix.LoopDetection) }, def: "true", boolean: true,
 			usage: "check every stream for a loop and discard a cell that loops (" + EnvMatrixLoopDetection + ")",
 			set: func(c *Config, v string) error {
 				b, err := strconv.ParseBool(strings.TrimSpace(v))
@@ -263,6 +279,18 @@ func wait(field func(*Matrix) *time.Duration, positive bool) func(*Config, strin
 		*field(&c.Matrix) = d
 		return nil
 	}
+}
+
+// showWait is a wait for settings.toml: "" (left out) for the default,
+// "0s" for none (read back as none).
+func showWait(d time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d < 0:
+		return tomlString("0s")
+	}
+	return tomlString(d.String())
 }
 
 // uniqueLevels reads "1,4,8" as concurrency levels ≥ 1; a level given

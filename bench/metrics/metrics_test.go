@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"bytes"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -143,4 +145,56 @@ Unit queue-sec better=lower
 Unit preemptions better=lower assume=exact
 Unit moved-items better=lower assume=exact
 `, out.String())
+}
+
+// What Writer writes reads back through benchfmt (as gate and benchstat
+// read it) with the same names, units, values and configuration as go
+// test's output of the same benchmark.
+func TestWriter(t *testing.T) {
+	var b strings.Builder
+	w := NewWriter(&b, "model", "m1")
+	ms := []Metric{{48.8, JudgmentsPerSec}, {0.3, P50Sec}, {2, Preemptions}}
+	require.NoError(t, w.Write(PointName("checks", 16, receipts.ArmCold, false), 3, ms))
+	require.NoError(t, w.Write(PointName("faces", 1, receipts.ArmWarm, true), 1, ms[:1]))
+	out := b.String()
+	require.True(t, strings.HasPrefix(out, "Unit judgments/s better=higher\n"), out)
+	require.Equal(t, 1, strings.Count(out, "Unit p95-sec"), "units once")
+
+	r := benchfmt.NewReader(strings.NewReader(out), "bench.txt")
+	var results []*benchfmt.Result
+	units := 0
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.Result:
+			results = append(results, rec.Clone())
+		case *benchfmt.UnitMetadata:
+			units++
+		case *benchfmt.SyntaxError:
+			t.Fatal(rec)
+		}
+	}
+	require.NoError(t, r.Err())
+	require.Equal(t, len(Units())+2, units, "better= for each unit, assume= for the two counts")
+	require.Len(t, results, 2)
+	procs := ""
+	if p := runtime.GOMAXPROCS(0); p != 1 {
+		procs = fmt.Sprintf("-%d", p)
+	}
+	require.Equal(t, "Judgments/set=checks/c=16"+procs, results[0].Name.String())
+	require.Equal(t, "Judgments/set=faces/c=1/arm=warm"+procs, results[1].Name.String())
+	require.Equal(t, 3, results[0].Iters)
+	for _, k := range []string{"goos", "goarch", "pkg", "model"} {
+		require.NotEmpty(t, results[0].GetConfig(k), k)
+	}
+	require.Equal(t, Package, results[0].GetConfig("pkg"))
+	v, ok := results[0].Value(JudgmentsPerSec)
+	require.True(t, ok)
+	require.Equal(t, 48.8, v)
+	v, ok = results[0].Value(P50Sec)
+	require.True(t, ok, results[0].Values)
+	require.Equal(t, 0.3, v)
+
+	// The line itself is go test's: tab-separated, numbers as testing
+	// formats them, units sorted.
+	require.Contains(t, out, "\nmodel: m1\nBenchmarkJudgments/set=checks/c=16"+procs+"\t       3\t        48.80 judgments/s\t         0.3000 p50-sec\t         2.000 preemptions\n")
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+
+	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/vetbench/vetbench/stub"
 	"github.com/vetbench/vetbench/stub/container"
@@ -30,3 +34,10 @@ func runContainer(ctx context.Context, opts []stub.Option) (baseURL string, stop
 	}
 	return base, func() error { return ctr.Terminate(context.Background()) }, nil
 }
+
+// LogContainersTo sends testcontainers' log lines (connecting to Docker,
+// building, starting and stopping the twin's container) to w instead of
+// stderr, which go test merges into the stream of benchmark lines. The
+// logger is testcontainers' own and process-wide: set it at the edge
+// (TestMain, main), before Open.
+func LogContainersTo(w io.Writer) { tclog.SetDefault(log.New(w, "", log.LstdFlags)) }

@@ -9,11 +9,14 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
+	"time"
 
+	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/progress"
+	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -22,11 +25,15 @@ const gateUsage = `usage: vetbench gate [flags] BASELINE CANDIDATE
 
 Compares the speed of a candidate with a baseline's. BASELINE and
 CANDIDATE are files of "go test -bench" output (several runs each, e.g.
--count 10). With -run, each may instead be a target to benchmark now: an
-endpoint URL (run with VETBENCH_ENDPOINT set to it) or "inprocess" (the
-default in-process twin); runs of two targets are interleaved
-(A B B A A B …) so drift of the machine hits both alike. Outputs are kept
-under -out.
+-count 10; a run directory's bench.txt). With -run, each may instead be a
+target to benchmark now, in this process (no Go toolchain or source tree
+needed): an endpoint URL (a live vLLM) or "inprocess" (the twin in this
+process). The sets, levels and arms are the configuration's (-sets,
+-levels, -arms, -config and the VETBENCH_* variables, as for vetbench run);
+runs of two targets are interleaved (A B B A A B …) so drift of the
+machine hits both alike. Each side is a run directory of its own
+(baseline/ and candidate/: receipts of every run, bench.txt,
+settings.toml) under a new out/runs/<time>-<id>, or under -out.
 
 For every benchmark × unit with a known direction (Unit <u> better=higher
 or better=lower lines; sec/op, B/op, allocs/op built in) the gate fails
@@ -49,8 +56,8 @@ input, identity differs, too few runs, nothing to gate).
 flags:
 `
 
-// execFunc runs name with args in the current directory; env nil
-// inherits the environment.
+// execFunc runs name with args in the current directory (go tool
+// benchstat); env nil inherits the environment.
 type execFunc func(ctx context.Context, env []string, stdout, stderr io.Writer, name string, args ...string) error
 
 func osExec(ctx context.Context, env []string, stdout, stderr io.Writer, name string, args ...string) error {
@@ -63,13 +70,10 @@ func osExec(ctx context.Context, env []string, stdout, stderr io.Writer, name st
 type gateOpts struct {
 	run       bool
 	count     int
-	bench     string
-	pkg       string
-	benchtime string
-	out       string
 	benchstat bool
 	asJSON    bool
 	policy    speed.Policy
+	config    config.Source // the run's settings from the flags, with -run
 }
 
 func runGate(ctx context.Context, e *env, args []string) int {
@@ -82,10 +86,9 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	var o gateOpts
 	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
 	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
-	fs.StringVar(&o.bench, "bench", "Judgments", "benchmark `pattern` (go test -bench) with -run (Tokens|Matrix for the token benchmarks)")
-	fs.StringVar(&o.pkg, "pkg", "./bench", "benchmark `package` with -run")
-	fs.StringVar(&o.benchtime, "benchtime", "", "go test -benchtime with -run (default: go's)")
-	fs.StringVar(&o.out, "out", "", "`dir` for the outputs of -run (default: a new temporary dir)")
+	// The run's own settings (-sets, -levels, -arms, -warmup, -out, -force,
+	// -config), read only with -run.
+	o.config = config.Flags(fs)
 	fs.BoolVar(&o.benchstat, "benchstat", true, "show go tool benchstat tables")
 	fs.BoolVar(&o.asJSON, "json", false, "print the decision as JSON (schema vetbench.gate/v1)")
 	o.policy = speed.DefaultPolicy()
@@ -194,9 +197,10 @@ func parseTarget(arg string) (target, error) {
 
 func (t target) live() bool { return t.file == "" }
 
-// runTargets benchmarks the live sides and returns the two files to gate.
-// With two live sides it runs -count rounds of one run each, in the order
-// A B, B A, A B…, so slow drift of the machine or the server hits both.
+// runTargets benchmarks the live sides in this process and returns the two
+// files to gate. With two live sides it runs -count rounds of one pass
+// each, in the order A B, B A, A B…, so slow drift of the machine or the
+// server hits both; one live side runs -count passes.
 func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, error) {
 	if o.count < 1 {
 		return nil, fmt.Errorf("-count %d: want at least 1", o.count)
@@ -209,84 +213,95 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	if err != nil {
 		return nil, fmt.Errorf("candidate: %w", err)
 	}
-	out := o.out
-	if out == "" {
-		if out, err = os.MkdirTemp("", "vetbench-gate-"); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(out, 0o755); err != nil {
+	cfg, err := config.Load(config.Env(e.lookup), o.config)
+	if err != nil {
 		return nil, err
 	}
 	files := []string{ta.file, tb.file}
-	sides := []*target{&ta, &tb}
+	sides := []target{ta, tb}
 	names := []string{"baseline", "candidate"}
-	var outs [2]*os.File
+	if !ta.live() && !tb.live() {
+		return files, nil
+	}
+	root, err := openRunDir(e, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
+	prog := newProgress(e.stderr)
+	shared := map[string]fixtures.Set{}
+	var sweeps [2]*sweep
+	defer func() {
+		for _, sw := range sweeps {
+			if sw != nil {
+				sw.close()
+			}
+		}
+	}()
 	for i, t := range sides {
 		if !t.live() {
 			continue
 		}
-		files[i] = filepath.Join(out, names[i]+".txt")
-		f, err := os.Create(files[i])
+		dir, err := root.Sub(names[i])
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		outs[i] = f
-	}
-	fmt.Fprintf(e.stderr, "vetbench gate: writing benchmark output to %s\n", out)
-	run := func(i, count int) error {
-		t := sides[i]
-		args := []string{"test", o.pkg, "-run", "^$", "-bench", o.bench, "-count", strconv.Itoa(count)}
-		if o.benchtime != "" {
-			args = append(args, "-benchtime", o.benchtime)
+		c := cfg
+		c.Target.Endpoint = t.endpoint
+		if t.endpoint == "" {
+			c.Twin.Placement = receipts.TargetInProcess
 		}
-		env := childEnv(os.Environ(), t.endpoint)
-		fmt.Fprintf(e.stderr, "vetbench gate: %s: go %s (target %s)\n", names[i], strings.Join(args, " "), t.arg)
-		if err := e.exec(ctx, env, outs[i], e.stderr, "go", args...); err != nil {
-			return fmt.Errorf("%s run: %w", names[i], err)
+		if sweeps[i], err = openSweep(ctx, names[i], c, dir, e.stderr, e.stderr, prog, shared); err != nil {
+			return nil, fmt.Errorf("%s: %w", names[i], err)
 		}
-		return nil
+		sweeps[i].summaries = false // the receipts hold them; one line per run here
+		files[i] = dir.File(rundir.BenchFile)
 	}
+	var order []int // which side runs next, run by run
 	switch {
 	case ta.live() && tb.live():
 		for round := range o.count {
-			order := []int{0, 1}
-			if round%2 == 1 {
-				order = []int{1, 0}
-			}
-			for _, i := range order {
-				if err := run(i, 1); err != nil {
-					return nil, err
-				}
+			if round%2 == 0 {
+				order = append(order, 0, 1)
+			} else {
+				order = append(order, 1, 0)
 			}
 		}
-	case ta.live():
-		if err := run(0, o.count); err != nil {
-			return nil, err
+	default:
+		live := 0
+		if tb.live() {
+			live = 1
 		}
-	case tb.live():
-		if err := run(1, o.count); err != nil {
-			return nil, err
+		for range o.count {
+			order = append(order, live)
 		}
 	}
-	for _, f := range outs {
-		if f != nil {
-			if err := f.Sync(); err != nil {
+	runs := [2]int{}
+	start := e.now()
+	for n, i := range order {
+		runs[i]++
+		label := fmt.Sprintf("%s %d/%d", names[i], runs[i], o.count)
+		prog.SetLabel(label)
+		prog.SetTimeScale(sweeps[i].target.Endpoint.Target.TimeScale)
+		stopped, err := sweeps[i].pass(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
+		if stopped > 0 {
+			return nil, fmt.Errorf("%s: %d point(s) stopped early (their receipts say why under %s): the runs cannot be compared", label, stopped, sweeps[i].dir.Path)
+		}
+		elapsed := e.now().Sub(start)
+		left := time.Duration(float64(elapsed) / float64(n+1) * float64(len(order)-n-1))
+		fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", n+1, len(order), label, sides[i].arg, progress.Duration(left))
+	}
+	for i, sw := range sweeps {
+		if sw != nil {
+			err := sw.close()
+			sweeps[i] = nil
+			if err != nil {
 				return nil, err
 			}
 		}
 	}
 	return files, nil
-}
-
-// childEnv is environ with VETBENCH_ENDPOINT set to endpoint, or removed
-// for the in-process twin.
-func childEnv(environ []string, endpoint string) []string {
-	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
-		return strings.HasPrefix(kv, "VETBENCH_ENDPOINT=")
-	})
-	if endpoint != "" {
-		out = append(out, "VETBENCH_ENDPOINT="+endpoint)
-	}
-	return out
 }

@@ -1,22 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/stub"
 )
 
 // truth describes one side's true performance; runs are drawn from it.
@@ -148,84 +144,73 @@ func TestGateBadInputs(t *testing.T) {
 	}
 }
 
-// fakeGo stands in for the go command: "go test" writes generated
-// benchmark runs for the endpoint in VETBENCH_ENDPOINT, "go tool
-// benchstat" prints its arguments.
-type fakeGo struct {
-	mu    sync.Mutex
-	calls []string
-	speed map[string]truth
-	seed  uint64
-}
+// gate -run measures in this process, needs no source tree (it runs from
+// an empty working directory here) and interleaves two live targets
+// A B, B A, A B. Each side is a run directory of its own under a new
+// out/runs/<id>, with every run's receipts and bench.txt, and nothing is
+// written anywhere else. Three runs a side can never reach significance,
+// so the verdict is a certain exit 2, whatever the machine's timing.
+func TestGateRunInterleaves(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	var twins []string
+	for range 2 {
+		srv, err := stub.Start(stub.WithDevMode(true))
+		require.NoError(t, err)
+		t.Cleanup(func() { srv.Close() })
+		twins = append(twins, srv.URL())
+	}
+	environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": "2"}
+	stdout, stderr, code := runWith(t, environ, "gate", "-run", "-count", "3", "-benchstat=false", twins[0], twins[1])
+	require.Equal(t, exitNoVerdict, code, stdout+stderr)
+	require.Contains(t, stdout, "can never reach p < 0.05")
 
-func (f *fakeGo) exec(_ context.Context, env []string, stdout, _ io.Writer, name string, args ...string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if name != "go" {
-		return fmt.Errorf("unexpected %s", name)
-	}
-	if args[0] == "tool" {
-		f.calls = append(f.calls, "benchstat "+strings.Join(args[2:], " "))
-		fmt.Fprintln(stdout, "BENCHSTAT TABLE")
-		return nil
-	}
-	endpoint := "inprocess"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "VETBENCH_ENDPOINT="); ok {
-			endpoint = v
+	var order []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if _, rest, ok := strings.Cut(line, "done ("); ok {
+			order = append(order, strings.Fields(rest)[0]+" "+strings.TrimSuffix(strings.Fields(rest)[1], ","))
 		}
 	}
-	count := args[slices.Index(args, "-count")+1]
-	f.calls = append(f.calls, endpoint+" x"+count)
-	n := 0
-	fmt.Sscan(count, &n)
-	f.seed++
-	_, err := io.WriteString(stdout, benchOutput(rand.New(rand.NewPCG(f.seed, 3)), f.speed[endpoint], n, endpoint))
-	return err
-}
+	require.Equal(t, []string{"baseline 1/3", "candidate 1/3", "candidate 2/3", "baseline 2/3", "baseline 3/3", "candidate 3/3"}, order, stderr)
 
-func TestGateRunInterleaves(t *testing.T) {
-	t.Parallel()
-	fake := &fakeGo{speed: map[string]truth{
-		"http://a:8000": base,
-		"http://b:8000": {jps: base.jps * 0.8, p95: base.p95 * 1.25, cv: base.cv},
-		"inprocess":     base,
-	}}
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	e := &env{stdout: &stdout, stderr: &stderr, exec: fake.exec}
-	code := vetbench(context.Background(), e, []string{"gate", "-run", "-count", "6", "-out", out, "http://a:8000", "http://b:8000"})
-	require.Equal(t, exitFail, code, stdout.String()+stderr.String())
-	require.Equal(t, []string{
-		"http://a:8000 x1", "http://b:8000 x1",
-		"http://b:8000 x1", "http://a:8000 x1",
-		"http://a:8000 x1", "http://b:8000 x1",
-		"http://b:8000 x1", "http://a:8000 x1",
-		"http://a:8000 x1", "http://b:8000 x1",
-		"http://b:8000 x1", "http://a:8000 x1",
-		"benchstat -ignore target baseline=" + filepath.Join(out, "baseline.txt") + " candidate=" + filepath.Join(out, "candidate.txt"),
-	}, fake.calls)
-	require.Contains(t, stdout.String(), "BENCHSTAT TABLE")
-	require.FileExists(t, filepath.Join(out, "baseline.txt"))
+	entries, err := os.ReadDir(wd)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only out/")
+	runs, err := filepath.Glob(filepath.Join(wd, "out", "runs", "*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	for _, side := range []string{"baseline", "candidate"} {
+		dir := filepath.Join(runs[0], side)
+		for _, p := range []string{"receipts/checks_c2.json", "receipts/pass2/checks_c2.json", "receipts/pass3/checks_c2.json", "settings.toml"} {
+			require.FileExists(t, filepath.Join(dir, p))
+		}
+		s, err := speed.LoadFile(filepath.Join(dir, "bench.txt"))
+		require.NoError(t, err, side)
+		require.NotNil(t, s)
+		bench, err := os.ReadFile(filepath.Join(dir, "bench.txt"))
+		require.NoError(t, err)
+		require.Equal(t, 3, strings.Count(string(bench), "BenchmarkJudgments/set=checks/c=2"), "one line per run")
+	}
+	settings, err := os.ReadFile(filepath.Join(runs[0], "candidate", "settings.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(settings), `endpoint = "`+twins[1]+`"`)
 
-	// A file against a live target: one run of -count N for the live side.
-	fake.calls = nil
-	stdout.Reset()
-	code = vetbench(context.Background(), e, []string{"gate", "-run", "-count", "6", "-out", t.TempDir(), "-benchstat=false",
-		filepath.Join(out, "baseline.txt"), "inprocess"})
-	require.Equal(t, exitPass, code, stdout.String())
-	require.Equal(t, []string{"inprocess x6"}, fake.calls)
+	// A named directory that holds results is refused, as for vetbench run.
+	_, stderr, code = runWith(t, environ, "gate", "-run", "-count", "3", "-out", runs[0], twins[0], twins[1])
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "holds results of an earlier run")
+
+	// A file against the in-process twin: -count runs of the live side only.
+	cand := filepath.Join(runs[0], "candidate", "bench.txt")
+	stdout, stderr, code = runWith(t, environ, "gate", "-run", "-count", "3", "-benchstat=false", "-out", "second", "inprocess", cand)
+	require.Equal(t, exitNoVerdict, code, stdout+stderr)
+	require.Contains(t, stderr, "run 3/3 done (baseline 3/3, target inprocess)")
+	require.NotContains(t, stderr, "candidate 1/3")
+	require.FileExists(t, filepath.Join(wd, "second", "baseline", "receipts", "pass3", "checks_c2.json"))
+	require.NoDirExists(t, filepath.Join(wd, "second", "candidate"))
 
 	_, _, code = run(t, "gate", "-run", "http://user:pw@a:8000", "http://b:8000")
 	require.Equal(t, exitNoVerdict, code, "credentials on the command line are refused")
-}
-
-func TestChildEnv(t *testing.T) {
-	t.Parallel()
-	env := []string{"A=1", "VETBENCH_ENDPOINT=http://old", "B=2"}
-	require.Equal(t, []string{"A=1", "B=2", "VETBENCH_ENDPOINT=http://new"}, childEnv(env, "http://new"))
-	require.Equal(t, []string{"A=1", "B=2"}, childEnv(env, ""))
-	require.Equal(t, []string{"A=1", "VETBENCH_ENDPOINT=http://old", "B=2"}, env, "the caller's slice is untouched")
 }
 
 // TestGateIdentity: a fast-profile run against an h100-profile run is

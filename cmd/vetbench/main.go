@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Exit codes.
@@ -52,6 +53,15 @@ type env struct {
 	exec execFunc
 	// getenv reads the environment (os.Getenv when nil).
 	getenv func(string) string
+	// clock is time.Now when nil (run ids of new run directories).
+	clock func() time.Time
+}
+
+func (e *env) now() time.Time {
+	if e.clock == nil {
+		return time.Now()
+	}
+	return e.clock()
 }
 
 func (e *env) lookup(k string) string {

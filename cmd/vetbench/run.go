@@ -6,23 +6,28 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
-	benchtarget "github.com/vetbench/vetbench/bench/target"
-	"github.com/vetbench/vetbench/fixtures/sets"
+	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
 )
 
 const runUsage = `usage: vetbench run [flags]
 
-Measures each set at each concurrency level on the target the environment
-names (VETBENCH_ENDPOINT for a live vLLM, else the twin; see the README for
-every VETBENCH_* variable) and writes one receipt per point to -out. A flag
-given overrides its variable.
+Measures each set at each concurrency level on the target the
+configuration names (VETBENCH_ENDPOINT for a live vLLM, else the twin; see
+the README for every VETBENCH_* variable and the run file) and writes, in
+a run directory of its own (a new out/runs/<time>-<id>, out/latest pointing
+at it, or the -out named, refused when it holds results unless -force):
+receipts/ (one receipt per point; pass k of -count in receipts/pass<k>),
+bench.txt (benchmark lines, as go test -bench prints them) and
+settings.toml (the effective settings, a run file for the next run).
+Settings: defaults < run file (-config) < environment < flags.
+
+Progress goes to stderr: a line redrawn in place on a terminal, a plain
+line every 10 s otherwise.
 
 Ctrl-C stops the point in flight: its receipt is written with what was
 measured and a stopped block that says why.
@@ -41,6 +46,7 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fs.PrintDefaults()
 	}
 	flags := config.Flags(fs)
+	count := fs.Int("count", 1, "measure every point `n` times (passes)")
 	if err := fs.Parse(args); err != nil {
 		return exitNoVerdict
 	}
@@ -48,76 +54,79 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench run: unexpected argument %q\n", fs.Arg(0))
 		return exitNoVerdict
 	}
+	if *count < 1 {
+		fmt.Fprintf(e.stderr, "vetbench run: -count %d: want at least 1\n", *count)
+		return exitNoVerdict
+	}
 	cfg, err := config.Load(config.Env(e.lookup), flags)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
-	dir := cfg.Out
-	if dir == "" {
-		dir = "out/receipts"
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
-		return exitNoVerdict
-	}
-
-	tg, err := benchtarget.Open(ctx, cfg)
+	dir, err := openRunDir(e, cfg)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
-	defer tg.Close()
-	ep := tg.Endpoint
-	fmt.Fprintf(e.stdout, "target: %s %s\n", ep.Target.Kind, ep.Receipt().Endpoint)
+	prog := newProgress(e.stderr)
+	prog.SetTimeScale(cfg.Twin.TimeScale)
+	sw, err := openSweep(ctx, "", cfg, dir, e.stdout, e.stderr, prog, map[string]fixtures.Set{})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
+		return exitNoVerdict
+	}
+	fmt.Fprintf(e.stderr, "vetbench run: results in %s\n", dir.Path)
+	defer func() {
+		if err := sw.close(); err != nil {
+			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
+		}
+		fmt.Fprintf(e.stderr, "vetbench run: results in %s (receipts/, bench.txt, settings.toml)\n", dir.Path)
+	}()
 
 	code := exitPass
-	for _, name := range cfg.Sets {
-		set, err := sets.Open(ctx, name, cfg.Fixtures)
-		if err != nil {
+	for k := range *count {
+		if *count > 1 {
+			prog.SetLabel(fmt.Sprintf("pass %d/%d", k+1, *count))
+		}
+		stopped, err := sw.pass(ctx)
+		if stopped > 0 {
+			code = exitFail
+		}
+		switch {
+		case errors.Is(err, errInterrupted):
+			fmt.Fprintln(e.stderr, "vetbench run: interrupted")
+			return exitFail
+		case err != nil:
 			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 			return exitNoVerdict
-		}
-		sess, err := bench.NewSession(ctx, ep, set, cfg)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
-			return exitNoVerdict
-		}
-		for _, c := range cfg.Levels {
-			for _, arm := range cfg.Arms {
-				if ctx.Err() != nil {
-					fmt.Fprintln(e.stderr, "vetbench run: interrupted")
-					return exitFail
-				}
-				p := bench.Point{Concurrency: c, Arm: arm, Warmup: cfg.Warmup}
-				rec, err := sess.Measure(ctx, p)
-				path := bench.ReceiptPath(dir, name, p)
-				if rec != nil {
-					if werr := receipts.WriteFile(path, rec); werr != nil {
-						fmt.Fprintf(e.stderr, "vetbench run: write %s: %v\n", path, werr)
-						return exitNoVerdict
-					}
-					fmt.Fprintln(e.stdout, pointSummary(rec, path))
-				}
-				if err != nil {
-					fmt.Fprintf(e.stderr, "vetbench run: %s c=%d: %v\n", name, c, err)
-					if !errors.Is(err, bench.ErrStopped) || rec == nil {
-						return exitNoVerdict
-					}
-					code = exitFail
-				}
-			}
 		}
 	}
 	return code
 }
 
-// pointSummary is one line per point: speed, answers and the self-checks.
-func pointSummary(r *receipts.Receipt, path string) string {
+// pointSummary is one line per point: set, level and arm, speed, answers
+// and the self-checks. A time-scaled twin's figures are converted to model
+// time (rates ÷ scale, seconds × scale) and labelled so.
+func pointSummary(label string, r *receipts.Receipt, path string, scale float64) string {
 	t := r.Throughput
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-10s c=%-3d %6.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d", r.Set, t.Concurrency,
-		t.JudgmentsPerSecond, t.Latency.P50, t.Latency.P95, t.Judgments)
+	arm := receipts.ArmCold
+	if r.Server != nil && r.Server.CacheReset != nil && r.Server.CacheReset.Arm != "" {
+		arm = r.Server.CacheReset.Arm
+	}
+	b.WriteString(labelPrefix(label))
+	scaled := scale > 0 && scale != 1
+	if !scaled {
+		scale = 1
+	}
+	fmt.Fprintf(&b, "%-10s c=%-3d %-4s %7.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d", r.Set, t.Concurrency, arm,
+		t.JudgmentsPerSecond/scale, t.Latency.P50*scale, t.Latency.P95*scale, t.Judgments)
+	if t.Failed > 0 {
+		fmt.Fprintf(&b, "  failed=%d", t.Failed)
+	}
+	if scaled {
+		fmt.Fprintf(&b, "  [model time, twin ×%s; wall clock %.2f judgments/s]", strconv.FormatFloat(scale, 'g', -1, 64), t.JudgmentsPerSecond)
+	}
 	if s := r.Server; s != nil && s.PrefixCacheHitRate != nil {
 		fmt.Fprintf(&b, "  prefix-hit %.3f", *s.PrefixCacheHitRate)
 	}

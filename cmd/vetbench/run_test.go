@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/speed"
 )
 
 // runWith runs a command line with the environment given (nothing else).
@@ -19,7 +22,7 @@ func runWith(t *testing.T, environ map[string]string, args ...string) (stdout, s
 }
 
 func TestRun(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "run")
 	// The variables say one thing, the flags another: the flags win, the
 	// variables stand where no flag is given (VETBENCH_FIXTURE_SIZE).
 	environ := map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_FIXTURE_SIZE": "2",
@@ -28,28 +31,52 @@ func TestRun(t *testing.T) {
 	require.Equal(t, exitPass, code, stderr)
 	require.Contains(t, stdout, "target: inprocess")
 	for _, name := range []string{"checks_c1", "checks_c4", "signatures_c1", "signatures_c4"} {
-		rec, err := receipts.ReadFile(filepath.Join(dir, name+".json"))
+		path := filepath.Join(dir, "receipts", name+".json")
+		rec, err := receipts.ReadFile(path)
 		require.NoError(t, err)
 		require.Nil(t, rec.Stopped)
 		require.Positive(t, rec.Throughput.Judgments)
-		require.Contains(t, stdout, filepath.Join(dir, name+".json"))
+		require.Contains(t, stdout, path)
 	}
-	require.NoFileExists(t, filepath.Join(dir, "checks_c32.json"))
+	require.Regexp(t, `(?m)^checks +c=4 +cold +[0-9.]+ judgments/s`, stdout, "the arm is on every line")
+	require.NoFileExists(t, filepath.Join(dir, "receipts", "checks_c32.json"))
 	require.NoDirExists(t, filepath.Join(dir, "not-here"))
+	// bench.txt: benchmark lines and their headers, one per point, read by
+	// the speed gate as go test's output is.
+	s, err := speed.LoadFile(filepath.Join(dir, "bench.txt"))
+	require.NoError(t, err)
+	require.NotNil(t, s)
+	bench, err := os.ReadFile(filepath.Join(dir, "bench.txt"))
+	require.NoError(t, err)
+	require.Equal(t, 4, strings.Count(string(bench), "\nBenchmarkJudgments/set="))
+	settings, err := os.ReadFile(filepath.Join(dir, "settings.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(settings), `sets = ["checks", "signatures"]`)
 	delete(environ, "VETBENCH_SETS")
 	delete(environ, "VETBENCH_LEVELS")
 	delete(environ, "VETBENCH_OUT")
 
+	// The same directory again: refused, nothing touched; -force replaces.
+	_, stderr, code = runWith(t, environ, "run", "-sets", "checks", "-levels", "1", "-out", dir)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "holds results of an earlier run")
+	require.FileExists(t, filepath.Join(dir, "receipts", "signatures_c4.json"))
+
 	// A fault stops the point: exit 1, and the receipt says why.
 	environ["VETBENCH_STUB_FAULTS"] = "missing-candidate:match=|r01:clean|"
-	stdout, stderr, code = runWith(t, environ, "run", "-sets", "checks", "-levels", "1", "-out", dir)
+	stdout, stderr, code = runWith(t, environ, "run", "-sets", "checks", "-levels", "1", "-out", dir, "-force")
 	require.Equal(t, exitFail, code, stdout)
 	require.Contains(t, stdout, "STOPPED at r01:clean (error)")
 	require.Contains(t, stderr, "missing scores for requested candidates")
-	rec, err := receipts.ReadFile(filepath.Join(dir, "checks_c1.json"))
+	rec, err := receipts.ReadFile(filepath.Join(dir, "receipts", "checks_c1.json"))
 	require.NoError(t, err)
 	require.Equal(t, "r01:clean", rec.Stopped.Item)
 	require.Equal(t, 7, rec.Throughput.Judgments)
+	require.NoFileExists(t, filepath.Join(dir, "receipts", "signatures_c4.json"), "forced: the old run's receipts are gone")
+	bench, err = os.ReadFile(filepath.Join(dir, "bench.txt"))
+	require.NoError(t, err)
+	require.NotContains(t, string(bench), "BenchmarkJudgments", "a stopped point has no benchmark line")
+	delete(environ, "VETBENCH_STUB_FAULTS")
 
 	for _, tc := range []struct {
 		args []string
@@ -58,14 +85,76 @@ func TestRun(t *testing.T) {
 	}{
 		{[]string{"run", "-sets", "cats"}, nil, `unknown set "cats"`},
 		{[]string{"run", "-levels", "0"}, nil, `-levels "0": "0" is not a concurrency level`},
+		{[]string{"run", "-levels", "1,1"}, nil, `-levels "1,1": level 1 given twice`},
 		{[]string{"run"}, map[string]string{"VETBENCH_LEVELS": "x"}, `VETBENCH_LEVELS="x"`},
 		{[]string{"run"}, map[string]string{"VETBENCH_ENDPOINT": "gpu-box"}, `VETBENCH_ENDPOINT="gpu-box": want a base URL`},
-		{[]string{"run", "-sets", "checks"}, map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_STUB_FAULTS": "boom"}, `VETBENCH_STUB_FAULTS: fault "boom"`},
+		{[]string{"run", "-sets", "checks", "-out", t.TempDir()}, map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_STUB_FAULTS": "boom"}, `VETBENCH_STUB_FAULTS: fault "boom"`},
 		{[]string{"run", "extra"}, nil, `unexpected argument "extra"`},
-		{[]string{"run", "-sets", "checks", "-out", dir}, map[string]string{"VETBENCH_ENDPOINT": "http://127.0.0.1:1"}, "connection refused"},
+		{[]string{"run", "-count", "0"}, nil, `-count 0: want at least 1`},
+		{[]string{"run", "-config", filepath.Join(t.TempDir(), "none.toml")}, nil, `run file: open `},
+		{[]string{"run", "-sets", "checks", "-out", t.TempDir()}, map[string]string{"VETBENCH_ENDPOINT": "http://127.0.0.1:1"}, "connection refused"},
 	} {
 		_, stderr, code := runWith(t, tc.env, tc.args...)
 		require.Equal(t, exitNoVerdict, code, stderr)
 		require.Contains(t, stderr, tc.want)
 	}
+}
+
+// With no -out each run gets a new directory under out/runs of the working
+// directory, out/latest points at it, and -count keeps every pass; a run
+// file sets what the flags do, and flags override it.
+func TestRunDirectoryPerRunAndPasses(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	require.NoError(t, os.WriteFile("run.toml", []byte("sets = [\"checks\"]\nlevels = [1, 4]\n[fixtures]\nsize = 1\n[twin]\nplacement = \"inprocess\"\n"), 0o644))
+	environ := map[string]string{}
+	var dirs []string
+	for range 2 {
+		stdout, stderr, code := runWith(t, environ, "run", "-config", "run.toml", "-levels", "2", "-count", "2")
+		require.Equal(t, exitPass, code, stdout+stderr)
+		runs, err := filepath.Glob(filepath.Join("out", "runs", "*"))
+		require.NoError(t, err)
+		dirs = runs
+		for _, p := range []string{"checks_c2.json", "pass2/checks_c2.json"} {
+			require.Contains(t, stdout, filepath.Join("receipts", p))
+		}
+		require.NotContains(t, stdout, "checks_c1.json", "the flag overrides the file's levels")
+	}
+	require.Len(t, dirs, 2, "two runs, two directories")
+	latest, err := os.Readlink(filepath.Join("out", "latest"))
+	require.NoError(t, err)
+	require.Contains(t, dirs, filepath.Join("out", latest))
+	for _, d := range dirs {
+		require.FileExists(t, filepath.Join(d, "receipts", "checks_c2.json"))
+		require.FileExists(t, filepath.Join(d, "receipts", "pass2", "checks_c2.json"))
+		settings, err := os.ReadFile(filepath.Join(d, "settings.toml"))
+		require.NoError(t, err)
+		require.Contains(t, string(settings), "levels = [2]\n")
+		require.Contains(t, string(settings), "size = 1\n")
+	}
+}
+
+// A relative -out is taken from the working directory, as any path on a
+// command line is.
+func TestRunRelativeOut(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	environ := map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_FIXTURE_SIZE": "1"}
+	stdout, stderr, code := runWith(t, environ, "run", "-sets", "checks", "-levels", "1", "-out", "named/rel")
+	require.Equal(t, exitPass, code, stdout+stderr)
+	require.FileExists(t, filepath.Join(wd, "named", "rel", "receipts", "checks_c1.json"))
+	require.FileExists(t, filepath.Join(wd, "named", "rel", "bench.txt"))
+	require.NoDirExists(t, filepath.Join(wd, "out"), "a named run makes no out/runs")
+}
+
+// A time-scaled twin's figures are shown in model time and labelled; the
+// wall-clock rate is kept beside them.
+func TestPointSummaryTimeScale(t *testing.T) {
+	rec := &receipts.Receipt{Set: "checks", Throughput: receipts.Throughput{Concurrency: 16, JudgmentsPerSecond: 48.8, Judgments: 140,
+		Latency: receipts.Latency{P50: 0.3, P95: 0.368}}}
+	got := pointSummary("baseline", rec, "r.json", 10)
+	require.Equal(t, "baseline checks     c=16  cold    4.88 judgments/s  p50 3.000s  p95 3.680s  n=140"+
+		"  [model time, twin ×10; wall clock 48.80 judgments/s]\n    receipt: r.json", got)
+	got = pointSummary("", rec, "r.json", 1)
+	require.True(t, strings.HasPrefix(got, "checks     c=16  cold   48.80 judgments/s  p50 0.300s  p95 0.368s  n=140\n"), got)
 }

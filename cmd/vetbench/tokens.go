@@ -14,8 +14,11 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/metrics"
 	benchtarget "github.com/vetbench/vetbench/bench/target"
 	"github.com/vetbench/vetbench/bench/tokens"
+	"github.com/vetbench/vetbench/receipts/rundir"
+	"github.com/vetbench/vetbench/receipts/speed"
 	rtokens "github.com/vetbench/vetbench/receipts/tokens"
 )
 
@@ -28,7 +31,10 @@ level, C streamed requests at once, each for exactly -output tokens
 starts with a tag of its own, so no request shares a prefix with another.
 Prints one line per point — aggregate tok/s (output tokens ÷ end-to-end
 batch time), per-request tok/s, TPOT, TTFT p50, verified tokens — and
-writes one receipt per point (vetbench.tokens/v1) to -out/tokens-<run>.
+writes, in a run directory of its own (a new out/runs/<time>-<id>, or the
+-out named, refused when it holds results unless -force): receipts/ (one
+vetbench.tokens/v1 receipt per point), bench.txt (benchmark lines with the
+run's configuration, for vetbench gate and benchstat) and settings.toml.
 
 -baseline FILE compares with a baseline, point by point: a receipt, a
 directory of receipts, or the published token-throughput format. With
@@ -104,16 +110,17 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if *pitfall {
 		return runPitfall(ctx, e, tg.Endpoint, cfg, r, *asJSON)
 	}
-	dir := cfg.Out
-	if dir == "" {
-		dir = filepath.Join("out", "receipts")
-	}
-	dir = filepath.Join(dir, "tokens-"+r.RunID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := openRunDir(e, cfg)
+	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
-	fmt.Fprintf(e.stderr, "vetbench tokens: target %s %s, model %s; receipts in %s\n",
-		tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model, dir)
+	lines, closeLines, err := tokenBenchFile(ctx, e, dir, tg.Endpoint, cfg)
+	if err != nil {
+		return fail(exitNoVerdict, err)
+	}
+	defer closeLines()
+	fmt.Fprintf(e.stderr, "vetbench tokens: target %s %s, model %s; results in %s\n",
+		tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model, dir.Path)
 	code := exitPass
 	var recs []*rtokens.Receipt
 	for _, w := range cfg.Tokens.Workloads {
@@ -124,13 +131,23 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 			}
 			rec, err := r.Measure(ctx, tokens.PointFrom(cfg.Tokens, w, c))
 			if rec != nil {
-				path := filepath.Join(dir, fmt.Sprintf("%s_c%d.json", w, c))
-				if werr := rtokens.WriteFile(path, rec); werr != nil {
-					return fail(exitNoVerdict, fmt.Errorf("write %s: %w", path, werr))
+				path, _, werr := dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", w, c))
+				if werr == nil {
+					werr = rtokens.WriteFile(path, rec)
+				}
+				if werr != nil {
+					return fail(exitNoVerdict, fmt.Errorf("write receipt: %w", werr))
 				}
 				recs = append(recs, rec)
 				if !*asJSON {
 					fmt.Fprintln(e.stdout, tokenLine(rec))
+				}
+				if err == nil {
+					// As go test: no line for a point that failed.
+					point := fmt.Sprintf("workload=%s/c=%d", w, c)
+					if werr := lines.WriteNamed("Tokens", point, 1, tokens.Metrics(rec)); werr != nil {
+						return fail(exitNoVerdict, fmt.Errorf("bench.txt: %w", werr))
+					}
 				}
 			}
 			if err != nil {
@@ -293,4 +310,33 @@ type pitfallLevel struct {
 	// Inflation is shared ÷ unique − 1; TTFTRelative the same for TTFT p50.
 	Inflation    float64 `json:"inflation"`
 	TTFTRelative float64 `json:"ttft_relative"`
+}
+
+// tokenBenchFile opens the run's bench.txt with the token units and the
+// run's configuration lines (bench.SpeedConfig), and writes settings.toml
+// beside it: the CLI's output gates like go test's.
+func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpoint, cfg config.Config) (*metrics.Writer, func(), error) {
+	if err := writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) }); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(dir.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := bench.SpeedConfig(ctx, ep, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench tokens: configuration lines incomplete: %v\n", err)
+	}
+	var pairs []string
+	for _, l := range speed.ConfigLines(sc) {
+		k, v, _ := strings.Cut(l, ": ")
+		pairs = append(pairs, k, v)
+	}
+	w := metrics.NewWriter(f, pairs...)
+	w.AddUnits(tokens.Units()...)
+	return w, func() {
+		if err := errors.Join(f.Sync(), f.Close()); err != nil {
+			fmt.Fprintf(e.stderr, "vetbench tokens: bench.txt: %v\n", err)
+		}
+	}, nil
 }

@@ -7,12 +7,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
+	"github.com/vetbench/vetbench/receipts/speed"
 	rtokens "github.com/vetbench/vetbench/receipts/tokens"
 )
 
@@ -33,7 +36,7 @@ func fakeEnv(t *testing.T, cfg tokenstest.Config) (map[string]string, *tokenstes
 	t.Helper()
 	srv := tokenstest.Start(cfg)
 	t.Cleanup(srv.Close)
-	return map[string]string{"VETBENCH_ENDPOINT": srv.URL, "VETBENCH_OUT": t.TempDir()}, srv
+	return map[string]string{"VETBENCH_ENDPOINT": srv.URL, "VETBENCH_OUT": filepath.Join(t.TempDir(), "run")}, srv
 }
 
 func TestTokensCommand(t *testing.T) {
@@ -47,14 +50,28 @@ func TestTokensCommand(t *testing.T) {
 	require.Contains(t, lines[3], "one_image c=4")
 	require.Contains(t, lines[3], "verified 128/128 tokens")
 
-	dirs, err := filepath.Glob(filepath.Join(environ["VETBENCH_OUT"], "tokens-*", "*.json"))
+	out := environ["VETBENCH_OUT"]
+	files, err := filepath.Glob(filepath.Join(out, "receipts", "tokens_*.json"))
 	require.NoError(t, err)
-	require.Len(t, dirs, 4, "one receipt per point in the run's own directory")
-	rec, err := rtokens.ReadFile(dirs[0])
+	require.Len(t, files, 4, "one receipt per point in the run directory")
+	rec, err := rtokens.ReadFile(files[0])
 	require.NoError(t, err)
 	require.Equal(t, rtokens.CacheUniquePrompts, rec.Identity.CacheIsolation)
+	require.FileExists(t, filepath.Join(out, "settings.toml"))
+	// bench.txt: the run's benchmark lines, with its identity, for the gate.
+	bt, err := speed.LoadFile(filepath.Join(out, "bench.txt"))
+	require.NoError(t, err)
+	require.Contains(t, bt.Benchmarks(), "Tokens/workload=one_image/c=4"+procSuffix())
+	self := speed.Decide(bt, bt, speed.DefaultPolicy())
+	require.Empty(t, self.Identity.Differs)
+
+	// The directory holds results now: refused unless -force.
+	_, stderr, code = runEnv(t, environ, "tokens", "-levels", "1", "-output", "4", "-repeats", "1")
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "holds results")
 
 	// -json: the receipts.
+	environ["VETBENCH_OUT"] = filepath.Join(t.TempDir(), "json")
 	stdout, _, code = runEnv(t, environ, "tokens", "-workload", "text", "-levels", "2", "-output", "4", "-repeats", "1", "-json")
 	require.Equal(t, exitPass, code)
 	var recs []*rtokens.Receipt
@@ -103,8 +120,7 @@ func TestTokensCompareWithoutMeasuring(t *testing.T) {
 	environ, _ := fakeEnv(t, tokenstest.Config{})
 	_, stderr, code := runEnv(t, environ, "tokens", "-workload", "text,one_image", "-levels", "1", "-repeats", "1")
 	require.Equal(t, exitPass, code, stderr)
-	dirs, _ := filepath.Glob(filepath.Join(environ["VETBENCH_OUT"], "tokens-*"))
-	require.Len(t, dirs, 1)
+	dirs := []string{filepath.Join(environ["VETBENCH_OUT"], "receipts")}
 	stdout, stderr, code := runEnv(t, nil, "tokens", "-baseline", published, "-candidate", dirs[0])
 	require.Equal(t, exitPass, code, stderr)
 	require.Regexp(t, `one_image +1 +128 +127\.9 → `, stdout)
@@ -169,4 +185,12 @@ func maxInt(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// procSuffix is go test's -<GOMAXPROCS> on benchmark names.
+func procSuffix() string {
+	if p := runtime.GOMAXPROCS(0); p != 1 {
+		return "-" + strconv.Itoa(p)
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +62,7 @@ func TestGateOnSlowedTwin(t *testing.T) {
 		files[v.name] = f
 	}
 	receiptsDir := t.TempDir()
-	for range 10 {
+	for round := range 10 {
 		for _, v := range variants {
 			cmd := exec.CommandContext(t.Context(), bin, "-test.run", "^$", "-test.bench", "Judgments/set=checks/c=16$",
 				"-test.benchtime", "1x", "-test.count", "1")
@@ -69,7 +70,7 @@ func TestGateOnSlowedTwin(t *testing.T) {
 			cmd.Env = append(os.Environ(),
 				"VETBENCH_STUB=inprocess", "VETBENCH_SETS=checks", "VETBENCH_LEVELS=16", "VETBENCH_FIXTURE_SIZE=5",
 				"VETBENCH_STUB_PROFILE=h100-gemma4-31b", "VETBENCH_STUB_TIME_SCALE=10",
-				"VETBENCH_OUT="+filepath.Join(receiptsDir, v.name), "VETBENCH_ENDPOINT=")
+				"VETBENCH_OUT="+filepath.Join(receiptsDir, fmt.Sprintf("%s-%d", v.name, round)), "VETBENCH_ENDPOINT=")
 			cmd.Env = append(cmd.Env, v.extra...)
 			cmd.Stdout = files[v.name]
 			var stderr bytes.Buffer

@@ -1,0 +1,104 @@
+package bench_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/rundir"
+	"github.com/vetbench/vetbench/receipts/speed"
+)
+
+// benchmarkRun runs this test binary's BenchmarkJudgments on a small
+// in-process twin, as go test -bench would, with VETBENCH_OUT=out (none
+// when empty) and the extra environment; it returns stdout, stderr and
+// the exit code.
+func benchmarkRun(t *testing.T, out string, count string, extra ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "^$", "-test.bench", "Judgments", "-test.benchtime", "1x", "-test.count", count)
+	cmd.Env = append(os.Environ(), "VETBENCH_STUB=inprocess", "VETBENCH_SETS=checks", "VETBENCH_LEVELS=1,2",
+		"VETBENCH_FIXTURE_SIZE=1", "VETBENCH_ENDPOINT=", "VETBENCH_CONFIG=", "VETBENCH_FORCE=", "VETBENCH_OUT="+out)
+	cmd.Env = append(cmd.Env, extra...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// The tests of this package write nowhere but their temporary directories:
+// without -bench there is no run directory, and a receipt has nowhere to go.
+func TestTestsWriteNoResults(t *testing.T) {
+	s := getSuite(t)
+	require.Nil(t, s.run, "no run directory unless benchmarking")
+	_, err := s.writeReceipt("checks", benchPoint(1), &receipts.Receipt{})
+	require.ErrorContains(t, err, "only when benchmarking")
+}
+
+// A benchmark run writes into the directory named, keeps every -count
+// pass's receipts, writes bench.txt (benchmark lines and their headers
+// only) and settings.toml; a second run into the same directory is refused
+// and touches nothing, unless forced.
+func TestBenchmarkRunDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmark three times")
+	}
+	dir := filepath.Join(t.TempDir(), "abs", "baseline")
+	stdout, stderr, code := benchmarkRun(t, dir, "2")
+	require.Zero(t, code, "%s\n%s", stdout, stderr)
+	require.Contains(t, stdout+stderr, "[vetbench] results in "+dir)
+
+	for _, p := range []string{"receipts/checks_c1.json", "receipts/checks_c2.json", "receipts/pass2/checks_c1.json", "receipts/pass2/checks_c2.json"} {
+		_, err := receipts.ReadFile(filepath.Join(dir, p))
+		require.NoError(t, err, "every pass keeps its receipt: %s", p)
+	}
+	bench, err := os.ReadFile(filepath.Join(dir, rundir.BenchFile))
+	require.NoError(t, err)
+	// The configuration lines name what was measured (receipts/speed).
+	keys := strings.Join(append(append([]string{speed.KeyIdentity}, speed.IdentityKeys...), speed.ChangeKeys...), "|")
+	for _, line := range strings.Split(strings.TrimSpace(string(bench)), "\n") {
+		require.Regexp(t, `^(Unit \S+ better=|goos: |goarch: |pkg: |(`+keys+`): |BenchmarkJudgments/set=checks/c=[12](-\d+)?\t)`, line)
+	}
+	require.Regexp(t, `(?m)^identity: [0-9a-f]{16}$`, string(bench))
+	require.Equal(t, 4, strings.Count(string(bench), "BenchmarkJudgments/"), "one line per point and pass")
+	settings, err := os.ReadFile(filepath.Join(dir, rundir.SettingsFile))
+	require.NoError(t, err)
+	require.Contains(t, string(settings), "levels = [1, 2]")
+
+	// Again into the same directory: refused, exit 2, nothing touched.
+	before, err := os.ReadFile(filepath.Join(dir, "receipts", "checks_c1.json"))
+	require.NoError(t, err)
+	stdout, stderr, code = benchmarkRun(t, dir, "1")
+	require.Equal(t, 2, code, "%s\n%s", stdout, stderr)
+	require.Contains(t, stdout+stderr, "holds results of an earlier run")
+	require.Contains(t, stdout+stderr, "-force")
+	after, err := os.ReadFile(filepath.Join(dir, "receipts", "checks_c1.json"))
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	// Forced: replaced; the old second pass is gone with the old run. The
+	// run file (VETBENCH_CONFIG) says the levels, with no variable over it.
+	runFile := filepath.Join(t.TempDir(), "run.toml")
+	require.NoError(t, os.WriteFile(runFile, []byte("levels = [2]\n"), 0o644))
+	stdout, stderr, code = benchmarkRun(t, dir, "1", "VETBENCH_FORCE=1", "VETBENCH_LEVELS=", "VETBENCH_CONFIG="+runFile)
+	require.Zero(t, code, "%s\n%s", stdout, stderr)
+	require.NoDirExists(t, filepath.Join(dir, "receipts", "pass2"))
+	require.NoFileExists(t, filepath.Join(dir, "receipts", "checks_c1.json"), "the run file's levels")
+	require.FileExists(t, filepath.Join(dir, "receipts", "checks_c2.json"))
+	settings, err = os.ReadFile(filepath.Join(dir, rundir.SettingsFile))
+	require.NoError(t, err)
+	require.Contains(t, string(settings), "# read from run file "+runFile)
+}
+
+func benchPoint(c int) bench.Point { return bench.Point{Concurrency: c} }

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/term"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/progress"
+	benchtarget "github.com/vetbench/vetbench/bench/target"
+	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/fixtures/sets"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/rundir"
+)
+
+// sweep measures one target into one run directory, pass after pass: what
+// vetbench run does, and each side of gate -run. It measures through the
+// library (bench, bench/target) and writes what the benchmark suite writes:
+// receipts (every pass kept), bench.txt with the same benchmark-line
+// writer, settings.toml.
+type sweep struct {
+	label    string // "" for vetbench run; baseline or candidate in gate -run
+	cfg      config.Config
+	dir      *rundir.Dir
+	target   *benchtarget.Target
+	benchTxt *os.File
+	lines    *metrics.Writer
+	sets     map[string]fixtures.Set // may be shared between sweeps
+	sessions map[string]*bench.Session
+	progress *progress.Renderer
+	// out gets the target line and, when summaries, one line per point;
+	// errors go to errw.
+	out, errw io.Writer
+	summaries bool
+}
+
+// openSweep starts the target cfg names (the container twin logs to
+// dir/twin.log), then writes settings.toml and opens bench.txt in dir.
+func openSweep(ctx context.Context, label string, cfg config.Config, dir *rundir.Dir, out, errw io.Writer, prog *progress.Renderer, shared map[string]fixtures.Set) (*sweep, error) {
+	s := &sweep{label: label, cfg: cfg, dir: dir, sets: shared, sessions: map[string]*bench.Session{}, progress: prog, out: out, errw: errw, summaries: true}
+	if cfg.Target.Endpoint == "" && cfg.Twin.Placement != receipts.TargetInProcess {
+		log, err := os.OpenFile(dir.File(rundir.TwinLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		benchtarget.LogContainersTo(log) // kept open: testcontainers logs until the container is gone
+	}
+	var err error
+	if s.target, err = benchtarget.Open(ctx, cfg); err != nil {
+		return nil, err
+	}
+	err = writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) })
+	if err == nil {
+		s.benchTxt, err = os.OpenFile(dir.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	if err != nil {
+		return nil, errors.Join(err, s.target.Close())
+	}
+	s.lines = metrics.NewWriter(s.benchTxt)
+	ep := s.target.Endpoint
+	line := fmt.Sprintf("target: %s %s", ep.Target.Kind, ep.Receipt().Endpoint)
+	if label != "" {
+		line = label + " " + line
+	}
+	if ts := ep.Target.TimeScale; ts > 0 && ts != 1 {
+		line += fmt.Sprintf(" (twin ×%g time scale: figures below in model time, converted from the wall clock)", ts)
+	}
+	fmt.Fprintln(s.out, line)
+	return s, nil
+}
+
+// close stops the target and closes bench.txt.
+func (s *sweep) close() error {
+	err := s.target.Close()
+	if s.benchTxt != nil {
+		err = errors.Join(err, s.benchTxt.Sync(), s.benchTxt.Close())
+	}
+	return err
+}
+
+// session is the set's session on the target, opened once.
+func (s *sweep) session(ctx context.Context, name string) (*bench.Session, error) {
+	if sess, ok := s.sessions[name]; ok {
+		return sess, nil
+	}
+	set, ok := s.sets[name]
+	if !ok {
+		var err error
+		if set, err = sets.Open(ctx, name, s.cfg.Fixtures); err != nil {
+			return nil, err
+		}
+		s.sets[name] = set
+	}
+	sess, err := bench.NewSession(ctx, s.target.Endpoint, set, s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.progress != nil {
+		sess.OnProgress = s.progress.Observe
+	}
+	s.sessions[name] = sess
+	return sess, nil
+}
+
+// errInterrupted ends a sweep at Ctrl-C, between points.
+var errInterrupted = errors.New("interrupted")
+
+// pass measures every point once. stopped counts the points that stopped
+// early (their receipts say why; the sweep goes on); err is what ended the
+// pass: bad configuration, an unreachable target, a receipt that could not
+// be written, or errInterrupted.
+func (s *sweep) pass(ctx context.Context) (stopped int, err error) {
+	armed := len(s.cfg.Arms) > 1
+	scale := s.target.Endpoint.Target.TimeScale
+	for _, name := range s.cfg.Sets {
+		sess, err := s.session(ctx, name)
+		if err != nil {
+			return stopped, err
+		}
+		for _, c := range s.cfg.Levels {
+			for _, arm := range s.cfg.Arms {
+				if ctx.Err() != nil {
+					return stopped, errInterrupted
+				}
+				p := bench.Point{Concurrency: c, Arm: arm, Warmup: s.cfg.Warmup}
+				rec, err := sess.Measure(ctx, p)
+				if s.progress != nil {
+					s.progress.Clear()
+				}
+				if rec != nil {
+					path, _, werr := s.dir.NextReceipt(filepath.Base(bench.ReceiptPath("", name, p)))
+					if werr == nil {
+						werr = receipts.WriteFile(path, rec)
+					}
+					if werr != nil {
+						return stopped, fmt.Errorf("write receipt: %w", werr)
+					}
+					if s.summaries || err != nil {
+						fmt.Fprintln(s.out, pointSummary(s.label, rec, path, scale))
+					}
+					if err == nil {
+						// A point that stopped early has no benchmark line:
+						// go test prints none for a failed benchmark either.
+						if werr := s.lines.Write(metrics.PointName(name, c, arm, armed), 1, metrics.FromReceipt(rec)); werr != nil {
+							return stopped, fmt.Errorf("bench.txt: %w", werr)
+						}
+					}
+				}
+				if err != nil {
+					fmt.Fprintf(s.errw, "vetbench: %s%s c=%d %s: %v\n", labelPrefix(s.label), name, c, armName(arm), err)
+					if !errors.Is(err, bench.ErrStopped) || rec == nil {
+						return stopped, err
+					}
+					stopped++
+				}
+			}
+		}
+	}
+	return stopped, nil
+}
+
+// writeNew creates path (never replacing a file) and writes it with write.
+func writeNew(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	return errors.Join(err, f.Close())
+}
+
+// openRunDir is the run directory cfg names (refused when it holds results,
+// unless cfg.Force), or a new out/runs/<id> under the working directory.
+func openRunDir(e *env, cfg config.Config) (*rundir.Dir, error) {
+	d, err := rundir.Open(cfg.Out, rundir.DefaultRoot, cfg.Force, e.now())
+	if err != nil {
+		return nil, err
+	}
+	if d.Warning != "" {
+		fmt.Fprintln(e.stderr, "vetbench:", d.Warning)
+	}
+	return d, nil
+}
+
+// newProgress renders progress on w: in place when w is a terminal.
+func newProgress(w io.Writer) *progress.Renderer {
+	f, ok := w.(*os.File)
+	return progress.New(w, ok && term.IsTerminal(int(f.Fd())))
+}
+
+func labelPrefix(label string) string {
+	if label == "" {
+		return ""
+	}
+	return label + " "
+}
+
+func armName(a receipts.Arm) string {
+	if a == "" {
+		return string(receipts.ArmCold)
+	}
+	return string(a)
+}
