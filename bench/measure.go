@@ -40,9 +40,15 @@ type Session struct {
 	Controls judgments.Controls
 	// Notes are facts about the session worth a line in the receipt.
 	Notes []string
+	// Fallback says why the session scores in another mode than the one
+	// configured (the server ignores logprob_token_ids); empty when not.
+	Fallback string
 	// OnProgress, when set, is told how far each measured window has got
 	// (see Progress); the caller renders it. It must be cheap.
 	OnProgress func(Progress)
+
+	hc       *http.Client
+	idPrefix string
 
 	// Test seams (export_test.go): the pool's and sampler's clock, the
 	// pool's held hook, and a wrapper around the judge in the window.
@@ -74,16 +80,9 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 	if err := info.Check(model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", kind, err)
 	}
-	s := &Session{Endpoint: ep, Config: cfg, Set: set, Info: info, Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
-	s.Client = judgments.NewClient(ep.BaseURL,
-		judgments.WithModel(model),
-		judgments.WithAPIKey(ep.APIKey),
-		judgments.WithHTTPClient(hc),
-		judgments.WithMode(cfg.Mode),
-		judgments.WithTopLogprobs(cfg.TopLogprobs),
-		judgments.WithRequestTimeout(cfg.RequestTimeout),
-		judgments.WithRequestIDPrefix("vetbench-"+newRunID()[:8]),
-	)
+	s := &Session{Endpoint: ep, Config: cfg, Set: set, Info: info, Notes: append(append([]string(nil), ep.Notes...), info.Notes...),
+		hc: hc, idPrefix: "vetbench-" + newRunID()[:8]}
+	s.Client = s.newClient(model, cfg.Mode)
 	s.Controls, err = s.Client.Tokenize(ctx, set.Spec.Controls())
 	if err != nil {
 		// Text-matched scoring needs no ids; a server without /tokenize is
@@ -93,6 +92,9 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 		}
 		s.Controls = nil
 		s.Notes = append(s.Notes, "server has no /tokenize: control token ids not pinned (top_logprobs matches on text)")
+	}
+	if err := s.checkTokenIDs(ctx, hc, model); err != nil {
+		return nil, fmt.Errorf("%s target: %w", kind, err)
 	}
 	return s, nil
 }
@@ -175,6 +177,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 
 	items, tp, stopped := figures(s.Set, o, c)
 	rec.Items, rec.Throughput, rec.Stopped = items, tp, stopped
+	rec.OffFormat = receipts.OffFormatOf(items)
 	rec.Finished = time.Now().UTC()
 
 	// Diff records a failed reading in Status and Problems; never guessed.
@@ -195,7 +198,8 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		unanswered += r.Judgment.Requests - len(r.Judgment.Answers)
 	}
 	ll := audit.LittlesLaw(occ, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(timed), MeanLatencySeconds: tally.LatencyOf(timed).Mean})
-	rc := audit.Reconcile(audit.ClientCounts{Requests: tp.Requests, PromptTokens: tp.PromptTokens, Unanswered: unanswered}, rec.Server)
+	rc := audit.Reconcile(audit.ClientCounts{Requests: tp.Requests, PromptTokens: tp.PromptTokens, Unanswered: unanswered,
+		CachedTokens: cachedTokens(o)}, rec.Server)
 	rec.Checks = &receipts.Checks{LittlesLaw: &ll, Reconciliation: &rc}
 	if s.Config.GPUHourlyUSD > 0 && tp.Judgments > 0 {
 		cost, err := audit.CostOf(s.Config.GPUHourlyUSD, tp)
@@ -234,11 +238,12 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 		Started: time.Now().UTC(),
 		Target:  s.Endpoint.Receipt(),
 		Pins: receipts.Pins{
-			Model:         s.Client.Model(),
-			ModelRevision: s.Config.ModelRevision,
-			ScoringMode:   string(s.Client.Mode()),
-			Controls:      s.Controls,
-			Concurrency:   c,
+			Model:           s.Client.Model(),
+			ModelRevision:   s.Config.ModelRevision,
+			ScoringMode:     string(s.Client.Mode()),
+			ScoringFallback: s.Fallback,
+			Controls:        s.Controls,
+			Concurrency:     c,
 			Fixture: receipts.FixturePins{
 				Dataset:     s.Set.Pins.Dataset,
 				Source:      s.Set.Pins.Source,
@@ -253,6 +258,7 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 			FixtureDigests: s.Set.Digests(),
 			HarnessVersion: HarnessVersion,
 			ServerFlags:    s.Config.ServerFlags,
+			ServerEnv:      s.Config.ServerEnv,
 		},
 		// Set before the run so that a receipt of a run that never got to
 		// its window (a failed warmup) is still a valid receipt.

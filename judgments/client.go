@@ -31,10 +31,45 @@ type StatusError struct {
 	Param      string
 	Message    string
 	RetryAfter time.Duration // from a Retry-After header, 0 when absent
+	// KeySent says whether the request carried a bearer token; it decides
+	// what a 401 means (see AuthHint). The key itself is never kept.
+	KeySent bool
+}
+
+// ErrUnauthorized matches every 401 answer (a *StatusError with Code 401).
+var ErrUnauthorized = errors.New("HTTP 401 Unauthorized")
+
+// AuthHint says what a 401 means for the run: vLLM's --api-key guards
+// /v1/*, /tokenize and the cache resets, and the run sent no key, or sent
+// one the server refused.
+func AuthHint(keySent bool) string {
+	if keySent {
+		return "the key was refused (check VETBENCH_API_KEY)"
+	}
+	return "the server wants an API key (VETBENCH_API_KEY)"
+}
+
+// Unauthorized is the 401 a caller of another endpoint (/v1/models,
+// /metrics) reports, in the client's words; endpoint may be empty when the
+// caller's error already names it.
+func Unauthorized(endpoint string, keySent bool) *StatusError {
+	return &StatusError{Endpoint: endpoint, Code: http.StatusUnauthorized, KeySent: keySent}
+}
+
+// Is makes a 401 match ErrUnauthorized.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrUnauthorized && e.Code == http.StatusUnauthorized
 }
 
 func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("%s: HTTP %d", e.Endpoint, e.Code)
+	msg := fmt.Sprintf("HTTP %d", e.Code)
+	if e.Endpoint != "" {
+		msg = e.Endpoint + ": " + msg
+	}
+	if e.Code == http.StatusUnauthorized {
+		// vLLM's body is {"error": "Unauthorized"}: the status says it all.
+		return msg + ": " + AuthHint(e.KeySent)
+	}
 	if e.Type != "" {
 		msg += " " + e.Type
 	}
@@ -228,9 +263,10 @@ func BuildRequest(model string, mode Mode, topLogprobs int, it Item, q Question,
 	return r, nil
 }
 
-// chatLogprobs is the slice of the response that scoring reads, decoded with
-// nullable logprobs: go-openai's float64 would turn a null into a 0 (p = 1).
-type chatLogprobs struct {
+// chatResponse is the slice of the response that scoring reads, decoded
+// with nullable logprobs: go-openai's float64 would turn a null into a 0
+// (p = 1).
+type chatResponse struct {
 	Choices []struct {
 		Logprobs *struct {
 			Content []struct {
@@ -239,6 +275,42 @@ type chatLogprobs struct {
 			} `json:"content"`
 		} `json:"logprobs"`
 	} `json:"choices"`
+	Usage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens *int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+}
+
+// ScoreResponse turns one chat completion body, as the server sent it, into
+// the question's answer: the first position's candidate logprobs (Candidates),
+// the decision (Decide), the sampled token, the prompt tokens and, when the
+// server sent them, the cached prompt tokens.
+func ScoreResponse(q Question, body []byte, controls Controls, mode Mode) (Answer, error) {
+	var resp chatResponse
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return Answer{}, fmt.Errorf("decode chat response: %w", err)
+	}
+	if len(resp.Choices) == 0 || resp.Choices[0].Logprobs == nil || len(resp.Choices[0].Logprobs.Content) == 0 {
+		return Answer{}, &CandidateError{Question: q.ID, Err: ErrNoLogprobs}
+	}
+	first := resp.Choices[0].Logprobs.Content[0]
+	sc, err := Candidates(q, Position{Sampled: first.Token, Entries: first.TopLogprobs}, controls, mode)
+	if err != nil {
+		return Answer{}, err
+	}
+	a, err := Decide(q, sc.Logprobs)
+	if err != nil {
+		return Answer{}, err
+	}
+	a.Sampled, a.OffFormat = sc.Sampled, sc.OffFormat
+	a.PromptTokens = resp.Usage.PromptTokens
+	if d := resp.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+		n := *d.CachedTokens
+		a.CachedTokens = &n
+	}
+	return a, nil
 }
 
 // Judgment is one item's answers, in question order.
@@ -295,27 +367,7 @@ func (c *Client) ask(ctx context.Context, it Item, q Question, controls Controls
 	if err := c.post(ctx, "/v1/chat/completions", RequestID(c.idPrefix, it.ID, q.ID), body, &raw); err != nil {
 		return Answer{}, err
 	}
-	var resp openai.ChatCompletionResponse
-	if err := json.Unmarshal(raw, &resp); err != nil {
-		return Answer{}, fmt.Errorf("decode chat response: %w", err)
-	}
-	var lp chatLogprobs
-	if err := json.Unmarshal(raw, &lp); err != nil {
-		return Answer{}, fmt.Errorf("decode chat logprobs: %w", err)
-	}
-	if len(lp.Choices) == 0 || lp.Choices[0].Logprobs == nil || len(lp.Choices[0].Logprobs.Content) == 0 {
-		return Answer{}, &CandidateError{Question: q.ID, Err: ErrNoLogprobs}
-	}
-	lps, err := Candidates(q, lp.Choices[0].Logprobs.Content[0].TopLogprobs, controls, c.mode)
-	if err != nil {
-		return Answer{}, err
-	}
-	a, err := Decide(q, lps)
-	if err != nil {
-		return Answer{}, err
-	}
-	a.PromptTokens = resp.Usage.PromptTokens
-	return a, nil
+	return ScoreResponse(q, raw, controls, c.mode)
 }
 
 // post sends a JSON body and decodes a 200 answer into out.
@@ -353,9 +405,13 @@ func (c *Client) post(ctx context.Context, path, requestID string, body []byte, 
 }
 
 // statusError reads vLLM's error body: {"error": {message, type, param,
-// code}} since 0.10.1, flat before. code may be an int or a string.
+// code}} since 0.10.1, flat before, and {"error": "Unauthorized"} from the
+// --api-key middleware. code may be an int or a string.
 func statusError(path string, res *http.Response, data []byte) *StatusError {
 	e := &StatusError{Endpoint: path, Code: res.StatusCode}
+	if res.Request != nil {
+		e.KeySent = res.Request.Header.Get("Authorization") != ""
+	}
 	if s := res.Header.Get("Retry-After"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
 			e.RetryAfter = time.Duration(n) * time.Second
@@ -371,10 +427,16 @@ func statusError(path string, res *http.Response, data []byte) *StatusError {
 	var nested struct {
 		Error *info `json:"error"`
 	}
+	var bare struct {
+		Error string `json:"error"`
+	}
 	var flat info
 	switch {
 	case json.Unmarshal(data, &nested) == nil && nested.Error != nil:
 		flat = *nested.Error
+	case json.Unmarshal(data, &bare) == nil && bare.Error != "":
+		// {"error": "Unauthorized"}: --api-key's 401 carries a string.
+		flat.Message = bare.Error
 	case json.Unmarshal(data, &flat) == nil && flat.Message != "":
 	default:
 		flat.Message = strings.TrimSpace(string(data))

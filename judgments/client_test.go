@@ -302,3 +302,40 @@ func TestAPIKeyHeader(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Bearer sk-secret", got.Load())
 }
+
+// vLLM's --api-key middleware answers 401 {"error": "Unauthorized"}; the
+// client says what that means for the run, never the key.
+func TestUnauthorized(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer right-key" {
+			_, _ = io.WriteString(w, `{"count":1,"tokens":[5]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":"Unauthorized"}`)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		key, want string
+		sent      bool
+	}{
+		{"", "HTTP 401: the server wants an API key (VETBENCH_API_KEY)", false},
+		{"wrong-key-s3cr3t", "HTTP 401: the key was refused (check VETBENCH_API_KEY)", true},
+	} {
+		_, err := NewClient(srv.URL, WithAPIKey(tc.key)).Tokenize(t.Context(), []string{"0"})
+		require.ErrorIs(t, err, ErrUnauthorized)
+		require.ErrorContains(t, err, tc.want)
+		var se *StatusError
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, tc.sent, se.KeySent)
+		require.Equal(t, "Unauthorized", se.Message, "the string error body is read")
+		if tc.key != "" {
+			require.NotContains(t, err.Error(), tc.key)
+		}
+	}
+	_, err := NewClient(srv.URL, WithAPIKey("right-key")).Tokenize(t.Context(), []string{"0"})
+	require.NoError(t, err)
+	// A 403 is not a 401.
+	require.NotErrorIs(t, &StatusError{Code: 403}, ErrUnauthorized)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,8 @@ var fuzzQuestions = []Question{
 func FuzzScore(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"logprobs":{"content":[{"token":"token_id:101","top_logprobs":[{"token":"token_id:100","logprob":-2.5},{"token":"token_id:101","logprob":-0.1}]}]}}]}`), uint8(0))
 	f.Add([]byte(`{"choices":[{"logprobs":{"content":[{"token":"1","top_logprobs":[{"token":"1","logprob":-0.2},{"token":" 0","logprob":-3},{"token":"0","logprob":-1.9}]}]}}]}`), uint8(4))
+	// vLLM's N+1 shape: the sampled token (no candidate) first.
+	f.Add([]byte(`{"choices":[{"logprobs":{"content":[{"token":"token_id:7","top_logprobs":[{"token":"token_id:7","logprob":-0.1},{"token":"token_id:100","logprob":-2.5},{"token":"token_id:101","logprob":-3}]}]}}]}`), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
 		if len(data) > 4<<10 {
 			t.Skip("long inputs add no shapes")
@@ -49,16 +52,18 @@ func FuzzScore(f *testing.F) {
 		if sel&8 != 0 {
 			controls[Control(1)] = controls[Control(0)]
 		}
-		var lp chatLogprobs
+		var lp chatResponse
 		if err := json.Unmarshal(data, &lp); err != nil {
-			return // the client fails the question: "decode chat logprobs"
+			return // the client fails the question: "decode chat response"
 		}
 		if len(lp.Choices) == 0 || lp.Choices[0].Logprobs == nil || len(lp.Choices[0].Logprobs.Content) == 0 {
 			return // the client fails the question with ErrNoLogprobs
 		}
-		entries := lp.Choices[0].Logprobs.Content[0].TopLogprobs
-		want, ok := plainCandidates(q, entries, controls, mode)
-		got, err := Candidates(q, entries, controls, mode)
+		first := lp.Choices[0].Logprobs.Content[0]
+		entries, sampled := first.TopLogprobs, first.Token
+		want, off, ok := plainCandidates(q, sampled, entries, controls, mode)
+		sc, err := Candidates(q, Position{Sampled: sampled, Entries: entries}, controls, mode)
+		got := sc.Logprobs
 		if err != nil {
 			if ok {
 				t.Fatalf("refused a response with every candidate once and finite: %v", err)
@@ -74,6 +79,9 @@ func FuzzScore(f *testing.F) {
 				t.Fatalf("candidate %d: %v, want %v", i, got[i], want[i])
 			}
 		}
+		if sc.OffFormat != off || sc.Sampled != sampled {
+			t.Fatalf("sampled %q off-format %v, want %q %v", sc.Sampled, sc.OffFormat, sampled, off)
+		}
 		a, err := Decide(q, got)
 		if err != nil {
 			typed(t, err)
@@ -86,8 +94,9 @@ func FuzzScore(f *testing.F) {
 // plainCandidates is a second reading of the entries: each candidate's
 // key (its text, or "token_id:N" for its pinned id) must be distinct and
 // appear exactly once with a finite logprob; in token-id mode nothing
-// else may appear.
-func plainCandidates(q Question, entries []TokenLogprob, controls Controls, mode Mode) ([]float64, bool) {
+// else may appear but, once, the sampled token (vLLM puts it first). It
+// also says whether the sampled token is off-format (no candidate's key).
+func plainCandidates(q Question, sampled string, entries []TokenLogprob, controls Controls, mode Mode) ([]float64, bool, bool) {
 	ctrl := q.Controls()
 	keys := make([]string, len(ctrl))
 	for i, c := range ctrl {
@@ -95,15 +104,19 @@ func plainCandidates(q Question, entries []TokenLogprob, controls Controls, mode
 		if mode == ModeTokenIDs {
 			id, ok := controls[c]
 			if !ok {
-				return nil, false
+				return nil, false, false
 			}
 			keys[i] = "token_id:" + strconv.Itoa(id)
 		}
 		for j := range i {
 			if keys[j] == keys[i] {
-				return nil, false
+				return nil, false, false
 			}
 		}
+	}
+	off := sampled != ""
+	for _, k := range keys {
+		off = off && k != sampled
 	}
 	out := make([]float64, len(keys))
 	for i, k := range keys {
@@ -114,26 +127,33 @@ func plainCandidates(q Question, entries []TokenLogprob, controls Controls, mode
 			}
 			n++
 			if e.Logprob == nil || math.IsNaN(*e.Logprob) || math.IsInf(*e.Logprob, 0) {
-				return nil, false
+				return nil, false, false
 			}
 			out[i] = *e.Logprob
 		}
 		if n != 1 {
-			return nil, false
+			return nil, false, false
 		}
 	}
 	if mode == ModeTokenIDs {
+		extra := 0
 		for _, e := range entries {
 			known := false
 			for _, k := range keys {
 				known = known || e.Token == k
 			}
 			if !known {
-				return nil, false
+				if !off || e.Token != sampled || !strings.HasPrefix(e.Token, "token_id:") {
+					return nil, false, false
+				}
+				extra++
 			}
 		}
+		if extra > 1 {
+			return nil, false, false
+		}
 	}
-	return out, true
+	return out, off, true
 }
 
 // typed fails unless err is a *CandidateError wrapping a scoring error.

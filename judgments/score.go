@@ -82,13 +82,50 @@ type Answer struct {
 	// Logprobs are the raw candidate logprobs by label, as the server sent them.
 	Logprobs     map[string]float64 `json:"logprobs,omitempty"`
 	PromptTokens int                `json:"prompt_tokens"`
+	// Sampled is the token the server sampled (greedy: temperature 0), as
+	// it spelled it; empty when unknown (a typevet receipt).
+	Sampled string `json:"sampled,omitempty"`
+	// OffFormat says the sampled token was none of the candidates: the
+	// model, left to itself, would not have answered with a control. The
+	// answer still stands (softmax over the candidates).
+	OffFormat bool `json:"off_format,omitempty"`
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens, when the
+	// server sent it (vllm serve --enable-prompt-tokens-details).
+	CachedTokens *int `json:"cached_tokens,omitempty"`
 }
 
-// Candidates picks the question's candidate logprobs, in decision order, out
-// of the returned entries. In ModeTokenIDs every entry must be "token_id:N",
-// exactly the requested ids, once each; in ModeTopLogprobs entries are matched
-// on their text and non-candidates are ignored.
-func Candidates(q Question, entries []TokenLogprob, controls Controls, mode Mode) ([]float64, error) {
+// Position is what scoring reads of the first returned position: the token
+// the server sampled, as it spelled it (content[0].token), and the
+// top_logprobs entries.
+type Position struct {
+	Sampled string
+	Entries []TokenLogprob
+}
+
+// Scored are a question's candidate logprobs in decision order, with what
+// the server sampled.
+type Scored struct {
+	Logprobs []float64
+	// Sampled is the sampled token as the server spelled it ("token_id:N" in
+	// ModeTokenIDs); empty when the server sent none.
+	Sampled string
+	// OffFormat says the sampled token is none of the candidates: greedy
+	// decoding would have answered something other than a control.
+	OffFormat bool
+}
+
+// Candidates picks the question's candidate logprobs, in decision order, out of
+// the returned entries, without assuming their order.
+//
+// In ModeTokenIDs every entry must be "token_id:N" and each requested id
+// must come back once. vLLM also returns the sampled token (first, then the
+// requested ids, de-duplicated: N entries when the greedy token is a
+// candidate, N+1 when it is not), so one entry equal to the sampled token is
+// accepted; any other unrequested id fails closed (ErrUnexpectedToken).
+// In ModeTopLogprobs entries are matched on their text and non-candidates
+// are ignored (the sampled token comes first, and when it is outside the
+// top-k the k-th best is dropped: only the text says which is which).
+func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored, error) {
 	ctrl := q.Controls()
 	index := make(map[string]int, len(ctrl)) // key -> decision index
 	for i, c := range ctrl {
@@ -96,43 +133,56 @@ func Candidates(q Question, entries []TokenLogprob, controls Controls, mode Mode
 		if mode == ModeTokenIDs {
 			id, ok := controls[c]
 			if !ok {
-				return nil, &CandidateError{Question: q.ID, Control: c, Err: fmt.Errorf("no token id pinned: %w", ErrMissingCandidate)}
+				return Scored{}, &CandidateError{Question: q.ID, Control: c, Err: fmt.Errorf("no token id pinned: %w", ErrMissingCandidate)}
 			}
 			key = strconv.Itoa(id)
 		}
 		index[key] = i
 	}
-	out := make([]float64, len(ctrl))
+	out := Scored{Logprobs: make([]float64, len(ctrl)), Sampled: pos.Sampled}
 	found := make([]bool, len(ctrl))
-	for _, e := range entries {
+	sampledSeen := false
+	for _, e := range pos.Entries {
 		key := e.Token
 		if mode == ModeTokenIDs {
 			id, ok := strings.CutPrefix(e.Token, "token_id:")
 			if !ok {
-				return nil, &CandidateError{Question: q.ID, Err: fmt.Errorf("%w: %q is not token_id:N", ErrUnexpectedToken, e.Token)}
+				return Scored{}, &CandidateError{Question: q.ID, Err: fmt.Errorf("%w: %q is not token_id:N", ErrUnexpectedToken, e.Token)}
 			}
 			key = id
 		}
 		i, ok := index[key]
 		if !ok {
-			if mode == ModeTokenIDs {
-				return nil, &CandidateError{Question: q.ID, Err: fmt.Errorf("%w: %q was not requested", ErrUnexpectedToken, e.Token)}
+			if mode != ModeTokenIDs {
+				continue
 			}
+			if e.Token != pos.Sampled || pos.Sampled == "" || sampledSeen {
+				return Scored{}, &CandidateError{Question: q.ID, Err: fmt.Errorf("%w: %q was not requested", ErrUnexpectedToken, e.Token)}
+			}
+			sampledSeen = true // the sampled token, not a candidate: off-format
 			continue
 		}
 		if found[i] {
-			return nil, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrDuplicateCandidate}
+			return Scored{}, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrDuplicateCandidate}
 		}
 		if e.Logprob == nil || math.IsNaN(*e.Logprob) || math.IsInf(*e.Logprob, 0) {
-			return nil, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrNonFinite}
+			return Scored{}, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrNonFinite}
 		}
 		found[i] = true
-		out[i] = *e.Logprob
+		out.Logprobs[i] = *e.Logprob
 	}
 	for i, ok := range found {
 		if !ok {
-			return nil, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrMissingCandidate}
+			return Scored{}, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrMissingCandidate}
 		}
+	}
+	if pos.Sampled != "" {
+		key := pos.Sampled
+		if mode == ModeTokenIDs {
+			key = strings.TrimPrefix(key, "token_id:")
+		}
+		_, candidate := index[key]
+		out.OffFormat = !candidate
 	}
 	return out, nil
 }

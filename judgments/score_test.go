@@ -57,31 +57,48 @@ func TestMargin(t *testing.T) {
 func TestCandidates(t *testing.T) {
 	noul := checksQuestions()[0]
 	ctrl := Controls{"0": 100, "1": 101}
+	e := func(tok string, lp *float64) TokenLogprob { return TokenLogprob{tok, lp} }
 	for _, tc := range []struct {
 		name    string
 		mode    Mode
+		sampled string
 		entries []TokenLogprob
 		want    []float64
+		off     bool
 		err     error
 		control string
 	}{
-		{"ids", ModeTokenIDs, []TokenLogprob{{"token_id:100", f(-2)}, {"token_id:101", f(-0.1)}}, []float64{-2, -0.1}, nil, ""},
-		{"ids any order", ModeTokenIDs, []TokenLogprob{{"token_id:101", f(-0.1)}, {"token_id:100", f(-2)}}, []float64{-2, -0.1}, nil, ""},
-		{"ids missing", ModeTokenIDs, []TokenLogprob{{"token_id:100", f(-2)}}, nil, ErrMissingCandidate, "1"},
-		{"ids duplicate", ModeTokenIDs, []TokenLogprob{{"token_id:100", f(-2)}, {"token_id:100", f(-2)}, {"token_id:101", f(-1)}}, nil, ErrDuplicateCandidate, "0"},
-		{"ids null", ModeTokenIDs, []TokenLogprob{{"token_id:100", nil}, {"token_id:101", f(-1)}}, nil, ErrNonFinite, "0"},
-		{"ids text", ModeTokenIDs, []TokenLogprob{{"0", f(-2)}, {"token_id:101", f(-1)}}, nil, ErrUnexpectedToken, ""},
-		{"ids unrequested", ModeTokenIDs, []TokenLogprob{{"token_id:7", f(-2)}, {"token_id:100", f(-2)}, {"token_id:101", f(-1)}}, nil, ErrUnexpectedToken, ""},
-		{"empty", ModeTokenIDs, nil, nil, ErrMissingCandidate, "0"},
-		{"top", ModeTopLogprobs, []TokenLogprob{{"The", f(-0.5)}, {"1", f(-1)}, {"0", f(-3)}, {" 0", f(-4)}}, []float64{-3, -1}, nil, ""},
-		{"top missing", ModeTopLogprobs, []TokenLogprob{{"The", f(-0.5)}, {"1", f(-1)}}, nil, ErrMissingCandidate, "0"},
-		{"top duplicate", ModeTopLogprobs, []TokenLogprob{{"1", f(-1)}, {"1", f(-1)}, {"0", f(-3)}}, nil, ErrDuplicateCandidate, "1"},
+		// vLLM's shape: the sampled token first, then the requested ids,
+		// de-duplicated (N entries when the greedy token is a candidate).
+		{"ids sampled candidate", ModeTokenIDs, "token_id:101", []TokenLogprob{e("token_id:101", f(-0.1)), e("token_id:100", f(-2))}, []float64{-2, -0.1}, false, nil, ""},
+		{"ids any order", ModeTokenIDs, "token_id:101", []TokenLogprob{e("token_id:100", f(-2)), e("token_id:101", f(-0.1))}, []float64{-2, -0.1}, false, nil, ""},
+		// N+1 when the greedy token is none of them: accepted, off-format.
+		{"ids sampled off-format", ModeTokenIDs, "token_id:7", []TokenLogprob{e("token_id:7", f(-0.05)), e("token_id:100", f(-4)), e("token_id:101", f(-3))}, []float64{-4, -3}, true, nil, ""},
+		{"ids sampled off-format last", ModeTokenIDs, "token_id:7", []TokenLogprob{e("token_id:100", f(-4)), e("token_id:101", f(-3)), e("token_id:7", f(-0.05))}, []float64{-4, -3}, true, nil, ""},
+		// Any other unrequested id still fails closed.
+		{"ids unrequested", ModeTokenIDs, "token_id:101", []TokenLogprob{e("token_id:7", f(-2)), e("token_id:100", f(-2)), e("token_id:101", f(-1))}, nil, false, ErrUnexpectedToken, ""},
+		{"ids unrequested besides sampled", ModeTokenIDs, "token_id:7", []TokenLogprob{e("token_id:7", f(-0.1)), e("token_id:8", f(-2)), e("token_id:100", f(-2)), e("token_id:101", f(-1))}, nil, false, ErrUnexpectedToken, ""},
+		{"ids sampled twice", ModeTokenIDs, "token_id:7", []TokenLogprob{e("token_id:7", f(-0.1)), e("token_id:7", f(-0.1)), e("token_id:100", f(-2)), e("token_id:101", f(-1))}, nil, false, ErrUnexpectedToken, ""},
+		{"ids unrequested no sampled", ModeTokenIDs, "", []TokenLogprob{e("token_id:7", f(-2)), e("token_id:100", f(-2)), e("token_id:101", f(-1))}, nil, false, ErrUnexpectedToken, ""},
+		{"ids missing", ModeTokenIDs, "token_id:100", []TokenLogprob{e("token_id:100", f(-2))}, nil, false, ErrMissingCandidate, "1"},
+		{"ids duplicate", ModeTokenIDs, "token_id:100", []TokenLogprob{e("token_id:100", f(-2)), e("token_id:100", f(-2)), e("token_id:101", f(-1))}, nil, false, ErrDuplicateCandidate, "0"},
+		{"ids null", ModeTokenIDs, "token_id:101", []TokenLogprob{e("token_id:100", nil), e("token_id:101", f(-1))}, nil, false, ErrNonFinite, "0"},
+		{"ids text", ModeTokenIDs, "0", []TokenLogprob{e("0", f(-2)), e("token_id:101", f(-1))}, nil, false, ErrUnexpectedToken, ""},
+		{"empty", ModeTokenIDs, "token_id:7", nil, nil, false, ErrMissingCandidate, "0"},
+		// top_logprobs: matched on text, in any order; the sampled token
+		// may come first and the k-th best may be missing.
+		{"top", ModeTopLogprobs, "The", []TokenLogprob{e("The", f(-0.5)), e("1", f(-1)), e("0", f(-3)), e(" 0", f(-4))}, []float64{-3, -1}, true, nil, ""},
+		{"top sampled first not best", ModeTopLogprobs, "0", []TokenLogprob{e("0", f(-3)), e("The", f(-0.5)), e("1", f(-1))}, []float64{-3, -1}, false, nil, ""},
+		{"top missing", ModeTopLogprobs, "The", []TokenLogprob{e("The", f(-0.5)), e("1", f(-1))}, nil, false, ErrMissingCandidate, "0"},
+		{"top duplicate", ModeTopLogprobs, "1", []TokenLogprob{e("1", f(-1)), e("1", f(-1)), e("0", f(-3))}, nil, false, ErrDuplicateCandidate, "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Candidates(noul, tc.entries, ctrl, tc.mode)
+			got, err := Candidates(noul, Position{Sampled: tc.sampled, Entries: tc.entries}, ctrl, tc.mode)
 			if tc.err == nil {
 				require.NoError(t, err)
-				require.Equal(t, tc.want, got)
+				require.Equal(t, tc.want, got.Logprobs)
+				require.Equal(t, tc.sampled, got.Sampled)
+				require.Equal(t, tc.off, got.OffFormat)
 				return
 			}
 			require.ErrorIs(t, err, tc.err)
@@ -89,10 +106,10 @@ func TestCandidates(t *testing.T) {
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "payee_matches", ce.Question)
 			require.Equal(t, tc.control, ce.Control)
-			require.Nil(t, got)
+			require.Nil(t, got.Logprobs)
 		})
 	}
-	_, err := Candidates(noul, nil, Controls{"0": 1}, ModeTokenIDs)
+	_, err := Candidates(noul, Position{}, Controls{"0": 1}, ModeTokenIDs)
 	require.ErrorIs(t, err, ErrMissingCandidate, "an unpinned control")
 }
 

@@ -21,6 +21,10 @@ type identityField struct {
 	// PerKey fields compare only the keys both sides hold (per-item
 	// digests: items missing on one side are reported by Compare instead).
 	PerKey bool
+	// HashWhenRecorded fields enter the digest only when recorded: fields
+	// added after receipts were written, so that those receipts' digests
+	// still verify.
+	HashWhenRecorded bool
 }
 
 func (f identityField) known() bool { return f.Value != "" || len(f.Entries) > 0 }
@@ -50,6 +54,7 @@ func (r *Receipt) identityFields() []identityField {
 	fs = append(fs,
 		identityField{Name: "fixture_digests", Entries: r.Identity.FixtureDigests, PerKey: true},
 		identityField{Name: "server_flags", Value: r.Identity.ServerFlags},
+		identityField{Name: "server_env", Value: r.Identity.ServerEnv, HashWhenRecorded: true},
 		identityField{Name: "cache_config", Value: mapKey(r.Identity.CacheConfig)},
 		identityField{Name: "harness_version", Value: r.Identity.HarnessVersion},
 	)
@@ -131,6 +136,9 @@ func mapKey(m map[string]string) string {
 func (r *Receipt) IdentityDigest() string {
 	h := sha256.New()
 	for _, f := range r.identityFields() {
+		if f.HashWhenRecorded && !f.known() {
+			continue
+		}
 		if f.Entries == nil {
 			fmt.Fprintf(h, "%s=%s\n", f.Name, f.Value)
 			continue
@@ -149,7 +157,8 @@ func (r *Receipt) IdentityDigest() string {
 // revision, served models (root and max_model_len), server build, scoring
 // mode (+ top_logprobs), control token ids, prompt digests per question,
 // fixture items/seed/slice digest/extra pins, per-item fixture digests (on
-// items both hold), server flags, cache config and harness version.
+// items both hold), server flags, server environment, cache config and
+// harness version.
 func IdentityDiff(a, b *Receipt) []string {
 	d, _, _ := identityCompare(a, b)
 	return d
@@ -225,7 +234,11 @@ func identityCompare(a, b *Receipt) (diff, unverified, unrecorded []string) {
 		x, y := ia[name], ib[name]
 		switch {
 		case !x.known() && !y.known():
-			unrecorded = append(unrecorded, name)
+			// An optional statement neither side made (a server env) is no
+			// gap in either record.
+			if !x.HashWhenRecorded && !y.HashWhenRecorded {
+				unrecorded = append(unrecorded, name)
+			}
 		case !x.known():
 			unverified = append(unverified, fmt.Sprintf("%s: recorded by the candidate only (%s)", name, show(y)))
 		case !y.known():

@@ -55,6 +55,7 @@ func TestIdentityDigestCoversWhatDecidesAnswers(t *testing.T) {
 		{"slice", func(r *receipts.Receipt) { r.Pins.Fixture.SliceSHA256 = strings.Repeat("cd", 32) }, "fixture.slice_sha256: abababababab… → cdcdcdcdcdcd…"},
 		{"item image", func(r *receipts.Receipt) { r.Identity.FixtureDigests["i2"] = strings.Repeat("09", 32) }, "fixture_digests: 1 items differ (i2)"},
 		{"server flags", func(r *receipts.Receipt) { r.Identity.ServerFlags = "--enable-prefix-caching" }, ""},
+		{"server env", func(r *receipts.Receipt) { r.Identity.ServerEnv = "VLLM_BATCH_INVARIANT=1" }, ""},
 		{"harness", func(r *receipts.Receipt) { r.Identity.HarnessVersion = "vetbench/other" }, "harness_version: vetbench/test → vetbench/other"},
 		{"twin vs live", func(r *receipts.Receipt) { r.Target.Kind = receipts.TargetLive }, "target: twin → live"},
 		{"set", func(r *receipts.Receipt) { r.Set = "faces" }, "set: toy → faces"},
@@ -75,6 +76,20 @@ func TestIdentityDigestCoversWhatDecidesAnswers(t *testing.T) {
 		}
 		require.True(t, found, "%s: %q", c.name, diff)
 	}
+}
+
+// A server environment stated on both sides is compared; a receipt written
+// before the field existed keeps its digest.
+func TestIdentityServerEnv(t *testing.T) {
+	t.Parallel()
+	a, b := sample(t), sample(t)
+	old := a.IdentityDigest()
+	a.Identity.ServerEnv = "VLLM_BATCH_INVARIANT=1"
+	b.Identity.ServerEnv = "VLLM_BATCH_INVARIANT=0"
+	require.Equal(t, []string{"server_env: VLLM_BATCH_INVARIANT=1 → VLLM_BATCH_INVARIANT=0"}, receipts.IdentityDiff(a, b))
+	b.Identity.ServerEnv = ""
+	require.Equal(t, old, b.IdentityDigest(), "an unrecorded server env leaves the digest as it was")
+	require.NoError(t, b.Validate())
 }
 
 func TestNormalizeDropsVolatileOnly(t *testing.T) {

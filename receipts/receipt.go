@@ -44,7 +44,10 @@ type Receipt struct {
 	// Cost per 1,000 judgments, when an hourly GPU price was stated.
 	Cost    *Cost    `json:"cost,omitempty"`
 	Quality *Quality `json:"quality,omitempty"`
-	Items   []Item   `json:"items"`
+	// OffFormat counts answers whose sampled token was no candidate; nil
+	// when no answer recorded its sampled token.
+	OffFormat *OffFormat `json:"off_format,omitempty"`
+	Items     []Item     `json:"items"`
 	// Warnings are shown to the reader, never fatal.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -75,15 +78,18 @@ const (
 
 // Pins are what the answers depend on besides the prompts and images.
 type Pins struct {
-	Model         string         `json:"model"`
-	ModelRevision string         `json:"model_revision,omitempty"`
-	Served        []ServedModel  `json:"served,omitempty"`
-	ServerBuild   string         `json:"server_build,omitempty"`
-	ScoringMode   string         `json:"scoring_mode"`
-	TopLogprobs   int            `json:"top_logprobs,omitempty"`
-	Controls      map[string]int `json:"control_token_ids,omitempty"`
-	Concurrency   int            `json:"concurrency"`
-	Fixture       FixturePins    `json:"fixture"`
+	Model         string        `json:"model"`
+	ModelRevision string        `json:"model_revision,omitempty"`
+	Served        []ServedModel `json:"served,omitempty"`
+	ServerBuild   string        `json:"server_build,omitempty"`
+	ScoringMode   string        `json:"scoring_mode"`
+	// ScoringFallback says why ScoringMode is not the mode asked for: the
+	// server ignores logprob_token_ids and the user allowed top_logprobs.
+	ScoringFallback string         `json:"scoring_fallback,omitempty"`
+	TopLogprobs     int            `json:"top_logprobs,omitempty"`
+	Controls        map[string]int `json:"control_token_ids,omitempty"`
+	Concurrency     int            `json:"concurrency"`
+	Fixture         FixturePins    `json:"fixture"`
 }
 
 // ServedModel is one entry of /v1/models.
@@ -110,6 +116,10 @@ type Identity struct {
 	HarnessVersion string            `json:"harness_version,omitempty"`
 	// ServerFlags are as the user stated them (VETBENCH_SERVER_FLAGS).
 	ServerFlags string `json:"server_flags,omitempty"`
+	// ServerEnv is the server's environment as the user stated it
+	// (VETBENCH_SERVER_ENV, e.g. VLLM_BATCH_INVARIANT=1): it changes
+	// answers or speed, and no request can see it.
+	ServerEnv string `json:"server_env,omitempty"`
 	// CacheConfig are the labels of vllm:cache_config_info, when exposed.
 	CacheConfig map[string]string `json:"cache_config,omitempty"`
 	Digest      string            `json:"digest"`
@@ -212,9 +222,14 @@ type Server struct {
 	Engines            map[string]EngineInfo `json:"engines,omitempty"`
 }
 
-// EngineInfo is what one data-parallel engine reported, when there are several.
+// EngineInfo is what one data-parallel engine reported, when there are
+// several. Each engine has its own prefix cache, so a hit rate is per
+// engine first: the overall rate is the engines' hits over their queries.
 type EngineInfo struct {
-	RequestSuccess float64 `json:"request_success"`
+	RequestSuccess     float64  `json:"request_success"`
+	PrefixCacheQueries float64  `json:"prefix_cache_queries"`
+	PrefixCacheHits    float64  `json:"prefix_cache_hits"`
+	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate"`
 }
 
 // Histogram is a histogram delta: count, sum and two percentile estimates.
@@ -304,6 +319,13 @@ type Reconciliation struct {
 	// (timeouts, transport errors, 5xx): the server may or may not have
 	// finished them, so they widen the accepted server count.
 	ClientUnanswered int `json:"client_unanswered,omitempty"`
+	// ClientCachedTokens is the sum of usage.prompt_tokens_details
+	// .cached_tokens over the answers, when the server sent it (vllm serve
+	// --enable-prompt-tokens-details); ServerCachedTokens the prefix-cache
+	// hits /metrics counted in the window (local and external, in tokens),
+	// which the per-request figures must add up to.
+	ClientCachedTokens *int     `json:"client_cached_tokens,omitempty"`
+	ServerCachedTokens *float64 `json:"server_cached_tokens,omitempty"`
 	// Detail says what differs, in numbers.
 	Detail string `json:"detail,omitempty"`
 }

@@ -72,6 +72,7 @@ func (r *Receipt) validate(file string) error {
 	r.validateThroughput(p)
 	r.validateServer(p)
 	r.validateItems(p)
+	r.validateOffFormat(p)
 	r.validateStopped(p)
 	return p.err()
 }

@@ -122,8 +122,12 @@ func (r *chatRequest) validate() (topLogprobs int, err *apiError) {
 		}
 		topLogprobs = n
 	}
+	if r.LogprobTokenIDs != nil && len(r.LogprobTokenIDs) == 0 {
+		// [] decodes to an empty, non-nil slice; null and absent to nil.
+		return 0, validationError("logprob_token_ids", "Value error, `logprob_token_ids` must not be an empty list. (parameter=logprob_token_ids)")
+	}
 	if len(r.LogprobTokenIDs) > 0 && !r.logprobs() {
-		return 0, validationError("logprob_token_ids", "Value error, when using `logprob_token_ids`, `logprobs` must be set to true.")
+		return 0, validationError("logprob_token_ids", "Value error, when using `logprob_token_ids`, `logprobs` must be set to true. (parameter=logprob_token_ids)")
 	}
 	if len(r.StreamOptions) > 0 && string(r.StreamOptions) != "null" && (r.Stream == nil || !*r.Stream) {
 		return 0, validationError("stream_options", "Value error, Stream options can only be defined when `stream=True`.")

@@ -22,12 +22,17 @@ func TestContractContainer(t *testing.T) {
 		t.Skipf("no Docker daemon, container twin not tested: %v", err)
 	}
 	ctx := t.Context()
-	ctr, err := container.Run(ctx, container.WithStub(stub.WithDevMode(true), stub.WithProfileName(stub.ProfileFastName)))
+	// One container, the features vLLM's facts need: --api-key (through
+	// VLLM_API_KEY), --enable-prompt-tokens-details, dev mode.
+	const key = "container-key"
+	ctr, err := container.Run(ctx, container.WithStub(stub.WithDevMode(true), stub.WithProfileName(stub.ProfileFastName),
+		stub.WithAPIKey(key), stub.WithPromptTokensDetails(true)))
 	testcontainers.CleanupContainer(t, ctr)
 	require.NoError(t, err)
 	url, err := ctr.BaseURL(ctx)
 	require.NoError(t, err)
 	p := stub.ProfileFast()
+	on := true
 	stub.ContractSuite(t, stub.ContractTarget{BaseURL: url, DevMode: true, DevModeKnown: true, ImageLimit: p.LimitImages,
-		MaxLogprobs: p.MaxLogprobs, Exclusive: true})
+		MaxLogprobs: p.MaxLogprobs, Exclusive: true, APIKey: key, AuthRequired: true, PromptTokensDetails: &on})
 }

@@ -135,11 +135,13 @@ func (c *core) add(r *request, now float64) {
 func (c *core) schedule(now float64) *step {
 	s := &step{start: now}
 	budget := c.p.MaxNumBatchedTokens
+	enc := c.encoderBudget()
 	bs := c.p.BlockSize
 	// Running requests first, in admission order.
 	for i := 0; i < len(c.running) && budget > 0; i++ {
 		r := c.running[i]
 		n := min(r.numTokens()-r.numComputed, budget)
+		n = c.fitEncoder(r, r.numComputed, n, &enc)
 		if n <= 0 {
 			continue
 		}
@@ -168,6 +170,9 @@ func (c *core) schedule(now float64) *step {
 		hits := c.prefixHits(r)
 		cached := len(hits) * bs
 		n := min(r.numTokens()-cached, budget)
+		if n = c.fitEncoder(r, cached, n, &enc); n <= 0 {
+			break // an image the encoder cannot take this step: wait (FCFS)
+		}
 		evictable := 0
 		for _, b := range hits {
 			if b.ref == 0 {
@@ -235,6 +240,46 @@ func (c *core) cacheFull(r *request, upto int) {
 	for b := 0; b < upto/c.p.BlockSize && b < len(r.hashes) && b < len(r.blocks); b++ {
 		c.pool.cache(r.blocks[b], r.hashes[b])
 	}
+}
+
+// encoderBudget is a step's vision-encoder budget in image tokens: vLLM's
+// compute_mm_encoder_budget, max(max_num_encoder_input_tokens, the largest
+// item), with max_num_encoder_input_tokens defaulting to
+// max_num_batched_tokens.
+func (c *core) encoderBudget() int {
+	b := c.p.MaxNumEncoderInputTokens
+	if b == 0 {
+		b = c.p.MaxNumBatchedTokens
+	}
+	return max(b, c.p.ImageTokenBudget)
+}
+
+// fitEncoder is vLLM's _try_schedule_encoder_inputs
+// (vllm/v1/core/sched/scheduler.py): the images whose placeholders overlap
+// the tokens [lo, lo+n) and are neither encoded for this request nor in the
+// encoder cache are charged to the step's encoder budget, in order; at the
+// first that does not fit, the step computes the tokens before it only (0
+// when the prompt is already past its start: nothing this step). It
+// returns the tokens to compute.
+func (c *core) fitEncoder(r *request, lo, n int, budget *int) int {
+	var charged map[string]bool
+	for i, im := range r.prompt.Images {
+		if im.Offset >= lo+n {
+			break
+		}
+		if im.Offset+im.Length <= lo || r.encoded[i] || c.enc.pos[im.Digest] || charged[im.Digest] {
+			continue
+		}
+		if im.Length > *budget {
+			return max(0, im.Offset-lo)
+		}
+		*budget -= im.Length
+		if charged == nil {
+			charged = map[string]bool{}
+		}
+		charged[im.Digest] = true
+	}
+	return n
 }
 
 // encode runs the vision encoder for images whose placeholders fall in the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // defaultConfig is New's defaults.
@@ -16,7 +17,7 @@ func defaultConfig() config {
 // make the vllmstub binary serve what New(opts...) would: the whole
 // profile as --profile-json, the twin's own flags, and
 // VLLM_SERVER_DEV_MODE=1 for WithDevMode(true) (vLLM reads dev mode from
-// the environment, and so does vllmstub). WithReplay and WithAdjust hold
+// the environment, and so does vllmstub), and VLLM_API_KEY for WithAPIKey. WithReplay and WithAdjust hold
 // values no command line can carry and are refused (errors.ErrUnsupported):
 // a replay crosses as a file (vllmstub --replay), an adjust hook not at
 // all. It is how stub/container starts the twin in a container.
@@ -50,9 +51,27 @@ func Flags(opts ...Option) (args []string, env map[string]string, err error) {
 	for _, ft := range c.faults {
 		args = append(args, "--fault", ft.String())
 	}
+	v := c.vllm
+	if v.offFormat > 0 {
+		args = append(args, "--off-format-share", f(v.offFormat))
+	}
+	if v.legacy {
+		args = append(args, "--legacy-server")
+	}
+	if v.promptTokensDetails {
+		args = append(args, "--enable-prompt-tokens-details")
+	}
+	if v.dataParallel > 1 {
+		args = append(args, "--data-parallel-size", strconv.Itoa(v.dataParallel))
+	}
 	env = map[string]string{}
 	if c.devMode {
 		env["VLLM_SERVER_DEV_MODE"] = "1"
+	}
+	if len(v.apiKeys) > 0 {
+		// vllm serve reads VLLM_API_KEY too; a key in the environment stays
+		// out of the command line (and of `docker inspect`'s Cmd).
+		env["VLLM_API_KEY"] = strings.Join(v.apiKeys, ",")
 	}
 	return args, env, nil
 }

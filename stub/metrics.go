@@ -71,6 +71,7 @@ func (h *histogram) observe(v float64) {
 type metrics struct {
 	mu      sync.Mutex
 	model   string
+	engine  string  // the engine label: "0", or the data-parallel rank
 	created float64 // unix seconds of every series' creation
 	cache   map[string]string
 
@@ -203,7 +204,8 @@ func (m *metrics) iterate(it iteration) {
 	}
 	for _, r := range it.finished {
 		m.success[r.finishReason]++
-		m.hist["vllm:request_max_num_generation_tokens"].observe(float64(r.maxTokens))
+		// vLLM observes the tokens generated (the most over n), not max_tokens.
+		m.hist["vllm:request_max_num_generation_tokens"].observe(float64(r.generated))
 		m.hist["vllm:request_params_n"].observe(1)
 		m.hist["vllm:e2e_request_latency_seconds"].observe(r.finished - r.arrival)
 		if !r.everRan {
@@ -238,7 +240,11 @@ func (m *metrics) write(w io.Writer) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
-	base := labels{"model_name": m.model, "engine": "0"}
+	eng := m.engine
+	if eng == "" {
+		eng = "0"
+	}
+	base := labels{"model_name": m.model, "engine": eng}
 	gauge := func(name, help string, series ...sample) {
 		family(&b, name, help, "gauge", series)
 	}
@@ -296,7 +302,7 @@ func (m *metrics) write(w io.Writer) error {
 		family(&b, f.name, f.help, "histogram", series)
 		family(&b, f.name+"_created", f.help, "gauge", []sample{{f.name + "_created", base, m.created}})
 	}
-	info := labels{"engine": "0"}
+	info := labels{"engine": eng}
 	for k, v := range m.cache {
 		info[k] = v
 	}

@@ -30,8 +30,13 @@ type Profile struct {
 	// EncoderCacheTokens is the capacity of the vision encoder's output
 	// cache, in image tokens.
 	EncoderCacheTokens int
-	ImageTokenBudget   int
-	MaxLogprobs        int
+	// MaxNumEncoderInputTokens is the vision encoder's budget per engine
+	// step, in image tokens (vLLM's max_num_encoder_input_tokens; 0 means
+	// max_num_batched_tokens, vLLM's default). An image that does not fit
+	// waits for a later step: the step computes the prompt only up to it.
+	MaxNumEncoderInputTokens int `json:",omitempty"`
+	ImageTokenBudget         int
+	MaxLogprobs              int
 	// LimitImages is --limit-mm-per-prompt's image count.
 	LimitImages int
 
@@ -193,6 +198,8 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("profile %s: step token exponent %v: want (0, 2]", p.Name, p.StepTokenExponent)
 	case p.LimitImages < 0:
 		return fmt.Errorf("profile %s: image limit %d is negative", p.Name, p.LimitImages)
+	case p.MaxNumEncoderInputTokens < 0:
+		return fmt.Errorf("profile %s: encoder budget %d is negative", p.Name, p.MaxNumEncoderInputTokens)
 	}
 	for _, d := range []time.Duration{p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.AdmitPerRequest,
 		p.SchedulePass, p.Network, p.NetworkJitter, p.FrontendBase, p.FrontendImageMiss, p.FrontendImageHit, p.FrontendTokenize, p.FrontendPerInflight} {

@@ -19,6 +19,8 @@ type chatResponse struct {
 	promptTokens int
 	generated    int
 	finishReason string
+	// promptDetails is usage.prompt_tokens_details; nil is null.
+	promptDetails map[string]any
 }
 
 // answer builds the completion of a finished request: the answer
@@ -42,6 +44,9 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 	if outcome != replayServed {
 		dist = modelDistribution(key, n, s.cfg.spread)
 		dist.addNoise(key, r.batchSeqs, s.cfg.batchNoise)
+		if offFormatDraw(key, s.cfg.vllm.offFormat) {
+			dist.makeOffFormat(key)
+		}
 	}
 	if s.cfg.adjust != nil {
 		if item, question, ok := judgments.ParseRequestID(rid); ok {
@@ -58,6 +63,7 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 	resp := &chatResponse{
 		id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.model,
 		promptTokens: len(p.Tokens), generated: r.generated, finishReason: r.finishReason,
+		promptDetails: s.promptDetails(r),
 	}
 	asIDs := req.ReturnAsTokenIDs != nil && *req.ReturnAsTokenIDs
 	spell := func(id int) string {
@@ -82,7 +88,17 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 		cl := contentLogprob{logprobEntry: entry(spell(sampled.id), sampled.lp), TopLogprobs: []logprobEntry{}}
 		switch {
 		case len(req.LogprobTokenIDs) > 0:
-			for _, id := range req.LogprobTokenIDs {
+			// vLLM's per-position dict: the sampled token first, then the
+			// requested ids, de-duplicated (vllm/v1/engine/logprobs.py), all
+			// of it returned (_get_top_logprobs(..., return_all=True),
+			// chat_completion/serving.py): N+1 entries when the greedy token
+			// is not requested.
+			seen := map[int]bool{}
+			for _, id := range append([]int{sampled.id}, req.LogprobTokenIDs...) {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
 				lp, ok := lps[id]
 				if !ok {
 					lp = background(key, id)
@@ -163,10 +179,46 @@ func (resp *chatResponse) wire() map[string]any {
 		"system_fingerprint": nil,
 		"usage": map[string]any{
 			"prompt_tokens": resp.promptTokens, "total_tokens": resp.promptTokens + resp.generated,
-			"completion_tokens": resp.generated, "prompt_tokens_details": nil,
+			"completion_tokens": resp.generated, "prompt_tokens_details": promptDetails(resp.promptDetails),
 		},
 		"prompt_logprobs":    nil,
 		"prompt_token_ids":   nil,
 		"kv_transfer_params": nil,
 	}
+}
+
+// promptDetails is usage.prompt_tokens_details as chat serving builds it:
+// null unless --enable-prompt-tokens-details; then, in the newest code
+// (_make_prompt_tokens_details, chat_completion/serving.py), cached_tokens
+// (0 included: the engine always reports num_cached_tokens) and
+// multimodal_tokens (placeholder tokens per modality, already counted in
+// prompt_tokens; null for a text prompt). A legacy server sends null when
+// nothing was cached, as the older code did.
+func (s *Server) promptDetails(r *request) map[string]any {
+	if !s.cfg.vllm.promptTokensDetails {
+		return nil
+	}
+	if s.cfg.vllm.legacy {
+		if r.numCached == 0 {
+			return nil
+		}
+		return map[string]any{"cached_tokens": r.numCached}
+	}
+	var mm any
+	if len(r.prompt.Images) > 0 {
+		n := 0
+		for _, im := range r.prompt.Images {
+			n += im.Length
+		}
+		mm = map[string]int{"image": n}
+	}
+	return map[string]any{"cached_tokens": r.numCached, "multimodal_tokens": mm}
+}
+
+// promptDetails turns a nil map into JSON null.
+func promptDetails(d map[string]any) any {
+	if d == nil {
+		return nil
+	}
+	return d
 }

@@ -64,6 +64,7 @@ type engine struct {
 	t     *timing
 	prof  Profile
 	model string
+	index int // data-parallel rank: the engine label of its series
 
 	mu      sync.Mutex
 	c       *core
@@ -99,6 +100,7 @@ func newEngine(p Profile, model string, scale, slowdown float64) *engine {
 // restarted server has.
 func (e *engine) reset() {
 	e.m = newMetrics(e.prof, e.model, time.Now())
+	e.m.engine = engineLabel(e.index)
 	e.c = newCore(e.prof, e.m)
 	e.fe = &frontendModel{t: e.t, m: e.m, mm: newLRU(e.prof.MMCacheItems)}
 	e.gen++

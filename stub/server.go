@@ -3,6 +3,7 @@ package stub
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,7 @@ type config struct {
 	faults     []Fault
 	devMode    bool
 	allowance  time.Duration
+	vllm       vllmOptions
 }
 
 // Option configures a Server.
@@ -176,11 +178,20 @@ type Stats struct {
 
 // Server is the vLLM twin as an http.Handler. Close stops its engine.
 type Server struct {
-	cfg    config
-	eng    *engine
-	mux    *http.ServeMux
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg config
+	// eng is engine 0, which also holds the API server's frontend and the
+	// clock; engines are all of them (WithDataParallel), lb spreads
+	// requests over them.
+	eng     *engine
+	engines []*engine
+	lb      *balancer
+	mux     *http.ServeMux
+	cancel  context.CancelFunc
+	done    chan struct{}
+	// apiKeys are the sha256 of --api-key's keys; guarded the path
+	// prefixes they guard.
+	apiKeys [][32]byte
+	guarded []string
 
 	mu     sync.Mutex
 	rng    *mrand.Rand // network jitter
@@ -213,30 +224,60 @@ func New(opts ...Option) (*Server, error) {
 		s.stats.ReplayOmitted = cfg.replay.Omitted
 	}
 	s.eng = newEngine(cfg.profile, cfg.model, cfg.timeScale, cfg.slowdown)
+	s.engines = []*engine{s.eng}
+	for i := 1; i < cfg.vllm.dataParallel; i++ {
+		e := newEngine(cfg.profile, cfg.model, cfg.timeScale, cfg.slowdown)
+		e.index, e.clock = i, s.eng.clock
+		e.reset()
+		s.engines = append(s.engines, e)
+	}
+	s.lb = newBalancer(s.engines)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {
 		defer close(s.done)
-		s.eng.run(ctx)
+		var wg sync.WaitGroup
+		for _, e := range s.engines {
+			wg.Go(func() { e.run(ctx) })
+		}
+		wg.Wait()
 	}()
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
-	s.mux.HandleFunc("POST /tokenize", s.tokenize)
-	s.mux.HandleFunc("POST /detokenize", s.detokenize)
-	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("GET /version", s.version)
-	s.mux.HandleFunc("GET /health", s.health)
-	s.mux.HandleFunc("/metrics", s.metrics)
-	if cfg.devMode {
-		s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
-		s.mux.HandleFunc("POST /reset_mm_cache", s.resetMMCache)
-		s.mux.HandleFunc("POST /reset_encoder_cache", s.resetEncoderCache)
+	var routes []string
+	handle := func(pattern string, h http.HandlerFunc) {
+		s.mux.HandleFunc(pattern, h)
+		_, path, _ := strings.Cut(pattern, " ")
+		if path == "" {
+			path = pattern
+		}
+		routes = append(routes, path)
 	}
+	handle("POST /v1/chat/completions", s.chat)
+	handle("POST /tokenize", s.tokenize)
+	handle("POST /detokenize", s.detokenize)
+	handle("GET /v1/models", s.models)
+	handle("GET /version", s.version)
+	handle("GET /health", s.health)
+	handle("/ping", s.ping)
+	handle("GET /load", s.load)
+	handle("/metrics", s.metrics)
+	if cfg.devMode {
+		handle("POST /reset_prefix_cache", s.resetPrefixCache)
+		handle("POST /reset_mm_cache", s.resetMMCache)
+		handle("POST /reset_encoder_cache", s.resetEncoderCache)
+	}
+	for _, k := range cfg.vllm.apiKeys {
+		s.apiKeys = append(s.apiKeys, sha256.Sum256([]byte(k)))
+	}
+	s.guarded = guardedPrefixes(routes)
 	return s, nil
 }
 
 // ServeHTTP serves vLLM's OpenAI-compatible API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.denied(w, r) {
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/metrics") {
 		// vLLM mounts its prometheus app on ^/metrics(?P<path>.*)$: no redirect.
 		s.metrics(w, r)
@@ -247,7 +288,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Close stops the engine; requests in flight fail.
 func (s *Server) Close() error {
-	s.eng.kill()
+	s.killAll()
 	s.cancel()
 	<-s.done
 	return nil
@@ -264,12 +305,16 @@ func (s *Server) TimeScale() float64 { return s.cfg.timeScale }
 
 // KillEngine kills the engine as a crashed EngineCore would: requests in
 // flight and new ones fail with 500 EngineDeadError, /health answers 503.
-func (s *Server) KillEngine() { s.eng.kill() }
+func (s *Server) KillEngine() { s.killAll() }
 
 // ReviveEngine restarts a dead engine with empty caches and fresh
 // metrics (counters restart at 0 with new _created times, as a restarted
 // server's do).
-func (s *Server) ReviveEngine() { s.eng.revive() }
+func (s *Server) ReviveEngine() {
+	for _, e := range s.engines {
+		e.revive()
+	}
+}
 
 // Stats returns the twin's counters.
 func (s *Server) Stats() Stats {
@@ -280,20 +325,26 @@ func (s *Server) Stats() Stats {
 		st.FaultsFired[k] = v
 	}
 	s.mu.Unlock()
-	s.eng.mu.Lock()
-	st.Steps = s.eng.steps
-	st.BatchedPrefills = s.eng.batched
-	st.Dead = s.eng.dead
-	s.eng.mu.Unlock()
+	for _, e := range s.engines {
+		e.mu.Lock()
+		st.Steps += e.steps
+		st.BatchedPrefills += e.batched
+		st.Dead = st.Dead || e.dead
+		e.mu.Unlock()
+	}
 	return st
 }
 
 func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"version": Version})
+	v := Version
+	if s.cfg.vllm.legacy {
+		v = LegacyVersion
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"version": v})
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	if s.eng.isDead() {
+	if s.anyDead() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -319,17 +370,23 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	s.eng.mu.Lock()
-	m := s.eng.m
-	s.eng.mu.Unlock()
 	w.Header().Set("Content-Type", ContentType)
-	_ = m.write(w)
+	_ = s.writeMetrics(w)
 }
 
+// resetPrefixCache resets every engine's prefix cache; like vLLM (a
+// utility call to all engines, "only the result from the first engine is
+// returned", core_client.py) it answers engine 0's success.
 func (s *Server) resetPrefixCache(w http.ResponseWriter, _ *http.Request) {
-	s.eng.mu.Lock()
-	ok := s.eng.c.pool.reset()
-	s.eng.mu.Unlock()
+	ok := false
+	for i, e := range s.engines {
+		e.mu.Lock()
+		done := e.c.pool.reset()
+		e.mu.Unlock()
+		if i == 0 {
+			ok = done
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]bool{"success": ok})
 }
 
@@ -341,14 +398,16 @@ func (s *Server) resetMMCache(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) resetEncoderCache(w http.ResponseWriter, _ *http.Request) {
-	s.eng.mu.Lock()
-	s.eng.c.enc.reset()
-	s.eng.mu.Unlock()
+	for _, e := range s.engines {
+		e.mu.Lock()
+		e.c.enc.reset()
+		e.mu.Unlock()
+	}
 	w.WriteHeader(http.StatusOK)
 }
 
 // MaxLogprobTokenIDs is the most logprob_token_ids one request may name
-// (the cap typevet's vLLM adapter observes); --max-logprobs bounds
+// (MAX_LOGPROB_TOKEN_IDS, vllm/sampling_params.py); --max-logprobs bounds
 // top_logprobs only.
 const MaxLogprobTokenIDs = 128
 
@@ -435,7 +494,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	if s.eng.clock.sleepUntil(r.Context(), recv+rt/2) != nil {
 		return
 	}
-	_, done := s.eng.frontend(recv+rt/2, nil, true)
+	_, done := s.tokenizeFrontend(recv + rt/2)
 	if s.eng.clock.sleepUntil(r.Context(), done+rt/2) != nil {
 		return
 	}
@@ -484,6 +543,9 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, jsonDecodeError(err))
 		return
+	}
+	if s.cfg.vllm.legacy {
+		req.LogprobTokenIDs = nil // before PR #43463: an unknown field, ignored
 	}
 	topK, e := req.validate()
 	if e != nil {
@@ -538,19 +600,9 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 			maxLen, maxTokens, len(p.Tokens), len(p.Tokens)+maxTokens, len(p.Tokens)))
 		return
 	}
-	if lim := s.cfg.profile.MaxLogprobs; lim >= 0 && topK > lim {
-		writeError(w, badRequest("logprobs", "Requested sample logprobs of %d, which is greater than max allowed: %d (parameter=logprobs, value=%d)", topK, lim, topK))
+	if e := s.samplingError(&req, topK); e != nil {
+		writeError(w, e)
 		return
-	}
-	if len(req.LogprobTokenIDs) > MaxLogprobTokenIDs {
-		writeError(w, badRequest("logprob_token_ids", "at most %d logprob_token_ids, got %d", MaxLogprobTokenIDs, len(req.LogprobTokenIDs)))
-		return
-	}
-	for _, id := range req.LogprobTokenIDs {
-		if id < 0 || id >= VocabSize {
-			writeError(w, badRequest("logprob_token_ids", "token id %d is outside the vocabulary (0..%d)", id, VocabSize-1))
-			return
-		}
 	}
 
 	fault := s.pickFault(rid)
@@ -571,11 +623,11 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 			writeError(w, badRequest("", "injected fault: bad request"))
 			return
 		case FaultEngineDead:
-			s.eng.kill()
+			s.killAll()
 		}
 	}
 	ctx := hr.Context()
-	if s.eng.isDead() {
+	if s.anyDead() {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: EngineDeadMessage})
 		return
 	}
@@ -587,17 +639,17 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	if s.eng.clock.sleepUntil(ctx, recv+rt/2) != nil {
 		return
 	}
-	arrival, ready := s.eng.frontend(recv+rt/2, digests, false)
+	eng, arrival, ready := s.handOff(recv+rt/2, digests)
 	r := &request{prompt: p, hashes: blockHashes(p, s.cfg.profile.BlockSize, req.CacheSalt), maxTokens: maxTokens,
 		arrival: arrival, done: make(chan struct{})}
-	if err := s.eng.submit(r, ready); err != nil {
+	if err := eng.submit(r, ready); err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: EngineDeadMessage})
 		return
 	}
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		s.eng.abort(r)
+		eng.abort(r)
 		return
 	}
 	if r.err != nil {

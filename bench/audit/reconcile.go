@@ -27,6 +27,9 @@ type ClientCounts struct {
 	// errors, 4xx/5xx): the server may have finished them (vLLM counts an
 	// aborted request under finished_reason="abort") or never seen them.
 	Unanswered int
+	// CachedTokens is the sum of usage.prompt_tokens_details.cached_tokens
+	// over the answers; nil when the server sent none.
+	CachedTokens *int
 }
 
 // Reconcile compares the server's window deltas with the client's counts.
@@ -88,6 +91,7 @@ func Reconcile(c ClientCounts, srv *receipts.Server) receipts.Reconciliation {
 	if n := busy(srv, func(p receipts.GaugePair) *float64 { return p.After }); n > float64(c.Unanswered) {
 		details = append(details, fmt.Sprintf("the server still had %.0f request(s) running or waiting after the window (the client left %d unanswered)", n, c.Unanswered))
 	}
+	details = append(details, reconcileCached(c, srv, &out)...)
 	if len(details) == 0 {
 		out.OK, out.Verdict = true, VerdictOK
 		if c.Unanswered > 0 {
@@ -110,4 +114,32 @@ func busy(srv *receipts.Server, edge func(receipts.GaugePair) *float64) float64 
 		}
 	}
 	return n
+}
+
+// reconcileCached compares the per-request cached tokens with the prefix
+// cache hits /metrics counted. A request's num_cached_tokens is its local
+// and external (KV connector) hit at its first scheduling
+// (vllm/v1/core/sched/scheduler.py), and since vllm#48860 the counters
+// record that same lookup once, at admission (preempted re-lookups go to
+// separate counters), so the two agree to the token; on older servers a
+// request that waited for KV blocks was counted again at every step.
+func reconcileCached(c ClientCounts, srv *receipts.Server, out *receipts.Reconciliation) []string {
+	if c.CachedTokens == nil {
+		return nil
+	}
+	hits, ok := srv.Counters[scrape.PrefixCacheHits]
+	if !ok {
+		return nil
+	}
+	hits += srv.Extra[scrape.ExtraExternalHits]
+	client := *c.CachedTokens
+	out.ClientCachedTokens, out.ServerCachedTokens = &client, &hits
+	ct := float64(client)
+	switch {
+	case hits < ct:
+		return []string{fmt.Sprintf("the answers report %d cached prompt tokens, the server's prefix-cache hits %.0f: %.0f not counted by this server", client, hits, ct-hits)}
+	case hits > ct && c.Unanswered == 0:
+		return []string{fmt.Sprintf("the server counted %.0f prefix-cache hits, the answers report %d cached prompt tokens: %.0f from elsewhere (another client, or a server before vllm#48860 counting a request waiting for KV blocks at every step)", hits, client, hits-ct)}
+	}
+	return nil
 }

@@ -78,3 +78,45 @@ func TestReconcile(t *testing.T) {
 		})
 	}
 }
+
+// The answers' cached_tokens (prompt_tokens_details) must add up to the
+// prefix-cache hits /metrics counted, local and external.
+func TestReconcileCachedTokens(t *testing.T) {
+	n := func(v int) *int { return &v }
+	withHits := func(local, external float64) *receipts.Server {
+		s := server(180, 122730)
+		s.Counters[scrape.PrefixCacheHits] = local
+		if external > 0 {
+			s.Extra = map[string]float64{scrape.ExtraExternalHits: external}
+		}
+		return s
+	}
+	clean := ClientCounts{Requests: 180, PromptTokens: 122730}
+	for _, tc := range []struct {
+		name   string
+		cached *int
+		server *receipts.Server
+		ok     bool
+		detail string
+	}{
+		{"agree", n(67008), withHits(67008, 0), true, ""},
+		{"agree with a KV connector", n(107008), withHits(67008, 40000), true, ""},
+		{"server counted more", n(67000), withHits(67008, 0), false, "the server counted 67008 prefix-cache hits, the answers report 67000 cached prompt tokens: 8 from elsewhere"},
+		{"server counted fewer", n(67100), withHits(67008, 0), false, "the answers report 67100 cached prompt tokens, the server's prefix-cache hits 67008: 92 not counted"},
+		{"not sent", nil, withHits(67008, 0), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clean
+			c.CachedTokens = tc.cached
+			got := Reconcile(c, tc.server)
+			require.Equal(t, tc.ok, got.OK, got.Detail)
+			require.Contains(t, got.Detail, tc.detail)
+			if tc.cached != nil {
+				require.Equal(t, *tc.cached, *got.ClientCachedTokens)
+				require.NotNil(t, got.ServerCachedTokens)
+			} else {
+				require.Nil(t, got.ClientCachedTokens)
+			}
+		})
+	}
+}

@@ -57,6 +57,14 @@ type Config struct {
 	// ServerFlags are the server's flags as the user states them (part of
 	// a receipt's identity).
 	ServerFlags string
+	// ServerEnv is the server's environment as the user states it, e.g.
+	// "VLLM_BATCH_INVARIANT=1" (part of a receipt's identity: it changes
+	// answers or speed, and no request can see it).
+	ServerEnv string
+	// ScoringFallback lets a token_ids run fall back to top_logprobs when
+	// the server ignores logprob_token_ids (older than vLLM PR #43463);
+	// without it such a run stops before measuring. The receipt says which.
+	ScoringFallback bool
 	// GPUHourlyUSD is the stated hourly price of the serving machine; 0
 	// means none (no cost in receipts).
 	GPUHourlyUSD float64

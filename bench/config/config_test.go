@@ -60,6 +60,8 @@ func TestEnv(t *testing.T) {
 		EnvGoldenDir:       "goldens/x",
 		EnvModelRevision:   "abc",
 		EnvServerFlags:     "--max-num-seqs 32",
+		EnvServerEnv:       " VLLM_BATCH_INVARIANT=1 ",
+		EnvScoringFallback: "true",
 		EnvGPUHourlyUSD:    " 2.49 ",
 		EnvLFWDir:          " /data/lfw ",
 		EnvCEDARDir:        "/data/cedar",
@@ -85,6 +87,8 @@ func TestEnv(t *testing.T) {
 		GoldenDir:       "goldens/x",
 		ModelRevision:   "abc",
 		ServerFlags:     "--max-num-seqs 32",
+		ServerEnv:       "VLLM_BATCH_INVARIANT=1",
+		ScoringFallback: true,
 		GPUHourlyUSD:    2.49,
 		Tokens:          Default().Tokens,
 		Matrix:          Default().Matrix,
@@ -119,6 +123,7 @@ func TestEnvErrors(t *testing.T) {
 		{EnvFixtureSeed, "zero", `VETBENCH_FIXTURE_SEED="zero": want a whole number >= 0`},
 		{EnvFixtureSize, "0", `VETBENCH_FIXTURE_SIZE="0": want a whole number >= 1`},
 		{EnvTypevetIDs, "yes please", `VETBENCH_TYPEVET_IDS="yes please": want true or false`},
+		{EnvScoringFallback, "maybe", `VETBENCH_SCORING_FALLBACK="maybe": want true or false`},
 	} {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			_, err := Load(Env(env(map[string]string{tt.name: tt.value})))

@@ -36,6 +36,8 @@ const (
 	EnvGoldenDir       = "VETBENCH_GOLDEN_DIR"
 	EnvModelRevision   = "VETBENCH_MODEL_REVISION"
 	EnvServerFlags     = "VETBENCH_SERVER_FLAGS"
+	EnvServerEnv       = "VETBENCH_SERVER_ENV"
+	EnvScoringFallback = "VETBENCH_SCORING_FALLBACK"
 	EnvGPUHourlyUSD    = "VETBENCH_GPU_HOURLY_USD"
 	EnvLFWDir          = "VETBENCH_LFW_DIR"
 	EnvCEDARDir        = "VETBENCH_CEDAR_DIR"
@@ -94,6 +96,8 @@ func settings() []setting {
 			show: func(c *Config) string { return tomlString(c.ModelRevision) }},
 		{env: EnvServerFlags, key: "target.server_flags", set: func(c *Config, v string) error { c.ServerFlags = v; return nil },
 			show: func(c *Config) string { return tomlString(c.ServerFlags) }},
+		{env: EnvServerEnv, key: "target.server_env", set: func(c *Config, v string) error { c.ServerEnv = strings.TrimSpace(v); return nil },
+			show: func(c *Config) string { return tomlString(c.ServerEnv) }},
 		{env: EnvStub, key: "twin.placement", set: func(c *Config, v string) error {
 			switch k := receipts.TargetKind(strings.TrimSpace(v)); k {
 			case receipts.TargetContainer, receipts.TargetInProcess:
@@ -138,6 +142,14 @@ func settings() []setting {
 			c.Mode = m
 			return nil
 		}, show: func(c *Config) string { return tomlString(string(c.Mode)) }},
+		{env: EnvScoringFallback, key: "scoring_fallback", set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return errors.New("want true or false (1 or 0)")
+			}
+			c.ScoringFallback = b
+			return nil
+		}, show: func(c *Config) string { return strconv.FormatBool(c.ScoringFallback) }},
 		{env: EnvTopLogprobs, key: "top_logprobs", set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 1 {

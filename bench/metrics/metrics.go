@@ -25,6 +25,7 @@ const (
 	QueueSec        = "queue-sec"        // mean server queue time per request
 	Preemptions     = "preemptions"      // server preemptions in the window (a count)
 	MovedItems      = "moved-items"      // confident verdict moves against the golden receipt
+	OffFormat       = "off-format"       // answers whose sampled token was no candidate (a count)
 )
 
 // Directions of benchstat's better= key.
@@ -64,6 +65,7 @@ func Units() []Unit {
 		{Name: QueueSec, Better: Lower},
 		{Name: Preemptions, Better: Lower, Exact: true},
 		{Name: MovedItems, Better: Lower, Exact: true},
+		{Name: OffFormat, Better: Lower, Exact: true},
 	}
 }
 
@@ -99,6 +101,11 @@ func FromReceipt(r *receipts.Receipt) []Metric {
 	}
 	if tp.Latency.N > 0 {
 		out = append(out, Metric{tp.Latency.P50, P50Sec}, Metric{tp.Latency.P95, P95Sec}, Metric{tp.Latency.P99, P99Sec})
+	}
+	if o := r.OffFormat; o != nil {
+		// A model that answers off-format more often after an upgrade has
+		// regressed even when its verdicts hold.
+		out = append(out, Metric{float64(o.Total), OffFormat})
 	}
 	srv := r.Server
 	if srv == nil {

@@ -66,6 +66,13 @@ func TestFromReceipt(t *testing.T) {
 	r.Server = nil
 	require.Equal(t, []string{JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
 	require.Nil(t, FromReceipt(nil))
+
+	// Off-format answers are an exact count, 0 included, when the receipt
+	// knows the sampled tokens; unknown otherwise.
+	r.OffFormat = &receipts.OffFormat{Answers: 84, Total: 0, ByQuestion: map[string]int{"verdict": 0}}
+	require.Contains(t, FromReceipt(r), Metric{0, OffFormat})
+	r.OffFormat.Total = 5
+	require.Contains(t, FromReceipt(r), Metric{5, OffFormat})
 }
 
 func unitsOf(ms []Metric) []string {
@@ -81,7 +88,7 @@ func unitsOf(ms []Metric) []string {
 // unit lines, and reads it all back with benchfmt: every unit must parse,
 // carry its direction and exactness, and keep its value.
 func TestBenchstatReadsMetrics(t *testing.T) {
-	ms := append(FromReceipt(receipt()), Moved(2))
+	ms := append(FromReceipt(receipt()), Moved(2), Metric{3, OffFormat})
 	// No timed loop: the figures come from the receipt, and without one
 	// testing.Benchmark returns at once instead of filling -benchtime.
 	res := testing.Benchmark(func(b *testing.B) {
@@ -144,6 +151,7 @@ Unit mm-hit-ratio better=higher
 Unit queue-sec better=lower
 Unit preemptions better=lower assume=exact
 Unit moved-items better=lower assume=exact
+Unit off-format better=lower assume=exact
 `, out.String())
 }
 
@@ -174,7 +182,7 @@ func TestWriter(t *testing.T) {
 		}
 	}
 	require.NoError(t, r.Err())
-	require.Equal(t, len(Units())+2, units, "better= for each unit, assume= for the two counts")
+	require.Equal(t, len(Units())+3, units, "better= for each unit, assume= for the three counts")
 	require.Len(t, results, 2)
 	procs := ""
 	if p := runtime.GOMAXPROCS(0); p != 1 {

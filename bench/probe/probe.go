@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -51,6 +52,9 @@ func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func
 	if err != nil {
 		return info, err
 	}
+	if status == http.StatusUnauthorized {
+		return info, judgments.Unauthorized("GET "+shown+"/v1/models", keySent(authorize))
+	}
 	if status != http.StatusOK {
 		return info, fmt.Errorf("GET %s/v1/models: HTTP %d: %s", shown, status, snippet(body))
 	}
@@ -73,6 +77,8 @@ func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func
 		return info, err
 	case status == http.StatusNotFound:
 		info.Notes = append(info.Notes, "the server has no /version: build unknown (not vLLM?)")
+	case status == http.StatusUnauthorized:
+		return info, judgments.Unauthorized("GET "+shown+"/version", keySent(authorize))
 	case status != http.StatusOK:
 		return info, fmt.Errorf("GET %s/version: HTTP %d: %s", shown, status, snippet(body))
 	default:
@@ -150,4 +156,18 @@ func snippet(b []byte) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// keySent says whether authorize puts a bearer token on a request: what a
+// 401 means depends on it (judgments.AuthHint). The key is not kept.
+func keySent(authorize func(*http.Request)) bool {
+	if authorize == nil {
+		return false
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://probe.invalid/", nil)
+	if err != nil {
+		return false
+	}
+	authorize(req)
+	return req.Header.Get("Authorization") != ""
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -147,6 +148,8 @@ func resetOne(ctx context.Context, hc *http.Client, target string, authorize fun
 			return resetResult{notFound: true}, nil
 		case http.StatusConflict:
 			refused = "409 " + snippet(body)
+		case http.StatusUnauthorized:
+			return resetResult{}, judgments.Unauthorized("POST "+shown, keySent(authorize))
 		default:
 			return resetResult{}, fmt.Errorf("POST %s: HTTP %d: %s", shown, status, snippet(body))
 		}

@@ -61,15 +61,20 @@ func Diff(before, after Snapshot) receipts.Server {
 	d.checkRestart()
 
 	counters := map[string]float64{}
-	var success []seriesDelta
+	var success, queries, hits []seriesDelta
 	for _, spec := range counterSpecs() {
 		deltas, ok := d.counter(spec)
 		if !ok {
 			continue
 		}
 		counters[spec.key] = sum(deltas)
-		if spec.key == RequestSuccess {
+		switch spec.key {
+		case RequestSuccess:
 			success = deltas
+		case PrefixCacheQueries:
+			queries = deltas
+		case PrefixCacheHits:
+			hits = deltas
 		}
 	}
 	extra := map[string]float64{}
@@ -104,12 +109,7 @@ func Diff(before, after Snapshot) receipts.Server {
 	if len(extra) > 0 {
 		srv.Extra = extra
 	}
-	if engines := groupBy(success, "engine"); len(engines) > 1 {
-		srv.Engines = map[string]receipts.EngineInfo{}
-		for e, v := range engines {
-			srv.Engines[e] = receipts.EngineInfo{RequestSuccess: v}
-		}
-	}
+	srv.Engines = engineFigures(success, queries, hits)
 	d.dropNonFinite(&srv) // before the hit rates, which read the counters
 	d.problems = append(d.problems, tally.HitRates(&srv)...)
 	srv.Problems = d.problems
@@ -170,9 +170,16 @@ func (d *differ) dropNonFinite(srv *receipts.Server) {
 		}
 	}
 	for _, e := range slices.Sorted(maps.Keys(srv.Engines)) {
-		if v := srv.Engines[e].RequestSuccess; bad(v) {
-			d.problemf("engine %s: request_success delta %s is not a finite number", e, num(v))
-			delete(srv.Engines, e)
+		info := srv.Engines[e]
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"request_success", info.RequestSuccess}, {"prefix_cache_queries", info.PrefixCacheQueries}, {"prefix_cache_hits", info.PrefixCacheHits}} {
+			if bad(f.v) {
+				d.problemf("engine %s: %s delta %s is not a finite number", e, f.name, num(f.v))
+				delete(srv.Engines, e)
+				break
+			}
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(srv.Gauges)) {
@@ -516,3 +523,27 @@ func ModelNames(s Snapshot) []string {
 
 // num formats a sample value the way an exposition would show it.
 func num(v float64) string { return fmt.Sprintf("%g", v) }
+
+// engineFigures splits the window's figures by data-parallel engine, when
+// there are several: each engine has its own prefix cache, so its hit rate
+// is its own hits over its own queries (tally.HitRatio), and the overall
+// rate is the engines' summed hits over their summed queries.
+func engineFigures(success, queries, hits []seriesDelta) map[string]receipts.EngineInfo {
+	reqs, q, h := groupBy(success, "engine"), groupBy(queries, "engine"), groupBy(hits, "engine")
+	names := map[string]bool{}
+	for _, m := range []map[string]float64{reqs, q, h} {
+		for e := range m {
+			names[e] = true
+		}
+	}
+	if len(names) < 2 {
+		return nil
+	}
+	out := map[string]receipts.EngineInfo{}
+	for e := range names {
+		info := receipts.EngineInfo{RequestSuccess: reqs[e], PrefixCacheQueries: q[e], PrefixCacheHits: h[e]}
+		info.PrefixCacheHitRate, _ = tally.HitRatio(map[string]float64{"h": h[e], "q": q[e]}, "h", "q")
+		out[e] = info
+	}
+	return out
+}

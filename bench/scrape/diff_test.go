@@ -84,7 +84,17 @@ func TestDiffRealisticExposition(t *testing.T) {
 	require.Equal(t, 178.0, srv.Extra[ExtraRequestSuccessPrefix+"stop"])
 	require.Equal(t, 2.0, srv.Extra[ExtraRequestSuccessPrefix+"length"])
 	require.Equal(t, 0.0, srv.Extra[ExtraRequestSuccessPrefix+"abort"])
-	require.Equal(t, map[string]receipts.EngineInfo{"0": {RequestSuccess: 92}, "1": {RequestSuccess: 88}}, srv.Engines)
+	// Per engine: each has its own prefix cache; the engines' figures sum to
+	// the overall ones, and the overall rate is their hits over queries.
+	require.Len(t, srv.Engines, 2)
+	e0, e1 := srv.Engines["0"], srv.Engines["1"]
+	require.Equal(t, []float64{92, 62731, 34000}, []float64{e0.RequestSuccess, e0.PrefixCacheQueries, e0.PrefixCacheHits})
+	require.Equal(t, []float64{88, 59999, 33008}, []float64{e1.RequestSuccess, e1.PrefixCacheQueries, e1.PrefixCacheHits})
+	require.InDelta(t, 34000.0/62731, *e0.PrefixCacheHitRate, 1e-12)
+	require.InDelta(t, 33008.0/59999, *e1.PrefixCacheHitRate, 1e-12)
+	require.Equal(t, srv.Counters[PrefixCacheHits], e0.PrefixCacheHits+e1.PrefixCacheHits)
+	require.Equal(t, srv.Counters[PrefixCacheQueries], e0.PrefixCacheQueries+e1.PrefixCacheQueries)
+	require.InDelta(t, *srv.PrefixCacheHitRate, (e0.PrefixCacheHits+e1.PrefixCacheHits)/(e0.PrefixCacheQueries+e1.PrefixCacheQueries), 1e-15)
 
 	// Gauges: running/waiting summed over engines, KV usage the higher engine.
 	require.Equal(t, 3.0, *srv.Gauges[GaugeRequestsRunning].Before)

@@ -25,6 +25,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vetbench/vetbench/judgments"
 )
 
 // DefaultMaxBytes bounds a /metrics body. vLLM's page is ~50 KB per engine;
@@ -110,6 +112,10 @@ func fetch(ctx context.Context, hc *http.Client, target string, cfg fetchConfig)
 	body, err := io.ReadAll(io.LimitReader(res.Body, cfg.maxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
+	}
+	if res.StatusCode == http.StatusUnauthorized {
+		// vLLM's --api-key leaves /metrics public; a proxy in front may not.
+		return nil, judgments.Unauthorized("", req.Header.Get("Authorization") != "")
 	}
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("HTTP %d: %s", res.StatusCode, snippet(body))

@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/judgments"
 )
 
 // vllmContentType is what vLLM's mounted prometheus ASGI app answers.
@@ -155,4 +157,18 @@ func TestFetchHidesPassword(t *testing.T) {
 	require.NotContains(t, err.Error(), "hunter2")
 	require.NotContains(t, s.URL, "hunter2")
 	require.Contains(t, s.URL, "vet:xxxxx@")
+}
+
+// A 401 (a proxy guarding /metrics; vLLM's --api-key leaves it public)
+// says whether the key was missing or refused, never the key.
+func TestFetchUnauthorized(t *testing.T) {
+	srv := serve(t, http.StatusUnauthorized, "application/json", `{"error":"Unauthorized"}`)
+	_, err := Fetch(t.Context(), srv.Client(), srv.URL+"/metrics")
+	require.ErrorIs(t, err, judgments.ErrUnauthorized)
+	require.ErrorContains(t, err, "HTTP 401: the server wants an API key (VETBENCH_API_KEY)")
+	_, err = Fetch(t.Context(), srv.Client(), srv.URL+"/metrics", WithAuthorize(func(r *http.Request) {
+		r.Header.Set("Authorization", "Bearer sk-scrape-secret")
+	}))
+	require.ErrorContains(t, err, "HTTP 401: the key was refused")
+	require.NotContains(t, err.Error(), "sk-scrape-secret")
 }

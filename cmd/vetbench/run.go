@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -133,12 +135,32 @@ func pointSummary(label string, r *receipts.Receipt, path string, scale float64)
 	if q := r.Quality; q != nil {
 		fmt.Fprintf(&b, "  accuracy %s", strconv.FormatFloat(q.Accuracy, 'f', 3, 64))
 	}
+	if o := r.OffFormat; o != nil {
+		fmt.Fprintf(&b, "  off-format %d", o.Total)
+	}
 	if r.Stopped != nil {
 		fmt.Fprintf(&b, "  STOPPED at %s (%s)", r.Stopped.Item, r.Stopped.Reason)
+	}
+	if o := r.OffFormat; o != nil && o.Total > 0 {
+		fmt.Fprintf(&b, "\n    off-format answers (sampled token no candidate): %s", o)
+	}
+	if s := r.Server; s != nil && len(s.Engines) > 1 {
+		b.WriteString("\n    engines:")
+		for _, e := range slices.Sorted(maps.Keys(s.Engines)) {
+			info := s.Engines[e]
+			fmt.Fprintf(&b, "  %s prefix-hit %s (%.0f requests)", e, ratio(info.PrefixCacheHitRate), info.RequestSuccess)
+		}
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "\n    warning: %s", w)
 	}
 	fmt.Fprintf(&b, "\n    receipt: %s", path)
 	return b.String()
+}
+
+func ratio(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 3, 64)
 }

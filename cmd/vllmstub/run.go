@@ -54,6 +54,10 @@ type runOpts struct {
 	allowance                  time.Duration
 	faults                     faultFlags
 	devMode                    bool
+	apiKeys                    []string
+	offFormat                  float64
+	legacy, promptDetails      bool
+	dataParallel               int
 	setFlags                   map[string]bool
 }
 
@@ -83,6 +87,12 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.replay, "replay", "", "serve the answer distributions of this receipt (vetbench or typevet JSON)")
 	fs.DurationVar(&o.allowance, "transport-allowance", 0, "wall time per request taken out of the modelled round trip")
 	fs.Var(&o.faults, "fault", "inject a fault, KIND[:key=value,...] (repeatable; see stub.ParseFault)")
+	var apiKey string
+	fs.StringVar(&apiKey, "api-key", "", "require this bearer token on /v1/*, /tokenize and the resets (vllm serve --api-key; also VLLM_API_KEY, comma-separated keys)")
+	fs.BoolVar(&o.promptDetails, "enable-prompt-tokens-details", false, "fill usage.prompt_tokens_details (cached_tokens)")
+	fs.IntVar(&o.dataParallel, "data-parallel-size", 1, "engines behind the API server, each with its own caches and engine label")
+	fs.Float64Var(&o.offFormat, "off-format-share", 0, "share of answers whose greedy token is no candidate (twin's own)")
+	fs.BoolVar(&o.legacy, "legacy-server", false, "serve as a vLLM before logprob_token_ids (PR #43463): ignore the field (twin's own)")
 	// vllm serve takes the model first: vllm serve MODEL --flag ...
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.model, args = args[0], args[1:]
@@ -106,6 +116,14 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 		return runOpts{}, fmt.Errorf("--logprobs-mode %q: the twin returns raw logprobs only", o.logprobsMode)
 	}
 	o.devMode = truthy(os.Getenv("VLLM_SERVER_DEV_MODE"))
+	if apiKey == "" {
+		apiKey = os.Getenv("VLLM_API_KEY")
+	}
+	for _, k := range strings.Split(apiKey, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			o.apiKeys = append(o.apiKeys, k)
+		}
+	}
 	return o, nil
 }
 
@@ -187,7 +205,8 @@ func (o runOpts) options() ([]stub.Option, error) {
 	}
 	opts := []stub.Option{stub.WithProfile(p), stub.WithTimeScale(o.timeScale), stub.WithSlowdown(o.slowdown),
 		stub.WithBatchNoise(o.noise), stub.WithFaults(o.faults...), stub.WithDevMode(o.devMode),
-		stub.WithTransportAllowance(o.allowance)}
+		stub.WithTransportAllowance(o.allowance), stub.WithAPIKey(o.apiKeys...), stub.WithOffFormat(o.offFormat),
+		stub.WithLegacyServer(o.legacy), stub.WithPromptTokensDetails(o.promptDetails), stub.WithDataParallel(max(o.dataParallel, 1))}
 	if o.served != "" {
 		opts = append(opts, stub.WithModel(o.served))
 	}
@@ -238,8 +257,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	p := s.Profile()
-	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, %d fault(s)) on http://%s\n",
-		stub.Version, s.Model(), p.Name, s.TimeScale(), o.devMode, len(o.faults), ln.Addr())
+	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",
+		stub.Version, s.Model(), p.Name, s.TimeScale(), o.devMode, len(o.apiKeys) > 0, max(o.dataParallel, 1), len(o.faults), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -229,3 +229,54 @@ func flagNames(args []string) []string {
 	}
 	return out
 }
+
+// TestFlagsRoundTripVLLM carries the vllm serve features the twin has
+// (--api-key through VLLM_API_KEY, never the command line) across Flags.
+func TestFlagsRoundTripVLLM(t *testing.T) {
+	opts := []stub.Option{stub.WithAPIKey("k1", "k2"), stub.WithOffFormat(0.25), stub.WithLegacyServer(true),
+		stub.WithPromptTokensDetails(true), stub.WithDataParallel(2)}
+	args, env, err := stub.Flags(opts...)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"VLLM_API_KEY": "k1,k2"}, env)
+	require.NotContains(t, strings.Join(args, " "), "k1", "the key stays off the command line")
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	o, err := parse(args, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"k1", "k2"}, o.apiKeys)
+	require.Equal(t, 0.25, o.offFormat)
+	require.True(t, o.legacy)
+	require.True(t, o.promptDetails)
+	require.Equal(t, 2, o.dataParallel)
+}
+
+// TestRunAPIKey serves with --api-key: the guarded paths answer 401
+// {"error": "Unauthorized"} without the key, the public ones answer.
+func TestRunAPIKey(t *testing.T) {
+	t.Setenv("VLLM_API_KEY", "")
+	url, stop := startRun(t, "--api-key", "s3cr3t", "--data-parallel-size", "2")
+	get := func(path, key string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, url+path, nil)
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	code, body := get("/v1/models", "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	require.JSONEq(t, `{"error":"Unauthorized"}`, body)
+	code, _ = get("/v1/models", "s3cr3t")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = get("/health", "")
+	require.Equal(t, http.StatusOK, code)
+	code, body = get("/metrics", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `engine="1"`, "--data-parallel-size 2: a second engine's series")
+	require.NoError(t, stop())
+}

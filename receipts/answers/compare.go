@@ -102,6 +102,9 @@ type Report struct {
 	Missing      Missing        `json:"missing"`
 	FailedItems  []FailedItem   `json:"failed_items"`
 	Incomparable []Incomparable `json:"incomparable"`
+	// OffFormat are both sides' off-format answers (the sampled token was
+	// no candidate), when both record sampled tokens: shown, not failed.
+	OffFormat *OffFormatChange `json:"off_format,omitempty"`
 
 	// FailureLines say why the comparison failed; empty when it passed.
 	FailureLines []string `json:"failures"`
@@ -208,6 +211,12 @@ type Incomparable struct {
 	Item     string `json:"item"`
 	Question string `json:"question"`
 	Reason   string `json:"reason"`
+}
+
+// OffFormatChange is both sides' off-format counts.
+type OffFormatChange struct {
+	Baseline  receipts.OffFormat `json:"baseline"`
+	Candidate receipts.OffFormat `json:"candidate"`
 }
 
 // Failed reports whether the candidate failed the comparison.
@@ -339,6 +348,9 @@ func Compare(base, cand *receipts.Receipt, p Policy) (*Report, error) {
 	}
 	if rep.ItemsCompared == 0 {
 		rep.fail("no item was compared")
+	}
+	if bo, co := receipts.OffFormatOf(base.Items), receipts.OffFormatOf(cand.Items); bo != nil && co != nil {
+		rep.OffFormat = &OffFormatChange{Baseline: *bo, Candidate: *co}
 	}
 	rep.Passed = len(rep.FailureLines) == 0
 	return rep, nil

@@ -248,3 +248,31 @@ func TestCompareLabelsOrKindDiffer(t *testing.T) {
 	require.Len(t, rep.Incomparable, 4)
 	require.True(t, rep.Failed())
 }
+
+// Off-format answers are shown beside the comparison (both sides record
+// their sampled tokens), not failed: the verdicts are what is compared.
+func TestCompareShowsOffFormat(t *testing.T) {
+	base, cand := sample(t), sample(t)
+	for _, r := range []*receipts.Receipt{base, cand} {
+		for i := range r.Items {
+			for j := range r.Items[i].Answers {
+				r.Items[i].Answers[j].Sampled = "token_id:236800"
+			}
+		}
+	}
+	cand.Items[0].Answers[0].Sampled, cand.Items[0].Answers[0].OffFormat = "token_id:818", true
+	rep, err := answers.Compare(base, cand, answers.DefaultPolicy())
+	require.NoError(t, err)
+	require.True(t, rep.Passed)
+	require.NotNil(t, rep.OffFormat)
+	require.Zero(t, rep.OffFormat.Baseline.Total)
+	require.Equal(t, 1, rep.OffFormat.Candidate.Total)
+	var b strings.Builder
+	require.NoError(t, rep.WriteText(&b))
+	require.Contains(t, b.String(), "off-format answers (sampled token no candidate): baseline 0 of ")
+	require.Contains(t, b.String(), "→ candidate 1 of ")
+
+	rep, err = answers.Compare(sample(t), sample(t), answers.DefaultPolicy())
+	require.NoError(t, err)
+	require.Nil(t, rep.OffFormat, "no sampled tokens recorded: nothing to show")
+}

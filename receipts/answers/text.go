@@ -41,6 +41,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.ItemsCompared, r.AnswersCompared, r.VerdictsEqual, r.VerdictsMoved.Total(),
 		r.VerdictsMoved.NearTie, r.VerdictsMoved.Confident, r.NoulBeyondTolerance,
 		r.Policy.NoulTolerance, r.MaxNoulDelta)
+	if o := r.OffFormat; o != nil {
+		ew.printf("off-format answers (sampled token no candidate): baseline %s → candidate %s\n", &o.Baseline, &o.Candidate)
+	}
 	ew.printf("\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "question\tkind\tcompared\tequal\tnear-tie\tconfident\tnoul>tol\tmax|ΔP(true)|\tmax|Δp|\tmax TV\tmax|Δvalue|")

@@ -355,3 +355,22 @@ func TestTroubleVisible(t *testing.T) {
 	pageHas(t, page, "<li>run checks c=16: cold arm, but the prefix cache was not reset: dev mode off</li>")
 	require.Contains(t, c["answers_checks.csv"][2][9], "candidate stopped at item r00:unsigned", "a stopped point fails its comparison with c=1 (receipts/answers)")
 }
+
+// TestPrefixCountingNote: a baseline and a candidate on either side of
+// vllm#48860 say so next to their hit rates.
+func TestPrefixCountingNote(t *testing.T) {
+	t.Parallel()
+	base := load(t, "base", "baseline")
+	cand := load(t, "cand", "candidate")
+	pageLacks(t, html(t, build(t, base, cand)), "vllm#48860", "same build on both sides")
+	old := cloneRun(base, "baseline")
+	for _, e := range old.Entries {
+		e.Receipt.Pins.ServerBuild = "0.25.1"
+	}
+	opt := DefaultOptions()
+	opt.Answers.AllowIdentityDrift = true // the build is part of the identity
+	rep, err := Build(old, cand, opt)
+	require.NoError(t, err)
+	page := html(t, rep)
+	pageHas(t, page, "Prefix hit rates cross vllm#48860 (baseline vLLM 0.25.1, candidate vLLM 0.30.0&#43;vetbench.twin)")
+}

@@ -115,9 +115,14 @@ func (b *builder) setSection(set string) Section {
 			hits.Series = append(hits.Series, s)
 		}
 	}
+	counting := b.prefixCountingNote(cs)
+	hits.Note = counting
 	s := Section{ID: "set-" + set, Title: "Set " + set, Charts: []Chart{thr, lat, hits, b.movedChart(set)}}
 	if note != "" {
 		s.Notes = append(s.Notes, "Speed figures of a "+note+".")
+	}
+	if counting != "" {
+		s.Notes = append(s.Notes, strings.ToUpper(counting[:1])+counting[1:]+".")
 	}
 	s.Tables = append(s.Tables, b.speedTable(set, cs), b.healthTable(set, cs))
 	at, mt := b.answerTables(set)
@@ -429,4 +434,32 @@ func lighter(c string) string {
 		return c
 	}
 	return fmt.Sprintf("#%02x%02x%02x", (r+255)/2, (g+255)/2, (bl+255)/2)
+}
+
+// prefixCountingNote says when the baseline's and the candidate's prefix
+// hit rates may not compare because their builds straddle vllm#48860
+// (receipts.PrefixCountingNote); "" without a candidate or hit rates.
+func (b *builder) prefixCountingNote(cs []curve) string {
+	if b.cand == nil {
+		return ""
+	}
+	build := func(run *Run) (string, bool) {
+		for _, c := range cs {
+			if c.run != run {
+				continue
+			}
+			for _, r := range c.pts {
+				if hit(r, false) != nil {
+					return r.Pins.ServerBuild, true
+				}
+			}
+		}
+		return "", false
+	}
+	bb, okB := build(b.base)
+	cb, okC := build(b.cand)
+	if !okB || !okC {
+		return ""
+	}
+	return receipts.PrefixCountingNote(bb, cb)
 }
