@@ -2,7 +2,10 @@ package bench_test
 
 import (
 	"errors"
+	"flag"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
@@ -18,6 +21,12 @@ import (
 // (warmup, cache resets and /metrics reads are outside them), so ns/op is
 // hidden. Every pass's receipt is written to the run directory (receipts/,
 // then receipts/pass2 …), and each result line to its bench.txt as well.
+//
+// A point that stops early or has more failed judgments than
+// VETBENCH_MAX_FAILED accepts still prints its line, with its failed-items
+// and discarded-items, so what it measured is seen; the suite then exits
+// non-zero and says why (a failed benchmark would print no line at all).
+// Once the server is found down, no later point runs.
 func BenchmarkJudgments(b *testing.B) {
 	s := getSuite(b)
 	for _, name := range s.cfg.Sets {
@@ -25,11 +34,18 @@ func BenchmarkJudgments(b *testing.B) {
 			for _, arm := range s.cfg.Arms {
 				point := metrics.PointName(name, c, arm, len(s.cfg.Arms) > 1)
 				b.Run(point, func(b *testing.B) {
+					if down := s.serverDown(); down != nil {
+						b.Fatalf("not measured: %v", down)
+					}
 					ctx := s.context(b)
 					sess := s.session(b, name)
 					p := bench.Point{Concurrency: c, Arm: arm, Warmup: s.cfg.Warmup}
 					var recs []*receipts.Receipt
+					var failed error
 					for b.Loop() {
+						if failed != nil {
+							continue // b.Loop must run out; nothing more is measured
+						}
 						rec, err := sess.Measure(ctx, p)
 						var path string
 						var werr error
@@ -37,15 +53,16 @@ func BenchmarkJudgments(b *testing.B) {
 							path, werr = s.writeReceipt(name, p, rec)
 						}
 						switch {
-						case err != nil && werr == nil && rec != nil:
-							b.Fatalf("%v (receipt written to %s)", err, path)
-						case err != nil || werr != nil:
+						case werr != nil || rec == nil:
 							b.Fatal(errors.Join(err, werr))
+						case err != nil:
+							failed = fmt.Errorf("%w (receipt written to %s)", err, path)
+							waitOut(b)
 						}
 						// L = λW itself must hold; the pool-health figures beside it
 						// (saturation, idle share) stay warnings in the receipt.
-						if ll := rec.Checks.LittlesLaw; ll != nil && ll.RelError > audit.Tolerance {
-							b.Errorf("Little's law does not hold: %v", ll.Problems)
+						if ll := rec.Checks; ll != nil && ll.LittlesLaw != nil && ll.LittlesLaw.RelError > audit.Tolerance && failed == nil {
+							b.Errorf("Little's law does not hold: %v", ll.LittlesLaw.Problems)
 						}
 						recs = append(recs, rec)
 					}
@@ -56,16 +73,36 @@ func BenchmarkJudgments(b *testing.B) {
 					}
 					metrics.Report(b, ms)
 					// bench.txt gets the line go test prints, unless the
-					// benchmark failed (go test prints none then either).
+					// benchmark failed (go test prints none then either); a
+					// point that did not pass (failed) still has its line.
 					if !b.Failed() {
-						if err := s.lines.Write(point, len(recs), ms); err != nil {
+						if err := s.signals.Write(func() error { return s.lines.Write(point, len(recs), ms) }); err != nil {
 							b.Fatalf("bench.txt: %v", err)
 						}
+					}
+					if failed != nil {
+						s.fail(b.Name(), failed)
 					}
 				})
 			}
 		}
 	}
+}
+
+// waitOut lets a point that stopped measuring end its b.Loop with the
+// passes it measured: it sleeps out what is left of
+// -benchtime, else b.Loop would spin up to 10⁹ empty iterations and print
+// that count on the line. A -benchtime of Nx ends by itself.
+func waitOut(b *testing.B) {
+	f := flag.Lookup("test.benchtime")
+	if f == nil {
+		return
+	}
+	d, err := time.ParseDuration(f.Value.String())
+	if err != nil {
+		return
+	}
+	time.Sleep(d - b.Elapsed())
 }
 
 // movedAgainstGolden counts confident verdict moves against the point's golden, when

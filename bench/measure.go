@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/judgments/errclass"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/quality"
 	"github.com/vetbench/vetbench/receipts/tally"
@@ -26,8 +28,18 @@ import (
 // how prompts are built or answers scored must bump it.
 const HarnessVersion = "vetbench/0.1"
 
-// ErrStopped wraps the reason of a run that ended before its set did.
-var ErrStopped = errors.New("run stopped early")
+// Errors of Measure; a point's error may wrap several.
+var (
+	// ErrStopped wraps the reason of a run that ended before its set did.
+	ErrStopped = errors.New("run stopped early")
+	// ErrFailures: the run went through its set (continue on error) but
+	// more of its judgments failed than config.Config.MaxFailed accepts.
+	ErrFailures = errors.New("judgments failed")
+	// ErrServerDown: after the point's failures the server's /health
+	// answered 503 (engine dead) or nothing answered. Nothing later can be
+	// measured on it: a ladder ends here.
+	ErrServerDown = errors.New("server down")
+)
 
 // Session is one endpoint and one set, ready to be measured: the server
 // probed and the controls tokenized once per run, never per judgment.
@@ -38,6 +50,10 @@ type Session struct {
 	Client   *judgments.Client
 	Info     probe.Info
 	Controls judgments.Controls
+	// control is the HTTP client of the probe, resets, scrapes and health
+	// checks: the judgments' connections, each call bounded by
+	// Config.ControlDeadline.
+	control *http.Client
 	// Notes are facts about the session worth a line in the receipt.
 	Notes []string
 	// Fallback says why the session scores in another mode than the one
@@ -67,9 +83,11 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 		return nil, err
 	}
 	ep.BaseURL = strings.TrimRight(ep.BaseURL, "/")
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	hc := &http.Client{Transport: tr}
+	control := &http.Client{Transport: tr, Timeout: cfg.ControlDeadline()}
 	kind := ep.Target.Kind
-	info, err := probe.Server(ctx, hc, ep.BaseURL, ep.authorize)
+	info, err := probe.Server(ctx, control, ep.BaseURL, ep.authorize)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s target: %w", kind, err)
 	}
@@ -80,7 +98,7 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 	if err := info.Check(model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", kind, err)
 	}
-	s := &Session{Endpoint: ep, Config: cfg, Set: set, Info: info, Notes: append(append([]string(nil), ep.Notes...), info.Notes...),
+	s := &Session{Endpoint: ep, Config: cfg, Set: set, Info: info, control: control, Notes: append(append([]string(nil), ep.Notes...), info.Notes...),
 		hc: hc, idPrefix: "vetbench-" + newRunID()[:8]}
 	s.Client = s.newClient(model, cfg.Mode)
 	s.Controls, err = s.Client.Tokenize(ctx, set.Spec.Controls())
@@ -113,22 +131,27 @@ type Point struct {
 // Measure runs the set once at the point and returns its receipt. The
 // receipt is returned whenever anything ran, also with an error: a run that
 // stops early (failed judgment, timeout, cancelled ctx) still yields what it
-// measured, with its Stopped block, and the error wraps ErrStopped.
+// measured, with its Stopped block, and the error wraps ErrStopped; one that
+// went through its set with more failed judgments than Config.MaxFailed
+// accepts wraps ErrFailures. After failures the server's health is asked:
+// ErrServerDown (also wrapped) means nothing more can be measured on it,
+// and a warmup that failed on a server that is down yields no receipt.
 func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, error) {
 	c := max(p.Concurrency, 1)
 	rec := s.receipt(c)
-	hc := s.Client.HTTPClient()
+	ctl := s.controlClient()
 	auth := s.Endpoint.authorize
 	base := s.Endpoint.BaseURL
 
 	// Warmup: connections, server-side compilation; outside the window.
 	for range p.Warmup {
 		if _, err := s.Client.Judge(ctx, s.Set.Spec, s.Controls, s.Set.Cases[0].Item); err != nil {
-			rec.Stopped = &receipts.Stopped{Index: 0, Item: s.Set.Cases[0].ID, Reason: receipts.StopError,
-				ErrorClass: errorClass(err), Message: "warmup: " + err.Error()}
-			if ctx.Err() != nil {
-				rec.Stopped.Reason = receipts.StopCanceled
+			if down := s.down(ctx); down != nil {
+				// Nothing was measured and nothing can be: no receipt.
+				return nil, fmt.Errorf("%w: warmup: %w; %w", ErrStopped, err, down)
 			}
+			rec.Stopped = &receipts.Stopped{Index: 0, Item: s.Set.Cases[0].ID, Reason: stopReason(ctx.Err() != nil, err),
+				ErrorClass: errclass.Of(err), Message: "warmup: " + err.Error()}
 			rec.Finished = time.Now().UTC()
 			return rec, fmt.Errorf("%w: warmup: %w", ErrStopped, err)
 		}
@@ -137,14 +160,17 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	reset := probe.WarmArm()
 	if p.Arm != receipts.ArmWarm {
 		var err error
-		reset, err = probe.ResetCaches(ctx, hc, base, auth)
+		reset, err = probe.ResetCaches(ctx, ctl, base, auth)
 		if err != nil {
+			if down := s.down(ctx); down != nil {
+				return nil, fmt.Errorf("reset caches: %w; %w", err, down)
+			}
 			return nil, fmt.Errorf("reset caches: %w", err)
 		}
 	}
 
 	metricsURL := base + "/metrics"
-	before, _ := scrape.Fetch(ctx, hc, metricsURL, scrape.WithAuthorize(auth))
+	before, _ := scrape.Fetch(ctx, ctl, metricsURL, scrape.WithAuthorize(auth))
 	var sopts []audit.SamplerOption
 	if s.clock != nil {
 		sopts = append(sopts, audit.WithClock(s.clock))
@@ -170,10 +196,9 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		}
 		report(len(o.Results), failed, o.Wall, true)
 	}
-	// The closing scrape must happen even after Ctrl-C: what was measured is kept.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	after, _ := scrape.Fetch(sctx, hc, metricsURL, scrape.WithAuthorize(auth))
+	// The closing scrape must happen even after Ctrl-C: what was measured
+	// is kept. The control client's timeout bounds it.
+	after, _ := scrape.Fetch(context.WithoutCancel(ctx), ctl, metricsURL, scrape.WithAuthorize(auth))
 
 	items, tp, stopped := figures(s.Set, o, c)
 	rec.Items, rec.Throughput, rec.Stopped = items, tp, stopped
@@ -220,12 +245,87 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	if !rc.OK {
 		rec.Warnings = append(rec.Warnings, "reconciliation: "+rc.Verdict+": "+rc.Detail)
 	}
-	rec.Identity.Digest = rec.IdentityDigest()
 
-	if stopped != nil {
-		return rec, fmt.Errorf("%w at item %d (%s): %s: %w", ErrStopped, stopped.Index, stopped.Item, stopped.Reason, o.StopErr)
+	var err error
+	switch {
+	case stopped != nil:
+		err = fmt.Errorf("%w at item %d (%s): %s: %w", ErrStopped, stopped.Index, stopped.Item, stopped.Reason, o.StopErr)
+	case tp.Failed > 0:
+		var warn string
+		warn, err = s.failures(tp)
+		rec.Warnings = append(rec.Warnings, warn)
 	}
-	return rec, nil
+	if tp.Failed > 0 || (stopped != nil && stopped.Reason != receipts.StopCanceled) {
+		if down := s.downAfter(ctx, after.Err); down != nil {
+			rec.Warnings = append(rec.Warnings, down.Error()+": no later point can be measured")
+			if err == nil {
+				err = down
+			} else {
+				err = fmt.Errorf("%w; %w", err, down)
+			}
+		}
+	}
+	rec.Identity.Digest = rec.IdentityDigest()
+	return rec, err
+}
+
+// failures says what a run that went through its set with failed
+// judgments did (the receipt's warning) and, when more failed than
+// Config.MaxFailed accepts, the point's error.
+func (s *Session) failures(tp receipts.Throughput) (string, error) {
+	what := fmt.Sprintf("%d of %d judgments failed (%s)", tp.Failed, tp.Judgments+tp.Failed, FailureClasses(tp))
+	share := tally.FailedShare(tp)
+	if share > s.Config.MaxFailed {
+		return "the run continued past failures (" + config.EnvContinueOnError + "): " + what,
+			fmt.Errorf("%w: %s, more than the accepted %s (%s)", ErrFailures, what, percent(s.Config.MaxFailed), config.EnvMaxFailed)
+	}
+	return fmt.Sprintf("%s, within the accepted %s (%s)", what, percent(s.Config.MaxFailed), config.EnvMaxFailed), nil
+}
+
+// FailureClasses lists a window's failures by class, most frequent first:
+// "136 http_500, 2 timeout" (tally.FailureClasses).
+func FailureClasses(tp receipts.Throughput) string { return tally.FailureClasses(tp) }
+
+func percent(share float64) string {
+	return strconv.FormatFloat(100*share, 'g', 4, 64) + "%"
+}
+
+// down asks the server's /health after a failure: ErrServerDown when its
+// engine is dead or nothing answers, nil when it is up, cannot say (no
+// /health) or ctx is cancelled (an interrupt is not the server's fault).
+func (s *Session) down(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	err := probe.Health(ctx, s.controlClient(), s.Endpoint.BaseURL, s.Endpoint.authorize)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return nil
+	case errors.Is(err, probe.ErrEngineDead):
+		return fmt.Errorf("%w: %w", ErrServerDown, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrServerDown, errclass.Of(err), err)
+}
+
+// downAfter is down, unless the closing scrape already found nothing
+// answering (a frozen server is not asked again: one deadline less).
+func (s *Session) downAfter(ctx context.Context, scrapeErr error) error {
+	if ctx.Err() == nil && scrapeErr != nil {
+		switch c := errclass.Of(scrapeErr); c {
+		case errclass.Timeout, errclass.ConnectionRefused, errclass.ConnectionReset, errclass.Unreachable:
+			return fmt.Errorf("%w: %s: %w", ErrServerDown, c, scrapeErr)
+		}
+	}
+	return s.down(ctx)
+}
+
+// controlClient is the session's bounded client (a Session built by hand
+// gets one on the judgments' transport).
+func (s *Session) controlClient() *http.Client {
+	if s.control == nil {
+		s.control = &http.Client{Transport: s.Client.HTTPClient().Transport, Timeout: s.Config.ControlDeadline()}
+	}
+	return s.control
 }
 
 // receipt starts a receipt with everything known before the run.

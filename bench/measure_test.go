@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/target"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
@@ -96,11 +97,11 @@ func TestMeasureFaults(t *testing.T) {
 		class string
 		want  error
 	}{
-		{"missing-candidate", "ErrMissingCandidate", judgments.ErrMissingCandidate},
-		{"nan", "ErrNonFinite", judgments.ErrNonFinite},
-		{"no-logprobs", "ErrNoLogprobs", judgments.ErrNoLogprobs},
-		{"http500", "StatusError(500)", nil},
-		{"http429", "StatusError(429)", nil},
+		{"missing-candidate", "missing_candidate", judgments.ErrMissingCandidate},
+		{"nan", "non_finite", judgments.ErrNonFinite},
+		{"no-logprobs", "no_logprobs", judgments.ErrNoLogprobs},
+		{"http500", "http_500", nil},
+		{"http429", "http_429", nil},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := stub.ParseFault(tc.fault + ":match=|" + target + "|verdict")
@@ -116,7 +117,7 @@ func TestMeasureFaults(t *testing.T) {
 			require.Equal(t, target, rec.Stopped.Item)
 			require.Equal(t, "verdict", rec.Stopped.Question)
 			require.Equal(t, receipts.StopError, rec.Stopped.Reason)
-			require.Contains(t, rec.Stopped.ErrorClass, tc.class)
+			require.Equal(t, tc.class, rec.Stopped.ErrorClass)
 			require.Equal(t, 9, rec.Throughput.Judgments)
 			for _, it := range rec.Items {
 				if it.ID == target {
@@ -125,17 +126,69 @@ func TestMeasureFaults(t *testing.T) {
 			}
 			require.NoError(t, rec.Validate())
 
+			// Under ContinueOnError the run goes through the set, and the
+			// point still fails: no share of failures was accepted. The
+			// item keeps its error and class, the receipt counts it.
 			cfg := testConfig()
 			cfg.ContinueOnError = true
 			sess = inProcess(t, set, cfg, stub.WithFaults(f))
 			rec, err = sess.Measure(t.Context(), bench.Point{Concurrency: 4})
-			require.NoError(t, err)
+			require.ErrorIs(t, err, bench.ErrFailures)
+			require.NotErrorIs(t, err, bench.ErrServerDown, "the twin's /health answers 200")
+			require.ErrorContains(t, err, "1 of 21 judgments failed (1 "+tc.class+")")
 			require.Nil(t, rec.Stopped)
 			require.Equal(t, 20, rec.Throughput.Judgments)
 			require.Equal(t, 1, rec.Throughput.Failed)
+			require.Equal(t, map[string]int{tc.class: 1}, rec.Throughput.FailedByClass)
+			require.Equal(t, tc.class, rec.Items[9].ErrorClass)
+			require.NotEmpty(t, rec.Items[9].Error)
+			require.Contains(t, strings.Join(rec.Warnings, "\n"), "the run continued past failures (VETBENCH_CONTINUE_ON_ERROR): 1 of 21 judgments failed")
 			require.True(t, rec.Checks.Reconciliation.OK, rec.Checks.Reconciliation.Detail)
+			require.NoError(t, rec.Validate())
+
+			if tc.fault != "http500" {
+				return
+			}
+			// 1 of 21 is within an accepted 5%; 0.04 is not.
+			cfg.MaxFailed = 0.05
+			rec, err = inProcess(t, set, cfg, stub.WithFaults(f)).Measure(t.Context(), bench.Point{Concurrency: 4})
+			require.NoError(t, err)
+			require.Equal(t, 1, rec.Throughput.Failed)
+			require.Contains(t, strings.Join(rec.Warnings, "\n"), "1 of 21 judgments failed (1 http_500), within the accepted 5% (VETBENCH_MAX_FAILED)")
+			cfg.MaxFailed = 0.04
+			_, err = inProcess(t, set, cfg, stub.WithFaults(f)).Measure(t.Context(), bench.Point{Concurrency: 4})
+			require.ErrorIs(t, err, bench.ErrFailures)
 		})
 	}
+}
+
+// An engine that dies mid-run under ContinueOnError: every later judgment
+// fails, the point fails with every failure counted and the server found
+// down (its /health answers 503), so a ladder ends there; the receipt
+// holds it all. A warmup that fails on a dead engine writes no receipt.
+func TestMeasureEngineDead(t *testing.T) {
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 14)
+	f, err := stub.ParseFault("engine-dead:after=13")
+	require.NoError(t, err)
+	cfg := testConfig()
+	cfg.ContinueOnError = true
+	sess := inProcess(t, set, cfg, stub.WithFaults(f))
+	// The capability check, 4 requests of warmup, 2 judgments × 4
+	// questions, then death.
+	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 1, Warmup: 1})
+	require.ErrorIs(t, err, bench.ErrFailures)
+	require.ErrorIs(t, err, bench.ErrServerDown)
+	require.ErrorIs(t, err, probe.ErrEngineDead)
+	require.Equal(t, 2, rec.Throughput.Judgments)
+	require.Equal(t, 12, rec.Throughput.Failed)
+	require.Equal(t, map[string]int{"http_500": 12}, rec.Throughput.FailedByClass)
+	require.Contains(t, strings.Join(rec.Warnings, "\n"), "server down: engine dead")
+	require.NoError(t, rec.Validate())
+
+	rec, err = sess.Measure(t.Context(), bench.Point{Concurrency: 4, Warmup: 1})
+	require.ErrorIs(t, err, bench.ErrServerDown)
+	require.Nil(t, rec, "no 0-judgment receipt after the engine died")
 }
 
 // A server that fails the warmup yields a receipt that says so and can be
@@ -149,7 +202,7 @@ func TestMeasureWarmupFailure(t *testing.T) {
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2, Warmup: 1})
 	require.ErrorIs(t, err, bench.ErrStopped)
 	require.ErrorContains(t, err, "warmup")
-	require.Equal(t, "StatusError(500)", rec.Stopped.ErrorClass)
+	require.Equal(t, "http_500", rec.Stopped.ErrorClass)
 	require.Zero(t, rec.Throughput.Judgments)
 	path := filepath.Join(t.TempDir(), "checks_c2.json")
 	require.NoError(t, receipts.WriteFile(path, rec))
@@ -173,7 +226,7 @@ func TestMeasureTimeout(t *testing.T) {
 	require.ErrorIs(t, err, bench.ErrStopped)
 	require.Equal(t, receipts.StopTimeout, rec.Stopped.Reason)
 	require.Equal(t, 3, rec.Stopped.Index)
-	require.Equal(t, "Timeout", rec.Stopped.ErrorClass)
+	require.Equal(t, "timeout", rec.Stopped.ErrorClass)
 }
 
 // Ctrl-C mid-run: the receipt is still valid and written, with a stopped

@@ -68,10 +68,13 @@ func TestBenchmarkRunDirectory(t *testing.T) {
 	// The configuration lines name what was measured (receipts/speed).
 	keys := strings.Join(append(append([]string{speed.KeyIdentity}, speed.IdentityKeys...), speed.ChangeKeys...), "|")
 	for _, line := range strings.Split(strings.TrimSpace(string(bench)), "\n") {
-		require.Regexp(t, `^(Unit \S+ better=|goos: |goarch: |pkg: |(`+keys+`): |BenchmarkJudgments/set=checks/c=[12](-\d+)?\t)`, line)
+		require.Regexp(t, `^(Unit \S+ better=|goos: |goarch: |pkg: |(`+keys+`): |BenchmarkJudgments/set=checks/c=[12](-\d+)?\t|PASS$)`, line)
 	}
 	require.Regexp(t, `(?m)^identity: [0-9a-f]{16}$`, string(bench))
 	require.Equal(t, 4, strings.Count(string(bench), "BenchmarkJudgments/"), "one line per point and pass")
+	require.True(t, strings.HasSuffix(string(bench), "\nPASS\n"), "ended as go test ends a run that passed")
+	_, err = speed.LoadFile(filepath.Join(dir, rundir.BenchFile))
+	require.NoError(t, err, "the speed gate reads it whole")
 	settings, err := os.ReadFile(filepath.Join(dir, rundir.SettingsFile))
 	require.NoError(t, err)
 	require.Contains(t, string(settings), "levels = [1, 2]")
@@ -99,6 +102,38 @@ func TestBenchmarkRunDirectory(t *testing.T) {
 	settings, err = os.ReadFile(filepath.Join(dir, rundir.SettingsFile))
 	require.NoError(t, err)
 	require.Contains(t, string(settings), "# read from run file "+runFile)
+}
+
+// A point over failed work prints its line with its failed-items, in
+// bench.txt too, and fails the run (exit 1, FAIL at bench.txt's end); once
+// the engine is dead no later point is measured, and no receipt of it is
+// written. Progress and notes go to stderr, never into bench.txt.
+func TestBenchmarkFailedPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmark")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	// 13 healthy requests: the capability check, 4 of the warmup judgment,
+	// then 2 judgments of 4 questions; the other 5 of the 7 items fail.
+	stdout, stderr, code := benchmarkRun(t, dir, "1", "VETBENCH_STUB_FAULTS=engine-dead:after=13", "VETBENCH_CONTINUE_ON_ERROR=1")
+	require.Equal(t, 1, code, "%s\n%s", stdout, stderr)
+	require.Regexp(t, `BenchmarkJudgments/set=checks/c=1(-\d+)?\s.*\b5\.000 failed-items`, stdout)
+	require.NotRegexp(t, `(?m)^BenchmarkJudgments/set=checks/c=2(-\d+)?\s`, stdout, "no point after the engine died")
+	require.Contains(t, stderr, "[vetbench] FAIL BenchmarkJudgments/set=checks/c=1")
+	require.Contains(t, stderr, "server down: engine dead")
+	require.Contains(t, stdout+stderr, "not measured: the server is down since BenchmarkJudgments/set=checks/c=1")
+
+	bench, err := os.ReadFile(filepath.Join(dir, rundir.BenchFile))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^BenchmarkJudgments/set=checks/c=1(-\d+)?\s.*\b5\.000 failed-items`, string(bench))
+	require.NotContains(t, string(bench), "c=2")
+	require.NotContains(t, string(bench), "[vetbench]")
+	require.True(t, strings.HasSuffix(string(bench), "\nFAIL\n"), string(bench))
+	rec, err := receipts.ReadFile(filepath.Join(dir, "receipts", "checks_c1.json"))
+	require.NoError(t, err)
+	require.Equal(t, 5, rec.Throughput.Failed)
+	require.Equal(t, map[string]int{"http_500": 5}, rec.Throughput.FailedByClass)
+	require.NoFileExists(t, filepath.Join(dir, "receipts", "checks_c2.json"))
 }
 
 func benchPoint(c int) bench.Point { return bench.Point{Concurrency: c} }

@@ -2,18 +2,19 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/interrupt"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/bench/progress"
 	"github.com/vetbench/vetbench/bench/target"
@@ -35,8 +36,9 @@ type suite struct {
 	err    error
 	// interrupt is cancelled by the first Ctrl-C (SIGINT) or SIGTERM: the
 	// run in flight stops, writes its partial receipt and says why; a second
-	// Ctrl-C kills the process as usual.
+	// Ctrl-C exits at once, after the receipt being written (signals).
 	interrupt context.Context
+	signals   *interrupt.Handler
 
 	mu       sync.Mutex
 	sets     map[string]fixtures.Set
@@ -49,6 +51,33 @@ type suite struct {
 	benchTxt *os.File
 	lines    *metrics.Writer
 	progress *progress.Renderer
+
+	// failed lists the points that did not pass but printed their line
+	// (failed judgments, a stop): the process exits non-zero for them.
+	failed []string
+	// down is why the server can no longer be measured: no later point
+	// runs.
+	down error
+}
+
+// fail records a point that did not pass, and says so at once on stderr
+// (stdout holds the benchmark lines).
+func (s *suite) fail(point string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msg := fmt.Sprintf("FAIL %s: %v", point, err)
+	s.failed = append(s.failed, msg)
+	note("%s", msg)
+	if errors.Is(err, bench.ErrServerDown) && s.down == nil {
+		s.down = fmt.Errorf("the server is down since %s: %w", point, err)
+	}
+}
+
+// serverDown is non-nil once a point found the server down.
+func (s *suite) serverDown() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down
 }
 
 var (
@@ -59,9 +88,9 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	interrupt, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(interrupt, stop)
-	shared.interrupt = interrupt
+	ctx, signals := interrupt.Notify(context.Background())
+	signals.OnSecond = func() { fmt.Fprintln(os.Stderr, "interrupted again: exiting now") }
+	shared.interrupt, shared.signals = ctx, signals
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		// benchstat reads these anywhere in the stream: directions and exact counts.
 		if err := metrics.WriteUnits(os.Stdout); err != nil {
@@ -77,8 +106,7 @@ func TestMain(m *testing.M) {
 		writeSuiteConfig(os.Stdout)
 	}
 	code := m.Run()
-	interrupted := interrupt.Err() != nil
-	stop()
+	interrupted := ctx.Err() != nil
 	if shared.progress != nil {
 		shared.progress.Clear()
 	}
@@ -90,10 +118,22 @@ func TestMain(m *testing.M) {
 			note("close target: %v", err)
 		}
 	}
-	if err := shared.endRun(); err != nil {
+	// A point whose line was printed over failed work fails the run: the
+	// line shows its failed-items, this says why, the status says no.
+	if len(shared.failed) > 0 {
+		note("FAIL: %d point(s) did not pass:\n  %s", len(shared.failed), strings.Join(shared.failed, "\n  "))
+		code = max(code, 1)
+	}
+	if interrupted {
+		code = interrupt.ExitCode
+	}
+	if err := shared.endRun(code == 0); err != nil {
 		note("%v", err)
 		code = max(code, 1)
 	}
+	// Only now: a second Ctrl-C until here still exits at once (after a
+	// write in flight).
+	signals.Stop()
 	os.Exit(code)
 }
 
@@ -167,12 +207,16 @@ func (s *suite) startRun() error {
 	return nil
 }
 
-// endRun closes bench.txt and says where the results are.
-func (s *suite) endRun() error {
+// endRun ends bench.txt as go test ends its output (PASS, or FAIL when the
+// run did not pass), closes it and says where the results are.
+func (s *suite) endRun(passed bool) error {
 	if s.run == nil {
 		return nil
 	}
-	err := s.benchTxt.Sync()
+	err := s.signals.Write(func() error { return s.lines.End(passed) })
+	if serr := s.benchTxt.Sync(); err == nil {
+		err = serr
+	}
 	if cerr := s.benchTxt.Close(); err == nil {
 		err = cerr
 	}
@@ -288,7 +332,8 @@ func (s *suite) goldenPath(set string, c int) string {
 
 // writeReceipt writes a point's receipt atomically into the run directory:
 // the point's first pass in receipts/, the k-th in receipts/pass<k>, so no
-// pass replaces another's.
+// pass replaces another's. A second Ctrl-C waits for it (or comes before
+// it starts).
 func (s *suite) writeReceipt(set string, p bench.Point, rec *receipts.Receipt) (string, error) {
 	if s.run == nil {
 		return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
@@ -297,7 +342,7 @@ func (s *suite) writeReceipt(set string, p bench.Point, rec *receipts.Receipt) (
 	if err != nil {
 		return "", err
 	}
-	if err := receipts.WriteFile(path, rec); err != nil {
+	if err := s.signals.Write(func() error { return receipts.WriteFile(path, rec) }); err != nil {
 		return path, fmt.Errorf("write receipt: %w", err)
 	}
 	return path, nil

@@ -26,7 +26,7 @@ import (
 // C streamed requests at once, each for exactly VETBENCH_TOKENS_OUTPUT
 // tokens, VETBENCH_TOKENS_REPEATS times after a warm-up. One op is one
 // point; ns/op is hidden. Every request is verified; failures beyond
-// VETBENCH_TOKENS_ACCEPT_FAILURES fail the benchmark. Each point's receipt
+// VETBENCH_TOKENS_MAX_FAILED fail the benchmark. Each point's receipt
 // goes to the run directory (receipts/tokens_<workload>_c<N>.json, then
 // receipts/pass2 …), each result line to its bench.txt as well.
 func BenchmarkTokens(b *testing.B) {
@@ -40,7 +40,7 @@ func BenchmarkTokens(b *testing.B) {
 		if err != nil {
 			return "", err
 		}
-		return path, rtokens.WriteFile(path, rec)
+		return path, s.signals.Write(func() error { return rtokens.WriteFile(path, rec) })
 	}
 	for _, w := range s.cfg.Tokens.Workloads {
 		for _, c := range s.cfg.Tokens.Levels {
@@ -85,7 +85,7 @@ func (s *suite) benchLine(b *testing.B, benchmark, point string, iters int, ms [
 	if s.lines == nil || b.Failed() || b.Skipped() {
 		return
 	}
-	if err := s.lines.WriteNamed(benchmark, point, iters, ms); err != nil {
+	if err := s.signals.Write(func() error { return s.lines.WriteNamed(benchmark, point, iters, ms) }); err != nil {
 		b.Fatalf("bench.txt: %v", err)
 	}
 }
@@ -161,7 +161,7 @@ func BenchmarkMatrix(b *testing.B) {
 	}{{"matrix.json", rmatrix.WriteFile}, {"matrix.csv", rmatrix.WriteCSVFile}} {
 		path, _, err := s.run.NextReceipt(f.name)
 		if err == nil {
-			err = f.write(path, m)
+			err = s.signals.Write(func() error { return f.write(path, m) })
 		}
 		if err != nil {
 			b.Error(err)

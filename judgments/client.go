@@ -23,6 +23,11 @@ const DefaultTopLogprobs = 20
 // ErrNoTokenizer means the server has no /tokenize endpoint (404).
 var ErrNoTokenizer = errors.New("server has no /tokenize endpoint")
 
+// ErrTruncatedBody means a 200 answer's body ended before its JSON did (a
+// cut connection, a proxy that gave up), as opposed to a body that is not
+// the JSON expected.
+var ErrTruncatedBody = errors.New("body ends before its JSON does")
+
 // StatusError is a non-200 answer from the server, with vLLM's error body.
 type StatusError struct {
 	Endpoint   string
@@ -379,7 +384,7 @@ func (c *Client) post(ctx context.Context, path, requestID string, body []byte, 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, RedactError(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if requestID != "" {
@@ -388,7 +393,7 @@ func (c *Client) post(ctx context.Context, path, requestID string, body []byte, 
 	c.Authorize(req)
 	res, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, RedactError(err))
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(res.Body)
@@ -399,9 +404,20 @@ func (c *Client) post(ctx context.Context, path, requestID string, body []byte, 
 		return statusError(path, res, data)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
+		if truncatedJSON(data, err) {
+			return fmt.Errorf("%s: decode %d-byte body: %w: %w", path, len(data), ErrTruncatedBody, err)
+		}
 		return fmt.Errorf("%s: decode %d-byte body: %w", path, len(data), err)
 	}
 	return nil
+}
+
+// truncatedJSON says whether err is a syntax error at the very end of
+// data: a JSON document cut short, whatever character it was cut at
+// (encoding/json reports a cut inside a number as an invalid ' ').
+func truncatedJSON(data []byte, err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) && se.Offset >= int64(len(bytes.TrimRight(data, " \t\r\n")))
 }
 
 // statusError reads vLLM's error body: {"error": {message, type, param,

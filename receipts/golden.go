@@ -25,13 +25,14 @@ func Normalize(r *Receipt) *Receipt {
 	n.Target.Endpoint = ""
 	t := n.Throughput
 	n.Throughput = Throughput{
-		Concurrency:  t.Concurrency,
-		Judgments:    t.Judgments,
-		Images:       t.Images,
-		Requests:     t.Requests,
-		Failed:       t.Failed,
-		Discarded:    t.Discarded,
-		PromptTokens: t.PromptTokens,
+		Concurrency:   t.Concurrency,
+		Judgments:     t.Judgments,
+		Images:        t.Images,
+		Requests:      t.Requests,
+		Failed:        t.Failed,
+		Discarded:     t.Discarded,
+		FailedByClass: t.FailedByClass,
+		PromptTokens:  t.PromptTokens,
 	}
 	n.Server, n.Checks, n.Cost = nil, nil, nil
 	n.Warnings = nil

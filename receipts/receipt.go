@@ -159,17 +159,20 @@ const (
 
 // Throughput is the client's view of the measured window.
 type Throughput struct {
-	Concurrency        int     `json:"concurrency"`
-	WallSeconds        float64 `json:"wall_seconds"`
-	Judgments          int     `json:"judgments"`
-	Images             int     `json:"images"`
-	Requests           int     `json:"requests"`
-	Failed             int     `json:"failed"`
-	Discarded          int     `json:"discarded"`
-	JudgmentsPerSecond float64 `json:"judgments_per_second"`
-	ImagesPerSecond    float64 `json:"images_per_second"`
-	Latency            Latency `json:"latency_seconds"`
-	PromptTokens       int     `json:"prompt_tokens"`
+	Concurrency int     `json:"concurrency"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Judgments   int     `json:"judgments"`
+	Images      int     `json:"images"`
+	Requests    int     `json:"requests"`
+	Failed      int     `json:"failed"`
+	Discarded   int     `json:"discarded"`
+	// FailedByClass counts the failed judgments by error class
+	// (judgments/errclass: "timeout", "http_500", …); nil when none failed.
+	FailedByClass      map[string]int `json:"failed_by_class,omitempty"`
+	JudgmentsPerSecond float64        `json:"judgments_per_second"`
+	ImagesPerSecond    float64        `json:"images_per_second"`
+	Latency            Latency        `json:"latency_seconds"`
+	PromptTokens       int            `json:"prompt_tokens"`
 }
 
 // Latency holds nearest-rank percentiles of per-judgment latency.
@@ -191,10 +194,12 @@ type Item struct {
 	Answers        []judgments.Answer  `json:"answers"`
 	LatencySeconds float64             `json:"latency_seconds"`
 	InputTokens    int                 `json:"input_tokens"`
-	// Error is set when the judgment failed and the run went on; such an
-	// item has no answers (it failed closed).
-	Error     string `json:"error,omitempty"`
-	Discarded bool   `json:"discarded,omitempty"`
+	// Error is set when the judgment failed, also when it is discarded
+	// (it finished after a stop); such an item has no answers (it failed
+	// closed). ErrorClass names the failure (judgments/errclass).
+	Error      string `json:"error,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	Discarded  bool   `json:"discarded,omitempty"`
 }
 
 // Answer returns the item's answer to question q.

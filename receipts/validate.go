@@ -193,6 +193,17 @@ func (r *Receipt) validateThroughput(p *problems) {
 			p.add(c.path, "negative (%d)", c.n)
 		}
 	}
+	byClass := 0
+	for _, k := range sortedKeys(t.FailedByClass) {
+		if n := t.FailedByClass[k]; n <= 0 || k == "" {
+			p.add(joinKey("throughput.failed_by_class", k), "%d: want a named class and a count >= 1", n)
+		} else {
+			byClass += n
+		}
+	}
+	if t.FailedByClass != nil && byClass != t.Failed {
+		p.add("throughput.failed_by_class", "counts sum to %d, but throughput.failed is %d", byClass, t.Failed)
+	}
 	if t.Latency.P95 < t.Latency.P50 {
 		p.add("throughput.latency_seconds.p95", "%v is below p50 %v", t.Latency.P95, t.Latency.P50)
 	}
@@ -288,6 +299,9 @@ func (r *Receipt) validateItems(p *problems) {
 			p.add(path+".answers", "a failed item has no answers (it fails closed)")
 		case it.Error == "" && !it.Discarded && len(it.Answers) == 0:
 			p.add(path+".answers", "empty, and the item holds no error")
+		}
+		if it.ErrorClass != "" && it.Error == "" {
+			p.add(path+".error_class", "%q, but the item holds no error", it.ErrorClass)
 		}
 		for _, q := range sortedKeys(it.Gold) {
 			if q == "" || len(it.Gold[q]) == 0 {

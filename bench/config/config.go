@@ -35,10 +35,17 @@ type Config struct {
 	// Warmup judgments run before each measured window, outside every figure.
 	Warmup         int
 	RequestTimeout time.Duration
+	// ControlTimeout bounds each probe, cache reset, /metrics scrape and
+	// health check; 0 means DefaultControlTimeout, or RequestTimeout when
+	// that is shorter (see ControlDeadline).
+	ControlTimeout time.Duration
 	// ContinueOnError records a failed judgment and goes on instead of
 	// stopping the run at it.
 	ContinueOnError bool
-	Mode            judgments.Mode
+	// MaxFailed is the share of a point's judgments (0..1) that may fail
+	// with the point still passing; 0, the default, accepts none.
+	MaxFailed float64
+	Mode      judgments.Mode
 	// TopLogprobs is top_logprobs in top_logprobs mode.
 	TopLogprobs int
 	// Out is the run directory the user named (receipts/, bench.txt and
@@ -108,6 +115,7 @@ var (
 	DefaultLevels         = []int{1, 4, 16, 32}
 	DefaultArms           = []receipts.Arm{receipts.ArmCold}
 	DefaultRequestTimeout = 120 * time.Second
+	DefaultControlTimeout = 10 * time.Second
 	DefaultWarmup         = 1
 )
 
@@ -125,6 +133,20 @@ func Default() Config {
 		Tokens:         defaultTokens(),
 		Matrix:         defaultMatrix(),
 	}
+}
+
+// ControlDeadline is how long one probe, cache reset, /metrics scrape or
+// health check may wait: ControlTimeout when set, else the shorter of
+// DefaultControlTimeout and RequestTimeout (a user who asks requests to
+// give up after 2 s is not kept waiting 10 s on a scrape).
+func (c Config) ControlDeadline() time.Duration {
+	if c.ControlTimeout > 0 {
+		return c.ControlTimeout
+	}
+	if c.RequestTimeout > 0 && c.RequestTimeout < DefaultControlTimeout {
+		return c.RequestTimeout
+	}
+	return DefaultControlTimeout
 }
 
 // Source is one layer of configuration: it sets what it states on c and
@@ -172,6 +194,9 @@ func Env(getenv func(string) string) Source {
 				continue
 			}
 			if err := s.set(c, v); err != nil {
+				if s.redact != nil {
+					v = s.redact(v)
+				}
 				errs = append(errs, fmt.Errorf("%s=%q: %w", s.env, v, err))
 			}
 		}

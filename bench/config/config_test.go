@@ -49,6 +49,8 @@ func TestEnv(t *testing.T) {
 		EnvScoring:         "top_logprobs",
 		EnvTopLogprobs:     "5",
 		EnvTimeout:         "90s",
+		EnvControlTimeout:  "3s",
+		EnvMaxFailed:       "5%",
 		EnvArms:            "cold,warm",
 		EnvContinueOnError: "1",
 		EnvStub:            "inprocess",
@@ -80,7 +82,9 @@ func TestEnv(t *testing.T) {
 		Arms:            []receipts.Arm{receipts.ArmCold, receipts.ArmWarm},
 		Warmup:          1,
 		RequestTimeout:  90 * time.Second,
+		ControlTimeout:  3 * time.Second,
 		ContinueOnError: true,
+		MaxFailed:       0.05,
 		Mode:            judgments.ModeTopLogprobs,
 		TopLogprobs:     5,
 		Out:             "/tmp/out",
@@ -114,6 +118,17 @@ func TestEnvErrors(t *testing.T) {
 		{EnvArms, "hot", `VETBENCH_ARMS="hot": arm "hot": want cold and/or warm`},
 		{EnvTimeout, "90", `VETBENCH_TIMEOUT="90": want a positive duration such as 90s`},
 		{EnvContinueOnError, "yes please", `VETBENCH_CONTINUE_ON_ERROR="yes please": want true or false`},
+		{EnvControlTimeout, "-1s", `VETBENCH_CONTROL_TIMEOUT="-1s": want a positive duration`},
+		{EnvMaxFailed, "1.5", `VETBENCH_MAX_FAILED="1.5": want a share from 0 to 1`},
+		{EnvMaxFailed, "101%", `VETBENCH_MAX_FAILED="101%": want a share`},
+		{EnvMaxFailed, "-0.1", `VETBENCH_MAX_FAILED="-0.1": want a share`},
+		{EnvMaxFailed, "NaN", `VETBENCH_MAX_FAILED="NaN": want a share`},
+		// A base URL with credentials or a query is refused, and the value
+		// is echoed without them, also when it does not parse.
+		{EnvEndpoint, "http://user:SECRET@gpu-box:8000", `VETBENCH_ENDPOINT="http://xxxxx@gpu-box:8000": a base URL holds no credentials: give the key in VETBENCH_API_KEY`},
+		{EnvEndpoint, "http://gpu-box:8000/?token=SECRET", `VETBENCH_ENDPOINT="http://gpu-box:8000/?xxxxx": a base URL has no query`},
+		{EnvEndpoint, "http://user:SECRET@gpu-box:port", `VETBENCH_ENDPOINT="http://xxxxx@gpu-box:port": want a base URL`},
+		{EnvEndpoint, "user:SECRET@gpu-box", `VETBENCH_ENDPOINT="xxxxx@gpu-box": want a base URL`},
 		{EnvGPUHourlyUSD, "$2.49", `VETBENCH_GPU_HOURLY_USD="$2.49": not a number`},
 		{EnvGPUHourlyUSD, "2,49", `VETBENCH_GPU_HOURLY_USD="2,49": not a number`},
 		{EnvGPUHourlyUSD, "0", `VETBENCH_GPU_HOURLY_USD="0": want a positive, finite price`},
@@ -129,6 +144,7 @@ func TestEnvErrors(t *testing.T) {
 			_, err := Load(Env(env(map[string]string{tt.name: tt.value})))
 			require.ErrorContains(t, err, "bad configuration: ")
 			require.ErrorContains(t, err, tt.want)
+			require.NotContains(t, err.Error(), "SECRET")
 		})
 	}
 	_, err := Load(Env(env(map[string]string{EnvLevels: "x", EnvStub: "vm", EnvArms: "hot"})))
@@ -184,6 +200,17 @@ func TestFlags(t *testing.T) {
 	// set it, and one of the two is a mistake worth hearing about.
 	_, err = parse(map[string]string{EnvLevels: "x"}, "-levels", "4")
 	require.ErrorContains(t, err, `VETBENCH_LEVELS="x"`)
+}
+
+// Probes, resets, scrapes and health checks wait at most 10 s, or less
+// when requests are told to give up sooner; a stated control timeout wins.
+func TestControlDeadline(t *testing.T) {
+	c := Default()
+	require.Equal(t, DefaultControlTimeout, c.ControlDeadline())
+	c.RequestTimeout = 2 * time.Second
+	require.Equal(t, 2*time.Second, c.ControlDeadline())
+	c.ControlTimeout = 30 * time.Second
+	require.Equal(t, 30*time.Second, c.ControlDeadline())
 }
 
 func TestFlagHelp(t *testing.T) {
@@ -311,6 +338,11 @@ func TestFileErrors(t *testing.T) {
 		{"table for a value", "[sets]\nx = 1\n", []string{`unknown key "sets.x": sets is a setting, not a table`}},
 		{"element holds the separator", "sets = [\"checks,faces\"]\n", []string{`element 0 ("checks,faces") holds ","`}},
 		{"syntax", "levels = [1,\n", []string{"run file ", "toml: "}},
+		// An endpoint with credentials or a query is refused, echoed
+		// without them.
+		{"endpoint credentials", "[target]\nendpoint = \"http://u:sk-secret@gpu-box:8000\"\n", []string{`target.endpoint = "http://xxxxx@gpu-box:8000": a base URL holds no credentials`}},
+		{"endpoint query", "[target]\nendpoint = \"http://gpu-box:8000/?token=sk-secret\"\n", []string{`target.endpoint = "http://gpu-box:8000/?xxxxx": a base URL has no query`}},
+		{"bad max_failed", "max_failed = 2\n", []string{"max_failed = 2: want a share from 0 to 1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeRunFile(t, tt.content)
@@ -335,10 +367,10 @@ func TestFileErrors(t *testing.T) {
 }
 
 // settings.toml, read back as a run file, gives the same configuration;
-// it never holds the API key, the endpoint's user info or out.
+// it never holds the API key, the endpoint's user info or query, or out.
 func TestWriteSettingsRoundTrip(t *testing.T) {
 	c, err := Load(Env(env(map[string]string{
-		EnvEndpoint: "http://user:pw@gpu-box:8000", EnvAPIKey: "sk-secret", EnvModel: "m \"quoted\"\x7f",
+		EnvEndpoint: "http://gpu-box:8000", EnvAPIKey: "sk-secret", EnvModel: "m \"quoted\"\x7f",
 		EnvLevels: "1,32", EnvArms: "warm,cold", EnvStubFaults: "http500:every=3;nan:match=r01",
 		EnvStubTimeScale: "10", EnvGPUHourlyUSD: "2.49", EnvFixtureSize: "3", EnvTypevetIDs: "1",
 		EnvServerFlags: "--max-num-seqs 32\n--x", EnvOut: "/somewhere", EnvForce: "1",
@@ -360,8 +392,17 @@ func TestWriteSettingsRoundTrip(t *testing.T) {
 	require.NoError(t, err, text)
 	want := c
 	want.Target.APIKey, want.Out, want.Force, want.File = "", "", false, path
-	want.Target.Endpoint = "http://gpu-box:8000"
 	require.Equal(t, want, got, text)
+
+	// Load refuses an endpoint with credentials or a query; one set by
+	// hand is still written without them.
+	withSecrets := c
+	withSecrets.Target.Endpoint = "http://user:pw@gpu-box:8000/?token=SECRET"
+	b.Reset()
+	require.NoError(t, WriteSettings(&b, withSecrets))
+	require.NotContains(t, b.String(), "pw@")
+	require.NotContains(t, b.String(), "SECRET")
+	require.Contains(t, b.String(), `endpoint = "http://xxxxx@gpu-box:8000/?xxxxx"`)
 
 	// The defaults round-trip too.
 	b.Reset()

@@ -46,7 +46,11 @@ func File(path string) Source {
 				err = s.set(c, v)
 			}
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %s = %s: %w", path, key, showValue(values[key]), err))
+				shown := values[key]
+				if str, ok := shown.(string); ok && s.redact != nil {
+					shown = s.redact(str)
+				}
+				errs = append(errs, fmt.Errorf("%s: %s = %s: %w", path, key, showValue(shown), err))
 			}
 		}
 		c.File = path

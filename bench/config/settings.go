@@ -31,7 +31,9 @@ const (
 	EnvLevels          = "VETBENCH_LEVELS"
 	EnvArms            = "VETBENCH_ARMS"
 	EnvTimeout         = "VETBENCH_TIMEOUT"
+	EnvControlTimeout  = "VETBENCH_CONTROL_TIMEOUT"
 	EnvContinueOnError = "VETBENCH_CONTINUE_ON_ERROR"
+	EnvMaxFailed       = "VETBENCH_MAX_FAILED"
 	EnvOut             = "VETBENCH_OUT"
 	EnvGoldenDir       = "VETBENCH_GOLDEN_DIR"
 	EnvModelRevision   = "VETBENCH_MODEL_REVISION"
@@ -63,6 +65,9 @@ type setting struct {
 	set func(c *Config, v string) error
 	// show is the setting's value in c as a TOML value, for settings.toml.
 	show func(c *Config) string
+	// redact, when set, is how a given value appears in errors: a value
+	// that may hold a secret is never echoed with it.
+	redact func(v string) string
 	// scopes are the commands that have the flag; none means ScopeRun.
 	scopes []Scope
 }
@@ -78,15 +83,24 @@ func (s setting) in(scope Scope) bool {
 // with the same set functions as the environment and the flags.
 func settings() []setting {
 	return append([]setting{
-		{env: EnvEndpoint, key: "target.endpoint", set: func(c *Config, v string) error {
+		{env: EnvEndpoint, key: "target.endpoint", redact: judgments.RedactURL, set: func(c *Config, v string) error {
 			v = strings.TrimRight(strings.TrimSpace(v), "/")
+			// url.Parse's error quotes the URL: never shown.
 			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			switch {
+			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 				return errors.New("want a base URL such as http://gpu-box:8000")
+			case u.User != nil:
+				return fmt.Errorf("a base URL holds no credentials: give the key in %s", EnvAPIKey)
+			case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+				// Paths are appended to the base URL: a query would swallow
+				// them (…/?token=x/v1/models), and a token there belongs in
+				// the key.
+				return fmt.Errorf("a base URL has no query or fragment (a token goes in %s)", EnvAPIKey)
 			}
 			c.Target.Endpoint = v
 			return nil
-		}, show: func(c *Config) string { return tomlString(redactURL(c.Target.Endpoint)) }},
+		}, show: func(c *Config) string { return tomlString(judgments.RedactURL(c.Target.Endpoint)) }},
 		{env: EnvModel, key: "target.model", set: text(func(c *Config) *string { return &c.Target.Model }),
 			show: func(c *Config) string { return tomlString(c.Target.Model) }},
 		// The API key has no flag (it would show in the process list) and
@@ -236,6 +250,19 @@ func settings() []setting {
 			c.RequestTimeout = d
 			return nil
 		}, show: func(c *Config) string { return tomlString(c.RequestTimeout.String()) }},
+		{env: EnvControlTimeout, key: "control_timeout", set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || d <= 0 {
+				return errors.New("want a positive duration such as 10s")
+			}
+			c.ControlTimeout = d
+			return nil
+		}, show: func(c *Config) string {
+			if c.ControlTimeout == 0 {
+				return "" // derived from timeout (Config.ControlDeadline)
+			}
+			return tomlString(c.ControlTimeout.String())
+		}},
 		{env: EnvContinueOnError, key: "continue_on_error", set: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
@@ -244,6 +271,20 @@ func settings() []setting {
 			c.ContinueOnError = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.ContinueOnError) }},
+		{env: EnvMaxFailed, flag: "max-failed", key: "max_failed", usage: "accepted `share` of failed judgments per point, 0..1 or a percentage (" + EnvMaxFailed + ", default 0)", def: "0",
+			set: func(c *Config, v string) error {
+				v = strings.TrimSpace(v)
+				scale := 1.0
+				if p, ok := strings.CutSuffix(v, "%"); ok {
+					v, scale = strings.TrimSpace(p), 100
+				}
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(f) || f < 0 || f/scale > 1 {
+					return errors.New("want a share from 0 to 1 (0.05) or a percentage (5%)")
+				}
+				c.MaxFailed = f / scale
+				return nil
+			}, show: func(c *Config) string { return tomlFloat(c.MaxFailed) }},
 		{env: EnvGPUHourlyUSD, key: "gpu_hourly_usd", set: func(c *Config, v string) error {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
@@ -312,16 +353,6 @@ func settings() []setting {
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.Fixtures.TypevetIDs) }},
 	}, append(tokenSettings(), matrixSettings()...)...)
-}
-
-// redactURL is u without user info: settings.toml never holds a secret.
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
-		return u
-	}
-	p.User = nil
-	return p.String()
 }
 
 // text sets a string field, trimmed.

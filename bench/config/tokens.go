@@ -26,9 +26,9 @@ type Tokens struct {
 	// Warmup batches of Concurrency requests run before each point's
 	// repeats, outside every figure.
 	Warmup int
-	// AcceptFailures is the share of a point's requests that may fail or
+	// MaxFailed is the share of a point's requests that may fail or
 	// come back short without failing the point (0: none may).
-	AcceptFailures float64
+	MaxFailed float64
 }
 
 // Matrix configures the speed test matrix (BenchmarkMatrix, vetbench
@@ -58,22 +58,22 @@ type Matrix struct {
 
 // Token and matrix variables.
 const (
-	EnvTokensWorkloads      = "VETBENCH_TOKENS_WORKLOADS"
-	EnvTokensLevels         = "VETBENCH_TOKENS_LEVELS"
-	EnvTokensOutput         = "VETBENCH_TOKENS_OUTPUT"
-	EnvTokensRepeats        = "VETBENCH_TOKENS_REPEATS"
-	EnvTokensWarmup         = "VETBENCH_TOKENS_WARMUP"
-	EnvTokensAcceptFailures = "VETBENCH_TOKENS_ACCEPT_FAILURES"
-	EnvMatrixContexts       = "VETBENCH_MATRIX_CONTEXTS"
-	EnvMatrixLevels         = "VETBENCH_MATRIX_LEVELS"
-	EnvMatrixDuration       = "VETBENCH_MATRIX_DURATION"
-	EnvMatrixOutput         = "VETBENCH_MATRIX_OUTPUT"
-	EnvMatrixTargeting      = "VETBENCH_MATRIX_TARGETING"
-	EnvMatrixReadyTimeout   = "VETBENCH_MATRIX_READY_TIMEOUT"
-	EnvMatrixLoopDetection  = "VETBENCH_MATRIX_LOOP_DETECTION"
-	EnvMatrixScrape         = "VETBENCH_MATRIX_SCRAPE_INTERVAL"
-	EnvMatrixHold           = "VETBENCH_MATRIX_HOLD"
-	EnvMatrixPause          = "VETBENCH_MATRIX_PAUSE"
+	EnvTokensWorkloads     = "VETBENCH_TOKENS_WORKLOADS"
+	EnvTokensLevels        = "VETBENCH_TOKENS_LEVELS"
+	EnvTokensOutput        = "VETBENCH_TOKENS_OUTPUT"
+	EnvTokensRepeats       = "VETBENCH_TOKENS_REPEATS"
+	EnvTokensWarmup        = "VETBENCH_TOKENS_WARMUP"
+	EnvTokensMaxFailed     = "VETBENCH_TOKENS_MAX_FAILED"
+	EnvMatrixContexts      = "VETBENCH_MATRIX_CONTEXTS"
+	EnvMatrixLevels        = "VETBENCH_MATRIX_LEVELS"
+	EnvMatrixDuration      = "VETBENCH_MATRIX_DURATION"
+	EnvMatrixOutput        = "VETBENCH_MATRIX_OUTPUT"
+	EnvMatrixTargeting     = "VETBENCH_MATRIX_TARGETING"
+	EnvMatrixReadyTimeout  = "VETBENCH_MATRIX_READY_TIMEOUT"
+	EnvMatrixLoopDetection = "VETBENCH_MATRIX_LOOP_DETECTION"
+	EnvMatrixScrape        = "VETBENCH_MATRIX_SCRAPE_INTERVAL"
+	EnvMatrixHold          = "VETBENCH_MATRIX_HOLD"
+	EnvMatrixPause         = "VETBENCH_MATRIX_PAUSE"
 )
 
 // Targeting modes of Matrix.Targeting.
@@ -157,15 +157,20 @@ func tokenSettings() []setting {
 			show: func(c *Config) string { return strconv.Itoa(c.Tokens.Warmup) }, def: strconv.Itoa(DefaultTokenWarmup),
 			usage: "`n` warm-up batches before each point, outside every figure (" + EnvTokensWarmup + ")",
 			set:   func(c *Config, v string) (err error) { c.Tokens.Warmup, err = atLeast(v, 0); return err }},
-		{env: EnvTokensAcceptFailures, flag: "accept-failures", key: "tokens.accept_failures", scopes: tok,
-			show: func(c *Config) string { return tomlFloat(c.Tokens.AcceptFailures) }, def: "0",
-			usage: "`share` of a point's requests (0–1) that may fail or come back short without failing it (" + EnvTokensAcceptFailures + ")",
+		{env: EnvTokensMaxFailed, flag: "max-failed", key: "tokens.max_failed", scopes: tok, def: "0",
+			show:  func(c *Config) string { return tomlFloat(c.Tokens.MaxFailed) },
+			usage: "accepted `share` of a point's requests that fail or come back short, 0..1 or a percentage (" + EnvTokensMaxFailed + ")",
 			set: func(c *Config, v string) error {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				if err != nil || math.IsNaN(f) || f < 0 || f >= 1 {
-					return errors.New("want a share in [0, 1), such as 0.02")
+				v = strings.TrimSpace(v)
+				scale := 1.0
+				if p, ok := strings.CutSuffix(v, "%"); ok {
+					v, scale = strings.TrimSpace(p), 100
 				}
-				c.Tokens.AcceptFailures = f
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(f) || f < 0 || f/scale >= 1 {
+					return errors.New("want a share from 0 to below 1 (0.05) or a percentage (5%)")
+				}
+				c.Tokens.MaxFailed = f / scale
 				return nil
 			}},
 	}

@@ -29,9 +29,9 @@ func TestTokenAndMatrixSettings(t *testing.T) {
 		return Load(Env(env(environ)), src)
 	}
 	environ := map[string]string{EnvTokensLevels: "2,4", EnvMatrixLevels: "1,8", EnvLevels: "16", EnvTokensOutput: "64"}
-	c, err := parse(ScopeTokens, environ, "-levels", "1,32", "-workload", "one_image", "-repeats", "5", "-accept-failures", "0.1", "-out", "o")
+	c, err := parse(ScopeTokens, environ, "-levels", "1,32", "-workload", "one_image", "-repeats", "5", "-max-failed", "0.1", "-out", "o")
 	require.NoError(t, err)
-	require.Equal(t, Tokens{Workloads: []string{"one_image"}, Levels: []int{1, 32}, OutputTokens: 64, Repeats: 5, Warmup: 1, AcceptFailures: 0.1}, c.Tokens)
+	require.Equal(t, Tokens{Workloads: []string{"one_image"}, Levels: []int{1, 32}, OutputTokens: 64, Repeats: 5, Warmup: 1, MaxFailed: 0.1}, c.Tokens)
 	require.Equal(t, []int{16}, c.Levels, "-levels of tokens is not the judgments' levels")
 	require.Equal(t, []int{1, 8}, c.Matrix.Levels)
 	require.Equal(t, "o", c.Out)
@@ -55,7 +55,7 @@ func TestTokenAndMatrixSettings(t *testing.T) {
 		{ScopeTokens, []string{"-levels", "4,4"}, `-levels "4,4": level 4 given twice`},
 		{ScopeTokens, []string{"-workload", "video"}, `workload "video": want text and/or one_image`},
 		{ScopeTokens, []string{"-output", "0"}, `-output "0": want a whole number >= 1`},
-		{ScopeTokens, []string{"-accept-failures", "1"}, `want a share in [0, 1)`},
+		{ScopeTokens, []string{"-max-failed", "1"}, `want a share from 0 to below 1`},
 		{ScopeMatrix, []string{"-contexts", "8Q"}, `"8Q" is not a context length`},
 		{ScopeMatrix, []string{"-contexts", "8K,8192"}, `context 8192 given twice`},
 		{ScopeMatrix, []string{"-duration", "0s"}, `want a positive duration`},

@@ -26,6 +26,8 @@ const (
 	Preemptions     = "preemptions"      // server preemptions in the window (a count)
 	MovedItems      = "moved-items"      // confident verdict moves against the golden receipt
 	OffFormat       = "off-format"       // answers whose sampled token was no candidate (a count)
+	FailedItems     = "failed-items"     // judgments that failed in the window (a count)
+	DiscardedItems  = "discarded-items"  // judgments that finished after a stop, counted nowhere (a count)
 )
 
 // Directions of benchstat's better= key.
@@ -66,6 +68,8 @@ func Units() []Unit {
 		{Name: Preemptions, Better: Lower, Exact: true},
 		{Name: MovedItems, Better: Lower, Exact: true},
 		{Name: OffFormat, Better: Lower, Exact: true},
+		{Name: FailedItems, Better: Lower, Exact: true},
+		{Name: DiscardedItems, Better: Lower, Exact: true},
 	}
 }
 
@@ -90,12 +94,15 @@ type Metric struct {
 // FromReceipt returns the receipt's figures as metrics. A figure the
 // receipt does not have (no server scrape, no latencies, a null hit rate)
 // is left out, never reported as 0: benchstat would read a 0 as a change.
+// The failed and discarded counts are always known and always reported, 0
+// included, so a line never looks healthy over failed work and the speed
+// gate sees an outage as one (exact counts: any rise fails).
 func FromReceipt(r *receipts.Receipt) []Metric {
 	if r == nil {
 		return nil
 	}
 	tp := r.Throughput
-	var out []Metric
+	out := []Metric{{float64(tp.Failed), FailedItems}, {float64(tp.Discarded), DiscardedItems}}
 	if tp.WallSeconds > 0 {
 		out = append(out, Metric{tp.JudgmentsPerSecond, JudgmentsPerSec}, Metric{tp.ImagesPerSecond, ImagesPerSec})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/speed"
 )
 
 func f(v float64) *float64 { return &v }
@@ -41,6 +42,8 @@ func receipt() *receipts.Receipt {
 func TestFromReceipt(t *testing.T) {
 	got := FromReceipt(receipt())
 	require.Equal(t, []Metric{
+		{0, FailedItems},
+		{0, DiscardedItems},
 		{4.489868611455695, JudgmentsPerSec},
 		{8.97973722291139, ImagesPerSec},
 		{3.4076462700031698, P50Sec},
@@ -64,7 +67,7 @@ func TestFromReceipt(t *testing.T) {
 	require.Contains(t, units, MMHitRatio)
 
 	r.Server = nil
-	require.Equal(t, []string{JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
+	require.Equal(t, []string{FailedItems, DiscardedItems, JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}, unitsOf(FromReceipt(r)))
 	require.Nil(t, FromReceipt(nil))
 
 	// Off-format answers are an exact count, 0 included, when the receipt
@@ -73,6 +76,10 @@ func TestFromReceipt(t *testing.T) {
 	require.Contains(t, FromReceipt(r), Metric{0, OffFormat})
 	r.OffFormat.Total = 5
 	require.Contains(t, FromReceipt(r), Metric{5, OffFormat})
+	// Failures are reported as counted, also when nothing was kept.
+	r = &receipts.Receipt{Throughput: receipts.Throughput{WallSeconds: 1, Failed: 136, Discarded: 3}}
+	ms := FromReceipt(r)
+	require.Equal(t, []Metric{{136, FailedItems}, {3, DiscardedItems}, {0, JudgmentsPerSec}, {0, ImagesPerSec}}, ms)
 }
 
 func unitsOf(ms []Metric) []string {
@@ -152,6 +159,8 @@ Unit queue-sec better=lower
 Unit preemptions better=lower assume=exact
 Unit moved-items better=lower assume=exact
 Unit off-format better=lower assume=exact
+Unit failed-items better=lower assume=exact
+Unit discarded-items better=lower assume=exact
 `, out.String())
 }
 
@@ -182,7 +191,13 @@ func TestWriter(t *testing.T) {
 		}
 	}
 	require.NoError(t, r.Err())
-	require.Equal(t, len(Units())+3, units, "better= for each unit, assume= for the three counts")
+	exact := 0
+	for _, u := range Units() {
+		if u.Exact {
+			exact++
+		}
+	}
+	require.Equal(t, len(Units())+exact, units, "better= for each unit, assume= for the counts")
 	require.Len(t, results, 2)
 	procs := ""
 	if p := runtime.GOMAXPROCS(0); p != 1 {
@@ -205,4 +220,24 @@ func TestWriter(t *testing.T) {
 	// The line itself is go test's: tab-separated, numbers as testing
 	// formats them, units sorted.
 	require.Contains(t, out, "\nmodel: m1\nBenchmarkJudgments/set=checks/c=16"+procs+"\t       3\t        48.80 judgments/s\t         0.3000 p50-sec\t         2.000 preemptions\n")
+
+	// The speed gate reads it as a whole output only once End has
+	// written go test's last line: before, it is a run cut short.
+	_, err := speed.Load(strings.NewReader(out), "bench.txt")
+	require.ErrorIs(t, err, speed.ErrCut)
+	for _, passed := range []bool{true, false} {
+		var ended strings.Builder
+		w := NewWriter(&ended, "model", "m1")
+		require.NoError(t, w.Write(PointName("checks", 16, receipts.ArmCold, false), 3, ms))
+		require.NoError(t, w.Write(PointName("faces", 1, receipts.ArmWarm, true), 1, ms[:1]))
+		require.NoError(t, w.End(passed))
+		s, err := speed.Load(strings.NewReader(ended.String()), "bench.txt")
+		require.NoError(t, err, ended.String())
+		require.Len(t, s.Benchmarks(), 2)
+	}
+	// A writer that wrote no result ends nothing: an empty bench.txt is no
+	// result (a run that measured nothing), where a lone FAIL would be one.
+	var empty strings.Builder
+	require.NoError(t, NewWriter(&empty).End(false))
+	require.Empty(t, empty.String())
 }

@@ -90,6 +90,25 @@ func (w *Writer) WriteNamed(benchmark, point string, iters int, ms []Metric) err
 	return err
 }
 
+// End writes the line go test ends its output with: PASS, or FAIL when
+// the run did not pass (a failed point, an interrupt). The speed gate
+// reads an output without it as cut short (a run killed before its end),
+// so End is written once, after the last result, and never by a run that
+// is still going.
+func (w *Writer) End(passed bool) error {
+	if !w.started {
+		// Nothing was measured: an empty file is no result (rundir replaces
+		// it), where a lone FAIL would read as one.
+		return nil
+	}
+	end := "PASS\n"
+	if !passed {
+		end = "FAIL\n"
+	}
+	_, err := io.WriteString(w.w, end)
+	return err
+}
+
 // prettyPrint is the testing package's: ten places before the decimal
 // point, four significant figures for small numbers.
 func prettyPrint(w io.Writer, x float64, unit string) {

@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
@@ -115,14 +115,23 @@ func (i Info) Pin(p *receipts.Pins) {
 	p.ServerBuild = i.Version
 }
 
+// DefaultTimeout bounds each request of this package when neither the
+// context nor the HTTP client does: no wait on a server is unbounded.
+const DefaultTimeout = 10 * time.Second
+
 // call sends one request with no body and returns the status and body.
 func call(ctx context.Context, hc *http.Client, method, target string, authorize func(*http.Request)) (int, []byte, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	if _, ok := ctx.Deadline(); !ok && hc.Timeout <= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, redact(target), err)
+		return 0, nil, fmt.Errorf("%s %s: %w", method, redact(target), judgments.RedactError(err))
 	}
 	req.Header.Set("Accept", "application/json")
 	if authorize != nil {
@@ -130,8 +139,8 @@ func call(ctx context.Context, hc *http.Client, method, target string, authorize
 	}
 	res, err := hc.Do(req)
 	if err != nil {
-		// *url.Error already names the (redacted) URL.
-		return 0, nil, fmt.Errorf("%s: %w", method, err)
+		// *url.Error names the URL, redacted here.
+		return 0, nil, fmt.Errorf("%s: %w", method, judgments.RedactError(err))
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
@@ -141,14 +150,8 @@ func call(ctx context.Context, hc *http.Client, method, target string, authorize
 	return res.StatusCode, body, nil
 }
 
-// redact hides a password in a URL's user info: errors end up in logs.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
+// redact hides a URL's user info and query: errors end up in logs.
+func redact(raw string) string { return judgments.RedactURL(raw) }
 
 func snippet(b []byte) string {
 	s := strings.TrimSpace(string(b))

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -92,13 +91,22 @@ func Fetch(ctx context.Context, hc *http.Client, target string, opts ...Option) 
 	return s, nil
 }
 
+// DefaultTimeout bounds a reading when neither the context nor the HTTP
+// client does: a frozen server never holds a run.
+const DefaultTimeout = 10 * time.Second
+
 func fetch(ctx context.Context, hc *http.Client, target string, cfg fetchConfig) (map[string]*dto.MetricFamily, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	if _, ok := ctx.Deadline(); !ok && hc.Timeout <= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, err
+		return nil, judgments.RedactError(err)
 	}
 	req.Header.Set("Accept", acceptHeader)
 	if cfg.authorize != nil {
@@ -106,7 +114,7 @@ func fetch(ctx context.Context, hc *http.Client, target string, cfg fetchConfig)
 	}
 	res, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, judgments.RedactError(err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, cfg.maxBytes+1))
@@ -178,15 +186,9 @@ func FromText(r io.Reader, at time.Time) (Snapshot, error) {
 	return Snapshot{At: at, Families: fams}, nil
 }
 
-// redact hides a password in a URL's user info: snapshots and errors end up
-// in receipts and logs.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
+// redact hides a URL's user info and query: snapshots and errors end up in
+// receipts and logs.
+func redact(raw string) string { return judgments.RedactURL(raw) }
 
 func snippet(b []byte) string {
 	s := string(bytes.TrimSpace(b))

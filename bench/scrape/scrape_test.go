@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
@@ -149,14 +151,45 @@ func TestParseRefusesUnknownFormat(t *testing.T) {
 	require.True(t, errors.Is(err, ErrContentType), "%v", err)
 }
 
-func TestFetchHidesPassword(t *testing.T) {
+// User info and query are hidden in the snapshot and in errors, those of
+// an answer and those of a server that is not there.
+func TestFetchHidesSecrets(t *testing.T) {
 	srv := serve(t, 500, "text/plain", "no")
-	u := strings.Replace(srv.URL, "http://", "http://vet:hunter2@", 1) + "/metrics"
-	s, err := Fetch(t.Context(), srv.Client(), u)
-	require.Error(t, err)
-	require.NotContains(t, err.Error(), "hunter2")
-	require.NotContains(t, s.URL, "hunter2")
-	require.Contains(t, s.URL, "vet:xxxxx@")
+	secret := func(base string) string {
+		return strings.Replace(base, "http://", "http://USERSECRET:hunter2@", 1) + "/metrics?token=QUERYSECRET"
+	}
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	for _, u := range []string{secret(srv.URL), secret(gone.URL)} {
+		s, err := Fetch(t.Context(), srv.Client(), u)
+		require.Error(t, err)
+		for _, x := range []string{"USERSECRET", "hunter2", "QUERYSECRET"} {
+			require.NotContains(t, err.Error(), x)
+			require.NotContains(t, s.URL, x)
+		}
+		require.Contains(t, s.URL, "xxxxx@")
+	}
+}
+
+// A server that never answers is given up on: the context's deadline, or
+// the package's own bound when neither the context nor the client has one.
+func TestFetchBounded(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hang); srv.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := Fetch(ctx, srv.Client(), srv.URL+"/metrics")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	_, err = Fetch(t.Context(), &http.Client{Timeout: 50 * time.Millisecond}, srv.URL+"/metrics")
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	require.True(t, ne.Timeout(), "%v", err)
 }
 
 // A 401 (a proxy guarding /metrics; vLLM's --api-key leaves it public)

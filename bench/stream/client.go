@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/judgments/errclass"
 )
 
 // Path is the endpoint the client posts to.
@@ -220,48 +221,14 @@ func StatusError(resp *http.Response, data []byte) *judgments.StatusError {
 	return e
 }
 
-// ErrorClass names the kind of a Result's error with a stable word that
-// counts and receipts can group by: "" (no error), "canceled", "timeout",
-// "stalled", "http_<status>", "stream_error", "cut", "short", "long",
-// "no_usage", "malformed", "not_stream", "aborted", "invalid_request",
-// "transport".
-func ErrorClass(err error) string {
-	var se *judgments.StatusError
-	var ce *CountError
-	var srv *ServerError
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrStalled):
-		return "stalled"
-	case errors.Is(err, ErrAborted):
-		return "aborted"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.As(err, &se):
-		return "http_" + strconv.Itoa(se.Code)
-	case errors.As(err, &srv):
-		return "stream_error"
-	case errors.As(err, &ce):
-		if ce.Got < ce.Want {
-			return "short"
-		}
-		return "long"
-	case errors.Is(err, ErrNoUsage):
-		return "no_usage"
-	case errors.Is(err, ErrCut):
-		return "cut"
-	case errors.Is(err, ErrMalformed), errors.Is(err, ErrEventTooLong):
-		return "malformed"
-	case errors.Is(err, ErrNotStream):
-		return "not_stream"
-	case errors.Is(err, ErrInvalidRequest):
-		return "invalid_request"
-	}
-	return "transport"
-}
+// ErrorClass names the kind of a Result's error with the stable words of
+// judgments/errclass that counts and receipts group by, the same words a
+// judgment's failure gets: "" (no error), "canceled", "timeout",
+// "connection_refused", "connection_reset", "http_<status>", … and the
+// stream's own: "stalled", "aborted", "stream_error", "cut", "short",
+// "long", "no_usage", "malformed", "not_stream", "invalid_request";
+// "transport" for another network error.
+func ErrorClass(err error) string { return errclass.Of(err) }
 
 // stallWatch cancels a request when nothing arrives for a while.
 type stallWatch struct {

@@ -484,7 +484,7 @@ func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
 	res := New("http://127.0.0.1:1").Do(context.Background(), Text("hi", 4), nil)
 	require.Error(t, res.Err)
-	require.Equal(t, "transport", ErrorClass(res.Err))
+	require.Equal(t, "connection_refused", ErrorClass(res.Err))
 	require.False(t, res.Sent.IsZero())
 }
 

@@ -1,10 +1,11 @@
 package stream
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/vetbench/vetbench/judgments/errclass"
 )
 
 // Sources of Result.OutputTokens.
@@ -150,21 +151,21 @@ func (r *Result) Verify(want int) error {
 // Errors a Result may carry. Match with errors.Is / errors.As.
 var (
 	// ErrCut: the connection ended before data: [DONE].
-	ErrCut = errors.New("stream cut before [DONE]")
+	ErrCut = errclass.New("cut", "stream cut before [DONE]")
 	// ErrShort: fewer output tokens than asked (see Verify).
-	ErrShort = errors.New("short stream")
+	ErrShort = errclass.New("short", "short stream")
 	// ErrNoUsage: the server sent no usage, so the count is unverified.
-	ErrNoUsage = errors.New("no usage in the stream to verify the token count")
+	ErrNoUsage = errclass.New("no_usage", "no usage in the stream to verify the token count")
 	// ErrMalformed: a chunk that is not the JSON vLLM sends.
-	ErrMalformed = errors.New("malformed chunk")
+	ErrMalformed = errclass.New("malformed", "malformed chunk")
 	// ErrNotStream: a 200 answer that is not an event stream.
-	ErrNotStream = errors.New("answer is not an event stream")
+	ErrNotStream = errclass.New("not_stream", "answer is not an event stream")
 	// ErrStalled: nothing arrived within the stall timeout.
-	ErrStalled = errors.New("stream stalled")
+	ErrStalled = errclass.NewCause("stalled", "stream stalled")
 	// ErrAborted: the caller's Observer stopped the stream.
-	ErrAborted = errors.New("stream aborted by the observer")
+	ErrAborted = errclass.NewCause("aborted", "stream aborted by the observer")
 	// ErrInvalidRequest: the request was not sent (see Request.Validate).
-	ErrInvalidRequest = errors.New("invalid request")
+	ErrInvalidRequest = errclass.New("invalid_request", "invalid request")
 )
 
 // CountError is a request whose server-counted output differs from what
@@ -189,6 +190,14 @@ func (e *CountError) Error() string {
 // Is makes errors.Is(err, ErrShort) true for a short count.
 func (e *CountError) Is(target error) bool { return target == ErrShort && e.Got < e.Want }
 
+// ErrorClass is "short" or "long" (see ErrorClass).
+func (e *CountError) ErrorClass() string {
+	if e.Got < e.Want {
+		return "short"
+	}
+	return "long"
+}
+
 // ServerError is an error object the server sent inside the stream
 // (`data: {"error": {...}}`, then [DONE]): the request failed after its
 // 200 header.
@@ -198,6 +207,9 @@ type ServerError struct {
 	Param   string
 	Code    int
 }
+
+// ErrorClass is "stream_error" (see ErrorClass).
+func (e *ServerError) ErrorClass() string { return "stream_error" }
 
 func (e *ServerError) Error() string {
 	msg := "error in stream"

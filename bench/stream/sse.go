@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/vetbench/vetbench/judgments/errclass"
 )
 
 // DefaultMaxEventBytes bounds one server-sent event. A vLLM chunk is a few
@@ -18,7 +20,7 @@ const DefaultMaxEventBytes = 4 << 20
 var ErrTruncated = errors.New("stream ended inside an event")
 
 // ErrEventTooLong means one event outgrew the decoder's limit.
-var ErrEventTooLong = errors.New("event too long")
+var ErrEventTooLong = errclass.New("malformed", "event too long")
 
 // Event is one server-sent event. Data joins the event's data lines with
 // "\n"; Name is the event field ("" for the default "message").

@@ -51,15 +51,15 @@ type Point struct {
 	Repeats      int
 	// Warmup batches run before the repeats, outside every figure.
 	Warmup int
-	// AcceptFailures is the share of requests that may fail or come back
+	// MaxFailed is the share of requests that may fail or come back
 	// short without failing the point.
-	AcceptFailures float64
+	MaxFailed float64
 }
 
 // PointFrom is the point cfg asks for at a workload and concurrency.
 func PointFrom(cfg config.Tokens, workload string, c int) Point {
 	return Point{Workload: workload, Concurrency: c, OutputTokens: cfg.OutputTokens, Repeats: cfg.Repeats,
-		Warmup: cfg.Warmup, AcceptFailures: cfg.AcceptFailures}
+		Warmup: cfg.Warmup, MaxFailed: cfg.MaxFailed}
 }
 
 // Runner measures points on one endpoint. It is not safe for concurrent
@@ -210,10 +210,10 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*rtokens.Receipt, error)
 	s := rec.Summary
 	if bad := s.Failed + s.Short; bad > 0 {
 		msg := fmt.Sprintf("%d of %d requests failed or came back short (%d short)", bad, s.Requests, s.Short)
-		if float64(bad) > p.AcceptFailures*float64(s.Requests) {
-			return rec, fmt.Errorf("%w: %s, accepted share %.3g", ErrFailures, msg, p.AcceptFailures)
+		if float64(bad) > p.MaxFailed*float64(s.Requests) {
+			return rec, fmt.Errorf("%w: %s, accepted share %.3g", ErrFailures, msg, p.MaxFailed)
 		}
-		rec.Warnings = append(rec.Warnings, msg+fmt.Sprintf(" (within the accepted share %.3g)", p.AcceptFailures))
+		rec.Warnings = append(rec.Warnings, msg+fmt.Sprintf(" (within the accepted share %.3g)", p.MaxFailed))
 	}
 	return rec, nil
 }
@@ -229,8 +229,8 @@ func (p Point) validate() error {
 	if p.Repeats < 1 {
 		errs = append(errs, fmt.Errorf("repeats %d: want at least 1", p.Repeats))
 	}
-	if p.Warmup < 0 || p.AcceptFailures < 0 || p.AcceptFailures >= 1 {
-		errs = append(errs, fmt.Errorf("warmup %d, accepted failure share %g: want warmup >= 0 and a share in [0, 1)", p.Warmup, p.AcceptFailures))
+	if p.Warmup < 0 || p.MaxFailed < 0 || p.MaxFailed >= 1 {
+		errs = append(errs, fmt.Errorf("warmup %d, accepted failure share %g: want warmup >= 0 and a share in [0, 1)", p.Warmup, p.MaxFailed))
 	}
 	return errors.Join(errs...)
 }

@@ -164,7 +164,7 @@ func TestShortStreamIsCountedAndFailsThePoint(t *testing.T) {
 
 	// Accepted: 1 of 8 is within 0.2.
 	p := point(rtokens.WorkloadText, 4, 12, 2, 0)
-	p.AcceptFailures = 0.2
+	p.MaxFailed = 0.2
 	srv2 := start(t, tokenstest.Config{Tokens: short})
 	rec, err = runner(t, srv2).Measure(t.Context(), p)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
@@ -28,7 +29,8 @@ probability is below -near-tie; near-tie moves are reported and fail only
 under -policy strict. A confident move fails; so does a Noul whose P(true)
 moved by more than -noul-tol, a missing or failed item, a stopped run.
 
-Exit status: 0 pass, 1 the candidate failed, 2 could not compare.
+Exit status: 0 pass, 1 the candidate failed, 2 could not compare. With
+-json, a failure to compare writes a vetbench.error/v1 object on stdout.
 
 flags:
 `
@@ -69,7 +71,10 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitNoVerdict
 		}
-		return exitNoVerdict
+		return failure(e, "compare", wantsJSON(args), exitNoVerdict, err.Error())
+	}
+	fail := func(format string, a ...any) int {
+		return failure(e, "compare", *asJSON, exitNoVerdict, fmt.Sprintf(format, a...))
 	}
 	var p answers.Policy
 	switch *policyName {
@@ -78,8 +83,7 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 	case "strict":
 		p = answers.StrictPolicy()
 	default:
-		fmt.Fprintf(e.stderr, "vetbench compare: unknown policy %q (want default or strict)\n", *policyName)
-		return exitNoVerdict
+		return fail("unknown policy %q (want default or strict)", *policyName)
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -91,79 +95,65 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 	})
 	p.AllowIdentityDrift = *allowDrift
 	if err := p.Validate(); err != nil {
-		fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
-		return exitNoVerdict
+		return fail("%v", err)
 	}
 	if *levels {
 		if len(pos) != 1 {
-			fmt.Fprintln(e.stderr, "vetbench compare -levels: want one sweep directory")
-			return exitNoVerdict
+			return failure(e, "compare -levels", *asJSON, exitNoVerdict, "want one sweep directory")
 		}
 		rs, err := typevet.ReadDir(pos[0])
 		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
-			return exitNoVerdict
+			return fail("%v", err)
 		}
 		rep, err := answers.CompareLevels(rs, p)
 		return finishSweep(e, rep, err, *asJSON)
 	}
 	if len(pos) != 2 {
 		fs.Usage()
-		return exitNoVerdict
+		return failure(e, "compare", *asJSON, exitNoVerdict, fmt.Sprintf("want BASELINE and CANDIDATE, got %d argument(s)", len(pos)))
 	}
 	bdir, bok := isDir(pos[0])
 	cdir, cok := isDir(pos[1])
 	if bok && cok && bdir != cdir {
-		fmt.Fprintln(e.stderr, "vetbench compare: BASELINE and CANDIDATE must both be receipts or both be directories")
-		return exitNoVerdict
+		return fail("BASELINE and CANDIDATE must both be receipts or both be directories")
 	}
 	if bdir && cdir {
 		base, err := typevet.ReadDir(pos[0])
 		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench compare: baseline: %v\n", err)
-			return exitNoVerdict
+			return fail("baseline: %v", err)
 		}
 		cand, err := typevet.ReadDir(pos[1])
 		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench compare: candidate: %v\n", err)
-			return exitNoVerdict
+			return fail("candidate: %v", err)
 		}
 		rep, err := answers.CompareSweep(base, cand, p)
 		return finishSweep(e, rep, err, *asJSON)
 	}
 	base, err := typevet.ReadAny(pos[0])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench compare: baseline: %v\n", err)
-		return exitNoVerdict
+		return fail("baseline: %v", err)
 	}
 	cand, err := typevet.ReadAny(pos[1])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench compare: candidate: %v\n", err)
-		return exitNoVerdict
+		return fail("candidate: %v", err)
 	}
 	rep, err := answers.Compare(base, cand, p)
 	if err != nil {
 		var ie *receipts.IdentityError
 		if errors.As(err, &ie) {
-			fmt.Fprintln(e.stderr, "vetbench compare: identity mismatch: the receipts are not the same experiment:")
-			for _, d := range ie.Differences {
-				fmt.Fprintf(e.stderr, "  %s\n", d)
-			}
-			fmt.Fprintln(e.stderr, "use -allow-identity-drift to compare them anyway")
-		} else {
-			fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
+			details := append(slices.Clone(ie.Differences), "use -allow-identity-drift to compare them anyway")
+			return failure(e, "compare", *asJSON, exitNoVerdict, "identity mismatch: the receipts are not the same experiment:", details...)
 		}
-		return exitNoVerdict
+		return fail("%v", err)
 	}
 	rep.Baseline.File, rep.Candidate.File = pos[0], pos[1]
 	if *asJSON {
-		if err := writeJSON(e.stdout, rep); err != nil {
-			fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
-			return exitNoVerdict
-		}
-	} else if err := rep.WriteText(e.stdout); err != nil {
-		fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
-		return exitNoVerdict
+		err = writeJSON(e.stdout, rep)
+	} else {
+		err = rep.WriteText(e.stdout)
+	}
+	if err != nil {
+		return fail("%v", err)
 	}
 	if rep.Failed() {
 		return exitFail
@@ -173,8 +163,7 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 
 func finishSweep(e *env, rep *answers.SweepReport, err error, asJSON bool) int {
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
-		return exitNoVerdict
+		return failure(e, "compare", asJSON, exitNoVerdict, err.Error())
 	}
 	if asJSON {
 		err = writeJSON(e.stdout, rep)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/progress"
 	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/receipts/speed"
@@ -50,8 +53,18 @@ refuses to compare (exit 2) and lists what differs, unless
 -allow-identity-drift; what a candidate changes on purpose (server build,
 server flags, twin slowdown and faults) is listed and compared.
 
-Exit status: 0 pass, 1 the candidate is slower, 2 could not decide (bad
-input, identity differs, too few runs, nothing to gate).
+A benchmark the candidate lacks (an output cut short, a point that did
+not run) leaves the gate without a verdict; a failure count (failed-items)
+the candidate has and the baseline never recorded fails. With -run, a
+candidate run with a point that did not pass (failed judgments beyond
+VETBENCH_MAX_FAILED, a stop, a server that went down) fails the gate
+whatever the statistics say; a baseline run that does cannot be
+compared. A server found down ends the runs.
+
+Exit status: 0 pass, 1 the candidate is slower or failed, 2 could not
+decide (bad input, identity differs, too few runs, nothing to gate), 130
+interrupted. With -json a failure before a decision is a vetbench.error/v1
+object.
 
 flags:
 `
@@ -98,38 +111,54 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&o.policy.AllowIdentityDrift, "allow-identity-drift", false, "compare outputs whose identity configuration (model, twin profile, time scale, fixture, …) differs, listing what differs")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitNoVerdict
+		return failure(e, "gate", wantsJSON(args), exitNoVerdict, err.Error())
+	}
+	fail := func(format string, a ...any) int {
+		return failure(e, "gate", o.asJSON, exitNoVerdict, fmt.Sprintf(format, a...))
 	}
 	if len(pos) != 2 {
 		fs.Usage()
-		return exitNoVerdict
+		return fail("want BASELINE and CANDIDATE, got %d argument(s)", len(pos))
 	}
 	if o.policy.Validate() != nil {
-		fmt.Fprintln(e.stderr, "vetbench gate: -margin must be >= 0 and -alpha in (0,1)")
-		return exitNoVerdict
+		return fail("-margin must be >= 0 and -alpha in (0,1)")
 	}
 	files := pos
+	var runErrs [2]error
 	if o.run {
-		files, err = runTargets(ctx, e, o, pos[0], pos[1])
+		files, runErrs, err = runTargets(ctx, e, o, pos[0], pos[1])
+		if ctx.Err() != nil {
+			return failure(e, "gate", o.asJSON, exitInterrupted, "interrupted")
+		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
-			return exitNoVerdict
+			return fail("%v", err)
 		}
 	}
 	base, err := speed.LoadFile(files[0])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench gate: baseline: %v\n", err)
-		return exitNoVerdict
+		return fail("baseline: %v", errors.Join(err, runErrs[0]))
 	}
 	cand, err := speed.LoadFile(files[1])
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench gate: candidate: %v\n", err)
-		return exitNoVerdict
+		if runErrs[1] != nil && runErrs[0] == nil {
+			// Nothing of the candidate to read (its server was down from
+			// the start): it failed all the same.
+			return failure(e, "gate", o.asJSON, exitFail, fmt.Sprintf("candidate run failed: %v", errors.Join(runErrs[1], err)))
+		}
+		return fail("candidate: %v", errors.Join(err, runErrs[1]))
 	}
 	rep := speed.Decide(base, cand, o.policy)
 	refused := len(rep.Identity.Differs) > 0 && !rep.Identity.Allowed
 	if o.benchstat && !o.asJSON && !refused {
 		showBenchstat(ctx, e, base, cand, files)
+	}
+	// A run that failed never passes: its output may hold only the points
+	// that ran, or lines over failed work.
+	if runErrs[0] != nil {
+		rep.AddProblem(fmt.Sprintf("baseline run failed: %v", runErrs[0]))
+	}
+	if runErrs[1] != nil {
+		rep.AddFailure(fmt.Sprintf("candidate run failed: %v", runErrs[1]))
 	}
 	if o.asJSON {
 		err = writeJSON(e.stdout, rep)
@@ -140,7 +169,14 @@ func runGate(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
 		return exitNoVerdict
 	}
+	// A failed baseline run leaves nothing to compare with; a failed
+	// candidate run fails whatever the statistics say (its failures are
+	// the verdict, however few its runs).
 	switch {
+	case runErrs[0] != nil:
+		return exitNoVerdict
+	case runErrs[1] != nil:
+		return exitFail
 	case rep.NoVerdict():
 		return exitNoVerdict
 	case rep.Failed():
@@ -185,12 +221,12 @@ func parseTarget(arg string) (target, error) {
 	}
 	u, err := url.Parse(arg)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", arg)
+		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", judgments.RedactURL(arg))
 	}
-	if u.User != nil {
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		// Credentials belong in the environment (VETBENCH_API_KEY), never
 		// on a command line that shows up in logs.
-		return target{}, fmt.Errorf("endpoint %s holds credentials; pass them in the environment", u.Redacted())
+		return target{}, fmt.Errorf("endpoint %s holds credentials or a query; pass the key in the environment (VETBENCH_API_KEY)", judgments.RedactURL(arg))
 	}
 	return target{arg: arg, endpoint: arg}, nil
 }
@@ -198,61 +234,70 @@ func parseTarget(arg string) (target, error) {
 func (t target) live() bool { return t.file == "" }
 
 // runTargets benchmarks the live sides in this process and returns the two
-// files to gate. With two live sides it runs -count rounds of one pass
-// each, in the order A B, B A, A B…, so slow drift of the machine or the
-// server hits both; one live side runs -count passes.
-func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, error) {
+// files to gate and, per side, why a run of it failed (a point that did
+// not pass, a server that went down: its output is kept and gated all the
+// same; the caller decides what a failed side means). With two live sides
+// it runs -count rounds of one pass each, in the order A B, B A, A B…, so
+// slow drift of the machine or the server hits both; one live side runs
+// -count passes. A server found down ends the runs: nothing later can be
+// measured on it, and the verdict no longer depends on the rest.
+func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, [2]error, error) {
+	var failed [2]error
 	if o.count < 1 {
-		return nil, fmt.Errorf("-count %d: want at least 1", o.count)
+		return nil, failed, fmt.Errorf("-count %d: want at least 1", o.count)
 	}
 	ta, err := parseTarget(a)
 	if err != nil {
-		return nil, fmt.Errorf("baseline: %w", err)
+		return nil, failed, fmt.Errorf("baseline: %w", err)
 	}
 	tb, err := parseTarget(b)
 	if err != nil {
-		return nil, fmt.Errorf("candidate: %w", err)
+		return nil, failed, fmt.Errorf("candidate: %w", err)
 	}
 	cfg, err := config.Load(config.Env(e.lookup), o.config)
 	if err != nil {
-		return nil, err
+		return nil, failed, err
 	}
 	files := []string{ta.file, tb.file}
 	sides := []target{ta, tb}
 	names := []string{"baseline", "candidate"}
 	if !ta.live() && !tb.live() {
-		return files, nil
+		return files, failed, nil
 	}
 	root, err := openRunDir(e, cfg)
 	if err != nil {
-		return nil, err
+		return nil, failed, err
 	}
 	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
 	shared := map[string]fixtures.Set{}
 	var sweeps [2]*sweep
-	defer func() {
-		for _, sw := range sweeps {
+	closeAll := func() error {
+		var errs []error
+		for i, sw := range sweeps {
 			if sw != nil {
-				sw.close()
+				errs = append(errs, sw.close(failed[i] == nil && ctx.Err() == nil))
+				sweeps[i] = nil
 			}
 		}
-	}()
+		return errors.Join(errs...)
+	}
+	defer closeAll()
 	for i, t := range sides {
 		if !t.live() {
 			continue
 		}
 		dir, err := root.Sub(names[i])
 		if err != nil {
-			return nil, err
+			return nil, failed, err
 		}
 		c := cfg
 		c.Target.Endpoint = t.endpoint
 		if t.endpoint == "" {
 			c.Twin.Placement = receipts.TargetInProcess
 		}
-		if sweeps[i], err = openSweep(ctx, names[i], c, dir, e.stderr, e.stderr, prog, shared); err != nil {
-			return nil, fmt.Errorf("%s: %w", names[i], err)
+		if sweeps[i], err = openSweep(ctx, "gate", names[i], c, dir, e, e.stderr, prog, shared); err != nil {
+			return nil, failed, fmt.Errorf("%s: %w", names[i], err)
 		}
 		sweeps[i].summaries = false // the receipts hold them; one line per run here
 		files[i] = dir.File(rundir.BenchFile)
@@ -283,25 +328,33 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		label := fmt.Sprintf("%s %d/%d", names[i], runs[i], o.count)
 		prog.SetLabel(label)
 		prog.SetTimeScale(sweeps[i].target.Endpoint.Target.TimeScale)
-		stopped, err := sweeps[i].pass(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", label, err)
+		bad, err := sweeps[i].pass(ctx)
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errInterrupted):
+			return nil, failed, fmt.Errorf("%s: %w", label, errInterrupted)
+		case errors.Is(err, bench.ErrServerDown):
+			if failed[i] == nil {
+				failed[i] = fmt.Errorf("%s: %w", label, err)
+			}
+			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: the server is down: no later run is measured\n", label)
+		case err != nil:
+			return nil, failed, fmt.Errorf("%s: %w", label, err)
+		case bad > 0:
+			err := fmt.Errorf("%s: %d point(s) did not pass (their receipts say why under %s)", label, bad, sweeps[i].dir.Path)
+			if failed[i] == nil {
+				failed[i] = err
+			}
+			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: %v\n", label, err)
 		}
-		if stopped > 0 {
-			return nil, fmt.Errorf("%s: %d point(s) stopped early (their receipts say why under %s): the runs cannot be compared", label, stopped, sweeps[i].dir.Path)
+		if errors.Is(err, bench.ErrServerDown) {
+			break
 		}
 		elapsed := e.now().Sub(start)
 		left := time.Duration(float64(elapsed) / float64(n+1) * float64(len(order)-n-1))
 		fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", n+1, len(order), label, sides[i].arg, progress.Duration(left))
 	}
-	for i, sw := range sweeps {
-		if sw != nil {
-			err := sw.close()
-			sweeps[i] = nil
-			if err != nil {
-				return nil, err
-			}
-		}
+	if err := closeAll(); err != nil {
+		return nil, failed, err
 	}
-	return files, nil
+	return files, failed, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -124,6 +125,12 @@ func TestGateBadInputs(t *testing.T) {
 		}
 	}
 	noFaces := writeFile(t, dir, "nofaces.txt", missing.String())
+	// A candidate bench.txt cut short, mid-line and at a line's end, as a
+	// run killed while writing leaves it: it cannot be compared (2), it is
+	// not "worse" (1).
+	full := benchOutput(rand.New(rand.NewPCG(2, 1)), base, 10, "B")
+	cutMid := writeFile(t, dir, "cut_mid.txt", full[:len(full)*2/3])
+	cutLine := writeFile(t, dir, "cut_line.txt", full[:strings.LastIndex(full[:len(full)*2/3], "\n")+1])
 	cases := []struct {
 		name string
 		args []string
@@ -134,13 +141,35 @@ func TestGateBadInputs(t *testing.T) {
 		{"malformed line", []string{malformed, malformed}, exitNoVerdict, "malformed benchmark lines"},
 		{"no results", []string{empty, good}, exitNoVerdict, "no benchmark results"},
 		{"missing file", []string{filepath.Join(dir, "nope.txt"), good}, exitNoVerdict, "no such file"},
-		{"benchmark missing in candidate", []string{good, noFaces}, exitFail, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate"},
+		{"benchmark missing in candidate", []string{good, noFaces}, exitNoVerdict, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate"},
+		{"candidate cut mid-line", []string{good, cutMid}, exitNoVerdict, "output cut short"},
+		{"candidate cut at a line", []string{good, cutLine}, exitNoVerdict, "output cut short"},
 		{"one argument", []string{good}, exitNoVerdict, "usage: vetbench gate"},
+		{"bad flag", []string{"-margin", "x", good, good}, exitNoVerdict, "invalid value"},
 	}
 	for _, c := range cases {
 		stdout, stderr, code := run(t, append([]string{"gate", "-benchstat=false"}, c.args...)...)
 		require.Equal(t, c.code, code, "%s: %s%s", c.name, stdout, stderr)
 		require.Contains(t, stdout+stderr, c.want, c.name)
+
+		// With -json stdout always holds one JSON document: the report
+		// (when there is one) or an error object, never nothing.
+		stdout, stderr, code = run(t, append([]string{"gate", "-json"}, c.args...)...)
+		require.Equal(t, c.code, code, "%s -json: %s", c.name, stderr)
+		var doc struct {
+			Schema string `json:"schema"`
+			Error  string `json:"error"`
+			Exit   int    `json:"exit"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "%s -json: %q", c.name, stdout)
+		switch doc.Schema {
+		case ErrorSchema:
+			require.NotEmpty(t, doc.Error, c.name)
+			require.Equal(t, c.code, doc.Exit, c.name)
+		case speed.ReportSchema:
+		default:
+			t.Fatalf("%s -json: schema %q", c.name, doc.Schema)
+		}
 	}
 }
 
@@ -242,4 +271,84 @@ func TestGateIdentity(t *testing.T) {
 
 	stdout, _, code = run(t, "gate", "-benchstat=false", fast, fast2)
 	require.Equal(t, exitPass, code, stdout)
+}
+
+// A side whose run did not pass never passes the gate, even when its lines
+// look fast: a failed candidate fails (1) whatever the statistics say, a
+// failed baseline cannot be compared (2); both outputs are still gated and
+// their lines kept. A candidate whose engine is dead from the start ends
+// the runs and fails with nothing to read; an interrupt is 130. Control:
+// the same runs, none failing, have no verdict at three runs a side (2).
+func TestGateRunFailedSide(t *testing.T) {
+	environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": "2"}
+	twin := func(faults ...string) string {
+		opts := []stub.Option{stub.WithDevMode(true)}
+		for _, f := range faults {
+			opts = append(opts, stub.WithFaults(mustFault(t, f)))
+		}
+		srv, err := stub.Start(opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { srv.Close() })
+		return srv.URL()
+	}
+	stops := "missing-candidate:match=|r00:unsigned|"
+	for _, tc := range []struct {
+		name       string
+		base, cand string
+		code       int
+		want       []string
+	}{
+		{"candidate fails", twin(), twin(stops), exitFail, []string{"candidate run failed: candidate 1/3: 1 point(s) did not pass"}},
+		{"baseline fails", twin(stops), twin(), exitNoVerdict, []string{"baseline run failed: baseline 1/3: 1 point(s) did not pass"}},
+		{"control", twin(), twin(), exitNoVerdict, []string{"can never reach p < 0.05"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "gate")
+			stdout, stderr, code := runWith(t, environ, "gate", "-run", "-count", "3", "-benchstat=false", "-out", dir, tc.base, tc.cand)
+			require.Equal(t, tc.code, code, stdout+stderr)
+			for _, w := range tc.want {
+				require.Contains(t, stdout, w)
+			}
+			if tc.name == "control" {
+				require.NotContains(t, stdout+stderr, "run failed")
+				return
+			}
+			// Every run of the failing side ran, and its lines carry the
+			// point's failure.
+			side := "candidate"
+			if tc.name == "baseline fails" {
+				side = "baseline"
+			}
+			bench, err := os.ReadFile(filepath.Join(dir, side, "bench.txt"))
+			require.NoError(t, err)
+			require.Equal(t, 3, strings.Count(string(bench), "BenchmarkJudgments/set=checks/c=2"))
+			require.Equal(t, 3, strings.Count(string(bench), " 1.000 failed-items"), "the stopped item is counted on every line")
+			require.True(t, strings.HasSuffix(string(bench), "\nFAIL\n"))
+		})
+	}
+
+	// The candidate's engine is dead before the first judgment: no point
+	// has a receipt or a line, the runs end there (no baseline 2/3), and
+	// the gate fails with an error object.
+	dir := filepath.Join(t.TempDir(), "gate")
+	stdout, stderr, code := runWith(t, environ, "gate", "-run", "-json", "-count", "3", "-out", dir, twin(), twin("engine-dead:after=0"))
+	require.Equal(t, exitFail, code, stdout+stderr)
+	var doc jsonError
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	require.Equal(t, ErrorSchema, doc.Schema)
+	require.Equal(t, exitFail, doc.Exit)
+	require.Contains(t, doc.Error, "candidate run failed: candidate 1/3: ")
+	require.Contains(t, doc.Error, "server down")
+	require.Contains(t, stderr, "no later run is measured")
+	require.NotContains(t, stderr, "baseline 2/3")
+
+	// Interrupted (here: before it starts): 130, and with -json an error
+	// object that says so.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	stdout, stderr, code = runCtx(ctx, environ, "gate", "-run", "-json", "-count", "3", "-out", filepath.Join(t.TempDir(), "gate"), twin(), twin())
+	require.Equal(t, exitInterrupted, code, stdout+stderr)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	require.Equal(t, exitInterrupted, doc.Exit)
+	require.Equal(t, "interrupted", doc.Error)
 }

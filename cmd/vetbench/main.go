@@ -14,9 +14,12 @@
 // one sweep against its c=1 receipt. Those of gate are files of `go test
 // -bench` output, or with -run endpoints to benchmark.
 //
-// Exit status: 0 the candidate passed; 1 the gate failed (the candidate
-// is worse); 2 the inputs could not be compared (unreadable, identity
-// mismatch not allowed, too few samples, usage).
+// Exit status, for every command: 0 the candidate passed; 1 the gate
+// failed (the candidate is worse, or a run's point failed); 2 the inputs
+// could not be compared (unreadable, identity mismatch not allowed, too few
+// samples, usage, an unreachable target); 130 interrupted (Ctrl-C,
+// SIGTERM). With -json, a command that fails writes a JSON error object
+// (schema vetbench.error/v1) on stdout instead of its report.
 package main
 
 import (
@@ -24,18 +27,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/vetbench/vetbench/bench/interrupt"
 )
 
 // Exit codes.
 const (
-	exitPass      = 0
-	exitFail      = 1
-	exitNoVerdict = 2
+	exitPass        = 0
+	exitFail        = 1
+	exitNoVerdict   = 2
+	exitInterrupted = interrupt.ExitCode
 )
 
 // command is one subcommand. run gets the arguments after its name.
@@ -55,6 +59,9 @@ type env struct {
 	getenv func(string) string
 	// clock is time.Now when nil (run ids of new run directories).
 	clock func() time.Time
+	// signals holds back a second Ctrl-C while a result is written (see
+	// sweep; nil: no signal handling, as in tests).
+	signals *interrupt.Handler
 }
 
 func (e *env) now() time.Time {
@@ -87,9 +94,16 @@ func commands() map[string]command {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := vetbench(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, exec: osExec}, os.Args[1:])
-	stop()
+	// The first Ctrl-C cancels ctx: the command stops, writes what it has
+	// and says so; the second exits at once, never in a write.
+	ctx, signals := interrupt.Notify(context.Background())
+	signals.OnSecond = func() { fmt.Fprintln(os.Stderr, "vetbench: interrupted again: exiting now") }
+	code := vetbench(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, exec: osExec, signals: signals}, os.Args[1:])
+	signals.Stop()
+	if ctx.Err() != nil && code != exitInterrupted {
+		fmt.Fprintln(os.Stderr, "vetbench: interrupted")
+		code = exitInterrupted
+	}
 	os.Exit(code)
 }
 
@@ -120,6 +134,6 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-8s %s\n", n, cmds[n].summary)
 	}
-	b.WriteString("\nexit status: 0 pass, 1 the candidate is worse, 2 could not compare\n")
+	b.WriteString("\nexit status: 0 pass, 1 the candidate is worse, 2 could not compare, 130 interrupted\n")
 	io.WriteString(w, b.String())
 }

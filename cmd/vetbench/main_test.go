@@ -49,6 +49,10 @@ func TestGoldenCLI(t *testing.T) {
 		{"compare_signatures_subset", []string{"compare", tv("signature_match_vllm_throughput_c1.json"), tv("signature_match_vllm_throughput_full_c16.json")}, exitNoVerdict},
 		{"compare_signatures_subset_drift", []string{"compare", "-allow-identity-drift", tv("signature_match_vllm_throughput_c1.json"), tv("signature_match_vllm_throughput_full_c16.json")}, exitFail},
 		{"compare_missing_file", []string{"compare", "testdata/nope.json", tv("check_match_vllm_receipt.json")}, exitNoVerdict},
+		// -json never leaves stdout empty: a failure is an error object.
+		{"compare_signatures_subset_json", []string{"compare", "-json", tv("signature_match_vllm_throughput_c1.json"), tv("signature_match_vllm_throughput_full_c16.json")}, exitNoVerdict},
+		{"compare_missing_file_json", []string{"compare", "testdata/nope.json", tv("check_match_vllm_receipt.json"), "-json"}, exitNoVerdict},
+		{"compare_bad_flag_json", []string{"compare", "-json", "-near-tie", "x", "a", "b"}, exitNoVerdict},
 		{"unknown_command", []string{"frobnicate"}, exitNoVerdict},
 	}
 	for _, c := range cases {

@@ -99,10 +99,12 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 		if path == "" {
 			return nil
 		}
+		w := fresh
 		if *force {
-			return replace(path, m)
+			w = replace
 		}
-		return fresh(path, m)
+		// A second Ctrl-C waits for the file (interrupt.Handler).
+		return e.signals.Write(func() error { return w(path, m) })
 	}
 	werr := errors.Join(
 		write(*jsonPath, rmatrix.WriteFile, rmatrix.ReplaceFile),

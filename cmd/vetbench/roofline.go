@@ -68,12 +68,9 @@ func runRoofline(_ context.Context, e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema "+roofline.Schema+")")
 	receipt := fs.String("receipt", "", "measured run `file` or directory (token receipts, matrix JSON or CSV) to read against the ceilings")
 	if err := fs.Parse(args); err != nil {
-		return exitNoVerdict
+		return failure(e, "roofline", wantsJSON(args), exitNoVerdict, err.Error())
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(e.stderr, "vetbench roofline: %v\n", err)
-		return exitNoVerdict
-	}
+	fail := func(err error) int { return failure(e, "roofline", *asJSON, exitNoVerdict, err.Error()) }
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
@@ -31,11 +32,20 @@ Settings: defaults < run file (-config) < environment < flags.
 Progress goes to stderr: a line redrawn in place on a terminal, a plain
 line every 10 s otherwise.
 
-Ctrl-C stops the point in flight: its receipt is written with what was
-measured and a stopped block that says why.
+Every line shows the point's failed and discarded judgments. A point
+passes when it ran to the end with no more failed judgments than
+VETBENCH_MAX_FAILED accepts (none by default, also under
+VETBENCH_CONTINUE_ON_ERROR). After failures the server's /health is asked:
+a dead engine or a server that no longer answers ends the run (no later
+point, no later pass).
 
-Exit status: 0 every point ran to the end, 1 a point stopped early (its
-receipt says why), 2 bad configuration or the target could not be reached.
+Ctrl-C stops the point in flight: its receipt is written with what was
+measured and a stopped block that says why. A second Ctrl-C exits at once
+(after the receipt being written, if any).
+
+Exit status: 0 every point passed; 1 a point failed (stopped early, too
+many failed judgments, the server went down; its receipt says why); 2 bad
+configuration or the target could not be reached; 130 interrupted.
 
 flags:
 `
@@ -70,45 +80,60 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
-	prog := newProgress(e.stderr)
-	prog.SetTimeScale(cfg.Twin.TimeScale)
-	sw, err := openSweep(ctx, "", cfg, dir, e.stdout, e.stderr, prog, map[string]fixtures.Set{})
-	if err != nil {
+	// An error while ctx is cancelled is the interrupt's, whatever the
+	// network said: never "unreachable".
+	fail := func(err error) int {
+		if ctx.Err() != nil {
+			fmt.Fprintf(e.stderr, "vetbench run: interrupted (%v)\n", err)
+			return exitInterrupted
+		}
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
+	prog := newProgress(e.stderr)
+	prog.SetTimeScale(cfg.Twin.TimeScale)
+	sw, err := openSweep(ctx, "run", "", cfg, dir, e, e.stdout, prog, map[string]fixtures.Set{})
+	if err != nil {
+		return fail(err)
+	}
 	fmt.Fprintf(e.stderr, "vetbench run: results in %s\n", dir.Path)
+	code := exitPass
 	defer func() {
-		if err := sw.close(); err != nil {
+		if err := sw.close(code == exitPass); err != nil {
 			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		}
 		fmt.Fprintf(e.stderr, "vetbench run: results in %s (receipts/, bench.txt, settings.toml)\n", dir.Path)
 	}()
 
-	code := exitPass
 	for k := range *count {
 		if *count > 1 {
 			prog.SetLabel(fmt.Sprintf("pass %d/%d", k+1, *count))
 		}
-		stopped, err := sw.pass(ctx)
-		if stopped > 0 {
+		failed, err := sw.pass(ctx)
+		if failed > 0 {
 			code = exitFail
 		}
 		switch {
-		case errors.Is(err, errInterrupted):
+		case errors.Is(err, errInterrupted) || (err != nil && ctx.Err() != nil):
 			fmt.Fprintln(e.stderr, "vetbench run: interrupted")
-			return exitFail
+			code = exitInterrupted
+			return code
+		case errors.Is(err, bench.ErrServerDown):
+			fmt.Fprintln(e.stderr, "vetbench run: the server is down: no later point is measured")
+			code = exitFail
+			return code
 		case err != nil:
-			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
-			return exitNoVerdict
+			code = fail(err)
+			return code
 		}
 	}
 	return code
 }
 
-// pointSummary is one line per point: set, level and arm, speed, answers
-// and the self-checks. A time-scaled twin's figures are converted to model
-// time (rates ÷ scale, seconds × scale) and labelled so.
+// pointSummary is one line per point: set, level and arm, speed, the
+// failed and discarded judgments (failures by class), answers and the
+// self-checks. A time-scaled twin's figures are converted to model time
+// (rates ÷ scale, seconds × scale) and labelled so.
 func pointSummary(label string, r *receipts.Receipt, path string, scale float64) string {
 	t := r.Throughput
 	var b strings.Builder
@@ -121,10 +146,10 @@ func pointSummary(label string, r *receipts.Receipt, path string, scale float64)
 	if !scaled {
 		scale = 1
 	}
-	fmt.Fprintf(&b, "%-10s c=%-3d %-4s %7.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d", r.Set, t.Concurrency, arm,
-		t.JudgmentsPerSecond/scale, t.Latency.P50*scale, t.Latency.P95*scale, t.Judgments)
+	fmt.Fprintf(&b, "%-10s c=%-3d %-4s %7.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d  failed %d  discarded %d", r.Set, t.Concurrency, arm,
+		t.JudgmentsPerSecond/scale, t.Latency.P50*scale, t.Latency.P95*scale, t.Judgments, t.Failed, t.Discarded)
 	if t.Failed > 0 {
-		fmt.Fprintf(&b, "  failed=%d", t.Failed)
+		fmt.Fprintf(&b, " (%s)", bench.FailureClasses(t))
 	}
 	if scaled {
 		fmt.Fprintf(&b, "  [model time, twin ×%s; wall clock %.2f judgments/s]", strconv.FormatFloat(scale, 'g', -1, 64), t.JudgmentsPerSecond)

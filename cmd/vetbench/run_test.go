@@ -73,9 +73,14 @@ func TestRun(t *testing.T) {
 	require.Equal(t, "r01:clean", rec.Stopped.Item)
 	require.Equal(t, 7, rec.Throughput.Judgments)
 	require.NoFileExists(t, filepath.Join(dir, "receipts", "signatures_c4.json"), "forced: the old run's receipts are gone")
+	// The stopped point has its line, with its failed item, as the
+	// benchmark suite prints it; bench.txt ends as a failed go test run.
 	bench, err = os.ReadFile(filepath.Join(dir, "bench.txt"))
 	require.NoError(t, err)
-	require.NotContains(t, string(bench), "BenchmarkJudgments", "a stopped point has no benchmark line")
+	require.Regexp(t, `(?m)^BenchmarkJudgments/set=checks/c=1(-\d+)?\s.*\s1\.000 failed-items`, string(bench))
+	require.True(t, strings.HasSuffix(string(bench), "\nFAIL\n"), string(bench))
+	_, err = speed.LoadFile(filepath.Join(dir, "bench.txt"))
+	require.NoError(t, err, "a whole output, not one cut short")
 	delete(environ, "VETBENCH_STUB_FAULTS")
 
 	for _, tc := range []struct {
@@ -153,8 +158,13 @@ func TestPointSummaryTimeScale(t *testing.T) {
 	rec := &receipts.Receipt{Set: "checks", Throughput: receipts.Throughput{Concurrency: 16, JudgmentsPerSecond: 48.8, Judgments: 140,
 		Latency: receipts.Latency{P50: 0.3, P95: 0.368}}}
 	got := pointSummary("baseline", rec, "r.json", 10)
-	require.Equal(t, "baseline checks     c=16  cold    4.88 judgments/s  p50 3.000s  p95 3.680s  n=140"+
+	require.Equal(t, "baseline checks     c=16  cold    4.88 judgments/s  p50 3.000s  p95 3.680s  n=140  failed 0  discarded 0"+
 		"  [model time, twin ×10; wall clock 48.80 judgments/s]\n    receipt: r.json", got)
 	got = pointSummary("", rec, "r.json", 1)
-	require.True(t, strings.HasPrefix(got, "checks     c=16  cold   48.80 judgments/s  p50 0.300s  p95 0.368s  n=140\n"), got)
+	require.True(t, strings.HasPrefix(got, "checks     c=16  cold   48.80 judgments/s  p50 0.300s  p95 0.368s  n=140  failed 0  discarded 0\n"), got)
+	// Failures, by class, on the line whatever the time scale.
+	rec.Throughput.Failed, rec.Throughput.Discarded = 136, 2
+	rec.Throughput.FailedByClass = map[string]int{"http_500": 134, "timeout": 2}
+	got = pointSummary("", rec, "r.json", 10)
+	require.Contains(t, got, "n=140  failed 136  discarded 2 (134 http_500, 2 timeout)  [model time, twin ×10;")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/interrupt"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/bench/progress"
 	benchtarget "github.com/vetbench/vetbench/bench/target"
@@ -27,6 +28,7 @@ import (
 // receipts (every pass kept), bench.txt with the same benchmark-line
 // writer, settings.toml.
 type sweep struct {
+	cmd      string // the command, for messages: run or gate
 	label    string // "" for vetbench run; baseline or candidate in gate -run
 	cfg      config.Config
 	dir      *rundir.Dir
@@ -40,12 +42,18 @@ type sweep struct {
 	// errors go to errw.
 	out, errw io.Writer
 	summaries bool
+	// signals holds a second Ctrl-C back while a receipt or a line of
+	// bench.txt is written (nil in tests).
+	signals *interrupt.Handler
 }
 
 // openSweep starts the target cfg names (the container twin logs to
 // dir/twin.log), then writes settings.toml and opens bench.txt in dir.
-func openSweep(ctx context.Context, label string, cfg config.Config, dir *rundir.Dir, out, errw io.Writer, prog *progress.Renderer, shared map[string]fixtures.Set) (*sweep, error) {
-	s := &sweep{label: label, cfg: cfg, dir: dir, sets: shared, sessions: map[string]*bench.Session{}, progress: prog, out: out, errw: errw, summaries: true}
+// Point lines go to out, errors to e's stderr; cmd and label name the
+// sweep in messages.
+func openSweep(ctx context.Context, cmd, label string, cfg config.Config, dir *rundir.Dir, e *env, out io.Writer, prog *progress.Renderer, shared map[string]fixtures.Set) (*sweep, error) {
+	s := &sweep{cmd: cmd, label: label, cfg: cfg, dir: dir, sets: shared, sessions: map[string]*bench.Session{}, progress: prog,
+		out: out, errw: e.stderr, summaries: true, signals: e.signals}
 	if cfg.Target.Endpoint == "" && cfg.Twin.Placement != receipts.TargetInProcess {
 		log, err := os.OpenFile(dir.File(rundir.TwinLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
@@ -77,11 +85,15 @@ func openSweep(ctx context.Context, label string, cfg config.Config, dir *rundir
 	return s, nil
 }
 
-// close stops the target and closes bench.txt.
-func (s *sweep) close() error {
+// close stops the target and ends bench.txt as go test ends its output:
+// PASS when the sweep passed, FAIL when not (a failed point, an
+// interrupt). A sweep cut short by a second Ctrl-C has no end line, and
+// the speed gate refuses its bench.txt as cut short.
+func (s *sweep) close(passed bool) error {
 	err := s.target.Close()
 	if s.benchTxt != nil {
-		err = errors.Join(err, s.benchTxt.Sync(), s.benchTxt.Close())
+		err = errors.Join(err, s.signals.Write(func() error { return s.lines.End(passed) }), s.benchTxt.Sync(), s.benchTxt.Close())
+		s.benchTxt = nil
 	}
 	return err
 }
@@ -110,25 +122,32 @@ func (s *sweep) session(ctx context.Context, name string) (*bench.Session, error
 	return sess, nil
 }
 
-// errInterrupted ends a sweep at Ctrl-C, between points.
+// errInterrupted ends a sweep at Ctrl-C.
 var errInterrupted = errors.New("interrupted")
 
-// pass measures every point once. stopped counts the points that stopped
-// early (their receipts say why; the sweep goes on); err is what ended the
-// pass: bad configuration, an unreachable target, a receipt that could not
-// be written, or errInterrupted.
-func (s *sweep) pass(ctx context.Context) (stopped int, err error) {
+// pass measures every point once. failed counts the points that did not
+// pass (stopped early, more failed judgments than Config.MaxFailed
+// accepts): their receipts and benchmark lines are written and the pass
+// goes on. err is what ended the pass: errInterrupted (Ctrl-C, whatever
+// the network said then), an error wrapping bench.ErrServerDown (nothing
+// later can be measured on the target), or anything else (bad
+// configuration, an unreachable target, a receipt that could not be
+// written).
+func (s *sweep) pass(ctx context.Context) (failed int, err error) {
 	armed := len(s.cfg.Arms) > 1
 	scale := s.target.Endpoint.Target.TimeScale
 	for _, name := range s.cfg.Sets {
 		sess, err := s.session(ctx, name)
 		if err != nil {
-			return stopped, err
+			if ctx.Err() != nil {
+				return failed, fmt.Errorf("%w (%v)", errInterrupted, err)
+			}
+			return failed, err
 		}
 		for _, c := range s.cfg.Levels {
 			for _, arm := range s.cfg.Arms {
 				if ctx.Err() != nil {
-					return stopped, errInterrupted
+					return failed, errInterrupted
 				}
 				p := bench.Point{Concurrency: c, Arm: arm, Warmup: s.cfg.Warmup}
 				rec, err := sess.Measure(ctx, p)
@@ -138,33 +157,50 @@ func (s *sweep) pass(ctx context.Context) (stopped int, err error) {
 				if rec != nil {
 					path, _, werr := s.dir.NextReceipt(filepath.Base(bench.ReceiptPath("", name, p)))
 					if werr == nil {
-						werr = receipts.WriteFile(path, rec)
+						werr = s.signals.Write(func() error { return receipts.WriteFile(path, rec) })
 					}
 					if werr != nil {
-						return stopped, fmt.Errorf("write receipt: %w", werr)
+						return failed, fmt.Errorf("write receipt: %w", werr)
 					}
 					if s.summaries || err != nil {
 						fmt.Fprintln(s.out, pointSummary(s.label, rec, path, scale))
 					}
-					if err == nil {
-						// A point that stopped early has no benchmark line:
-						// go test prints none for a failed benchmark either.
-						if werr := s.lines.Write(metrics.PointName(name, c, arm, armed), 1, metrics.FromReceipt(rec)); werr != nil {
-							return stopped, fmt.Errorf("bench.txt: %w", werr)
-						}
+					// A point that did not pass has its line too, with its
+					// failed-items and discarded-items, as the benchmark
+					// suite prints it: what it measured is seen.
+					line := func() error {
+						return s.lines.Write(metrics.PointName(name, c, arm, armed), 1, metrics.FromReceipt(rec))
+					}
+					if werr := s.signals.Write(line); werr != nil {
+						return failed, fmt.Errorf("bench.txt: %w", werr)
 					}
 				}
-				if err != nil {
-					fmt.Fprintf(s.errw, "vetbench: %s%s c=%d %s: %v\n", labelPrefix(s.label), name, c, armName(arm), err)
-					if !errors.Is(err, bench.ErrStopped) || rec == nil {
-						return stopped, err
-					}
-					stopped++
+				if err == nil {
+					continue
 				}
+				where := fmt.Sprintf("vetbench %s: %s%s c=%d %s", s.cmd, labelPrefix(s.label), name, c, armName(arm))
+				switch {
+				case ctx.Err() != nil:
+					fmt.Fprintf(s.errw, "%s: interrupted: %v\n", where, err)
+					return failed, errInterrupted
+				case errors.Is(err, bench.ErrServerDown):
+					// Its failures may have been within the accepted share:
+					// then it is the server, not the point, that failed.
+					if errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures) {
+						where += ": FAILED"
+						failed++
+					}
+					fmt.Fprintf(s.errw, "%s: %v\n", where, err)
+					return failed, err
+				case rec == nil || !(errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures)):
+					return failed, fmt.Errorf("%s%s c=%d %s: %w", labelPrefix(s.label), name, c, armName(arm), err)
+				}
+				fmt.Fprintf(s.errw, "%s: FAILED: %v\n", where, err)
+				failed++
 			}
 		}
 	}
-	return stopped, nil
+	return failed, nil
 }
 
 // writeNew creates path (never replacing a file) and writes it with write.

@@ -44,7 +44,7 @@ to point and with unique ones, and prints how much the repeating ladder
 inflates throughput (the cache pitfall).
 
 Exit status: 0 every point ran and verified, 1 a point failed (requests
-failed or came back short beyond -accept-failures) or stopped early, 2 bad
+failed or came back short beyond -max-failed) or stopped early, 2 bad
 configuration or input (a malformed baseline names the field), or the
 target could not be reached.
 
@@ -66,13 +66,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitNoVerdict
 	}
-	fail := func(code int, err error) int {
-		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
-		if *asJSON {
-			_ = writeJSON(e.stdout, map[string]string{"error": err.Error()})
-		}
-		return code
-	}
+	fail := func(code int, err error) int { return failure(e, "tokens", *asJSON, code, err.Error()) }
 	if fs.NArg() > 0 {
 		return fail(exitNoVerdict, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
@@ -118,25 +112,28 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
-	defer closeLines()
+	code := exitPass
+	// bench.txt ends as go test ends its output: PASS, or FAIL.
+	defer func() { closeLines(code == exitPass) }()
 	fmt.Fprintf(e.stderr, "vetbench tokens: target %s %s, model %s; results in %s\n",
 		tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model, dir.Path)
-	code := exitPass
 	var recs []*rtokens.Receipt
 	for _, w := range cfg.Tokens.Workloads {
 		for _, c := range cfg.Tokens.Levels {
 			if ctx.Err() != nil {
 				fmt.Fprintln(e.stderr, "vetbench tokens: interrupted")
-				return exitFail
+				code = exitFail
+				return code
 			}
 			rec, err := r.Measure(ctx, tokens.PointFrom(cfg.Tokens, w, c))
 			if rec != nil {
 				path, _, werr := dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", w, c))
 				if werr == nil {
-					werr = rtokens.WriteFile(path, rec)
+					werr = e.signals.Write(func() error { return rtokens.WriteFile(path, rec) })
 				}
 				if werr != nil {
-					return fail(exitNoVerdict, fmt.Errorf("write receipt: %w", werr))
+					code = fail(exitNoVerdict, fmt.Errorf("write receipt: %w", werr))
+					return code
 				}
 				recs = append(recs, rec)
 				if !*asJSON {
@@ -145,15 +142,17 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 				if err == nil {
 					// As go test: no line for a point that failed.
 					point := fmt.Sprintf("workload=%s/c=%d", w, c)
-					if werr := lines.WriteNamed("Tokens", point, 1, tokens.Metrics(rec)); werr != nil {
-						return fail(exitNoVerdict, fmt.Errorf("bench.txt: %w", werr))
+					if werr := e.signals.Write(func() error { return lines.WriteNamed("Tokens", point, 1, tokens.Metrics(rec)) }); werr != nil {
+						code = fail(exitNoVerdict, fmt.Errorf("bench.txt: %w", werr))
+						return code
 					}
 				}
 			}
 			if err != nil {
 				fmt.Fprintf(e.stderr, "vetbench tokens: %s c=%d: %v\n", w, c, err)
 				if rec == nil {
-					return fail(exitNoVerdict, err)
+					code = fail(exitNoVerdict, err)
+					return code
 				}
 				code = exitFail
 			}
@@ -161,13 +160,14 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	}
 	if base != nil {
 		if c := compareTokens(e, base, recs, *asJSON, code); c != exitPass {
-			return c
+			code = c
 		}
 		return code
 	}
 	if *asJSON {
 		if err := writeJSON(e.stdout, recs); err != nil {
-			return fail(exitNoVerdict, err)
+			code = fail(exitNoVerdict, err)
+			return code
 		}
 	}
 	return code
@@ -200,11 +200,7 @@ func tokenLine(r *rtokens.Receipt) string {
 func compareTokens(e *env, base, cand []*rtokens.Receipt, asJSON bool, code int) int {
 	cmp, err := rtokens.Compare(base, cand)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
-		if asJSON {
-			_ = writeJSON(e.stdout, map[string]string{"error": err.Error()})
-		}
-		return exitNoVerdict
+		return failure(e, "tokens", asJSON, exitNoVerdict, err.Error())
 	}
 	if asJSON {
 		err = writeJSON(e.stdout, cmp)
@@ -315,7 +311,7 @@ type pitfallLevel struct {
 // tokenBenchFile opens the run's bench.txt with the token units and the
 // run's configuration lines (bench.SpeedConfig), and writes settings.toml
 // beside it: the CLI's output gates like go test's.
-func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpoint, cfg config.Config) (*metrics.Writer, func(), error) {
+func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpoint, cfg config.Config) (*metrics.Writer, func(passed bool), error) {
 	if err := writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) }); err != nil {
 		return nil, nil, err
 	}
@@ -334,8 +330,8 @@ func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpo
 	}
 	w := metrics.NewWriter(f, pairs...)
 	w.AddUnits(tokens.Units()...)
-	return w, func() {
-		if err := errors.Join(f.Sync(), f.Close()); err != nil {
+	return w, func(passed bool) {
+		if err := errors.Join(e.signals.Write(func() error { return w.End(passed) }), f.Sync(), f.Close()); err != nil {
 			fmt.Fprintf(e.stderr, "vetbench tokens: bench.txt: %v\n", err)
 		}
 	}, nil

@@ -100,7 +100,7 @@ func TestTokensCommandShortStreamFails(t *testing.T) {
 		}
 		return q.MaxTokens
 	}})
-	stdout, _, code = runEnv(t, environ2, "tokens", "-workload", "text", "-levels", "2", "-output", "8", "-repeats", "2", "-warmup", "0", "-accept-failures", "0.25")
+	stdout, _, code = runEnv(t, environ2, "tokens", "-workload", "text", "-levels", "2", "-output", "8", "-repeats", "2", "-warmup", "0", "-max-failed", "0.25")
 	require.Equal(t, exitPass, code)
 	require.Contains(t, stdout, "FAILED 1 (1 short)")
 }
@@ -152,7 +152,7 @@ func TestTokensMalformedBaselineNamesTheField(t *testing.T) {
 
 	stdout, _, code = runEnv(t, nil, "tokens", "-json", "-baseline", path, "-candidate", path)
 	require.Equal(t, exitNoVerdict, code)
-	require.Contains(t, stdout, `"error"`, "-json writes an error object")
+	require.Contains(t, stdout, `"schema": "vetbench.error/v1"`, "-json writes an error object")
 
 	_, stderr, code = runEnv(t, nil, "tokens", "-candidate", path)
 	require.Equal(t, exitNoVerdict, code)

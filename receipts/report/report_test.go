@@ -334,6 +334,7 @@ func TestTroubleVisible(t *testing.T) {
 	rc := receiptAt(t, run, "checks", 16)
 	rc.Stopped = &receipts.Stopped{Index: 3, Item: "r00:unsigned", Question: "legibility", Reason: "error", Message: "HTTP 500", Discarded: 2}
 	rc.Throughput.Discarded = 2
+	rc.Throughput.Failed, rc.Throughput.FailedByClass = 3, map[string]int{"http_500": 2, "timeout": 1}
 	rc.Checks.LittlesLaw.OK = false
 	rc.Checks.LittlesLaw.Problems = []string{"mean in flight 3.1 vs predicted 4.0 (22% off): the latency clock misses part of each judgment"}
 	rc.Checks.Reconciliation.OK = false
@@ -342,14 +343,15 @@ func TestTroubleVisible(t *testing.T) {
 	rc.Warnings = []string{"cold arm, but the prefix cache was not reset: dev mode off"}
 	rep := build(t, run, nil)
 	c := csvs(t, rep)
-	require.Equal(t, []string{"run", "cold", "16", "7", "0", "2",
+	require.Equal(t, []string{"run", "cold", "16", "7", "3 (2 http_500, 1 timeout)", "2",
 		"error at r00:unsigned / legibility (#3): HTTP 500; 2 discarded", "ok",
 		"mean in flight 3.1 vs predicted 4.0 (22% off): the latency clock misses part of each judgment",
 		"shared server or lost requests: server finished 30 requests, client sent 28", "1"}, c["checks_checks.csv"][3])
-	require.Equal(t, []string{"run: failures and self-checks", "trouble", "6 points; 0 failed judgments, 2 discarded, 1 points stopped early, 1 with a failed self-check"}, c["summary.csv"][2])
+	require.Equal(t, []string{"run: failures and self-checks", "trouble", "6 points; 3 failed judgments, 2 discarded, 1 points stopped early, 1 with a failed self-check"}, c["summary.csv"][2])
 	require.Equal(t, [][]string{{"warning"}, {"run checks c=16: cold arm, but the prefix cache was not reset: dev mode off"}}, c["warnings.csv"])
 	page := html(t, rep)
 	pageHas(t, page, `<td class="bad">error at r00:unsigned / legibility (#3): HTTP 500; 2 discarded</td>`)
+	pageHas(t, page, `<td class="bad">3 (2 http_500, 1 timeout)</td>`)
 	pageHas(t, page, `<td class="bad">shared server or lost requests: server finished 30 requests, client sent 28</td>`)
 	pageHas(t, page, `<a href="#warnings">Warnings (1)</a>`)
 	pageHas(t, page, "<li>run checks c=16: cold arm, but the prefix cache was not reset: dev mode off</li>")

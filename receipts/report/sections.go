@@ -8,6 +8,7 @@ import (
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 // curve is one run × arm of one set, in level order.
@@ -154,8 +155,12 @@ func (b *builder) healthTable(set string, cs []curve) Table {
 			if w.Tone == Bad {
 				w.Tone = Warn
 			}
+			failed := count(tp.Failed)
+			if by := tally.FailureClasses(tp); by != "" {
+				failed.Text += " (" + by + ")" // grouped by error class
+			}
 			t.Rows = append(t.Rows, []Cell{{Text: c.run.Label}, {Text: orDash(c.arm)}, itoa(r.Pins.Concurrency), itoa(tp.Judgments),
-				count(tp.Failed), count(tp.Discarded), stoppedText(r), serverText(r), littleText(r), reconText(r), w})
+				failed, count(tp.Discarded), stoppedText(r), serverText(r), littleText(r), reconText(r), w})
 		}
 	}
 	return t

@@ -13,6 +13,7 @@
 package speed
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -43,9 +44,16 @@ type Samples struct {
 // Load reads go test -bench output; name is what errors call it. A
 // malformed benchmark line is an error: a gate that silently drops samples
 // could pass a regression. So is an input without a single result.
+//
+// An output cut short is refused too: one that ends mid-line, and go test
+// output (it has a "pkg:" line) whose last line is not go test's own end
+// (PASS, FAIL, ok …): a run killed while writing, or a file copied before
+// its run ended, would otherwise compare fewer runs, or fewer metrics on
+// its last line, as if they were all.
 func Load(r io.Reader, name string) (*Samples, error) {
 	s := &Samples{Name: name, values: map[string]map[string][]float64{}, unitsO: map[string][]string{}, config: map[string][]string{}}
-	rd := benchfmt.NewReader(r, name)
+	tail := &tailReader{r: r}
+	rd := benchfmt.NewReader(tail, name)
 	var bad []string
 	for rd.Scan() {
 		switch rec := rd.Result().(type) {
@@ -76,6 +84,9 @@ func Load(r io.Reader, name string) (*Samples, error) {
 	if err := rd.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
+	if err := tail.cut(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("%s: malformed benchmark lines:\n  %s", name, strings.Join(bad, "\n  "))
 	}
@@ -84,6 +95,65 @@ func Load(r io.Reader, name string) (*Samples, error) {
 		return nil, fmt.Errorf("%s: no benchmark results", name)
 	}
 	return s, nil
+}
+
+// ErrCut is an output that ends before its run did.
+var ErrCut = errors.New("output cut short")
+
+// tailReader passes bytes through and keeps what Load needs to tell a
+// whole output from a cut one: whether it is go test output (a "pkg:"
+// line), its last non-blank line, and whether its last byte ends a line.
+type tailReader struct {
+	r       io.Reader
+	line    []byte // the line being read (its first 256 bytes)
+	last    string // the last non-blank line
+	goTest  bool
+	open    bool // bytes after the last newline
+	started bool
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	for _, c := range p[:n] {
+		t.started = true
+		if c == '\n' {
+			t.endLine()
+			continue
+		}
+		t.open = true
+		if len(t.line) < 256 {
+			t.line = append(t.line, c)
+		}
+	}
+	return n, err
+}
+
+func (t *tailReader) endLine() {
+	if l := strings.TrimSpace(string(t.line)); l != "" {
+		t.last = l
+		t.goTest = t.goTest || strings.HasPrefix(l, "pkg:")
+	}
+	t.line, t.open = t.line[:0], false
+}
+
+// cut says why the output read looks cut short, or nil.
+func (t *tailReader) cut() error {
+	if t.open {
+		line := strings.TrimSpace(string(t.line))
+		t.endLine()
+		if line != "" {
+			return fmt.Errorf("%w: the last line %q has no end", ErrCut, line)
+		}
+	}
+	if !t.goTest {
+		return nil
+	}
+	l := t.last
+	if l == "PASS" || l == "FAIL" || strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "ok\t") ||
+		strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "FAIL\t") {
+		return nil
+	}
+	return fmt.Errorf("%w: go test output that does not end as go test ends it (PASS, FAIL or ok …), but with %q", ErrCut, l)
 }
 
 // LoadFile is Load of the file at path.
@@ -174,8 +244,9 @@ func (p Policy) Validate() error {
 // Verdict is one metric's outcome.
 type Verdict string
 
-// Metric verdicts. Worse fails the gate; so does Missing for a gated
-// metric. FewRuns and DirectionConflict leave the gate without a verdict.
+// Metric verdicts. Worse fails the gate; so does New for a nonzero exact
+// better=lower count. Missing (for a gated metric), FewRuns and
+// DirectionConflict leave the gate without a verdict.
 const (
 	Worse             Verdict = "worse"
 	Better            Verdict = "better"
@@ -234,6 +305,20 @@ type Report struct {
 	Identity IdentityCheck `json:"identity"`
 }
 
+// AddFailure fails the report for a reason found outside the outputs (a
+// candidate run that exited non-zero).
+func (r *Report) AddFailure(msg string) {
+	r.Failures = append(r.Failures, msg)
+	r.Passed = false
+}
+
+// AddProblem leaves the report without a verdict for a reason found
+// outside the outputs (a baseline run that exited non-zero).
+func (r *Report) AddProblem(msg string) {
+	r.Problems = append(r.Problems, msg)
+	r.Passed = false
+}
+
 // NoVerdict says the inputs could not be decided on (Problems lists why):
 // too few runs, nothing to gate, conflicting directions. It is never a
 // pass.
@@ -279,9 +364,11 @@ func Decide(base, cand *Samples, p Policy) *Report {
 				m.Verdict = DirectionConflict
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: baseline and candidate declare different better= directions", bench, unit))
 			case !ok:
+				// A cut output, or a point that did not run: nothing to
+				// compare it with, so no verdict (not "worse").
 				m.Verdict = Missing
 				if dir != 0 {
-					rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: missing from the candidate", bench, unit))
+					rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: missing from the candidate (output cut short, or the point did not run)", bench, unit))
 				}
 			default:
 				cs := benchmath.NewSample(slices.Clone(cv), thr)
@@ -319,6 +406,12 @@ func Decide(base, cand *Samples, p Policy) *Report {
 			assume := cand.units.GetAssumption(unit)
 			m := Metric{Benchmark: bench, Unit: unit, Verdict: New,
 				Candidate: summarize(assume, benchmath.NewSample(slices.Clone(cand.values[bench][unit]), thr), p.Confidence)}
+			// An exact count of bad events (failed-items, better=lower) that
+			// the candidate has and the baseline never recorded fails: a
+			// baseline from before the count existed vouches for none.
+			if assume == benchmath.AssumeExact && cand.units.GetBetter(unit) < 0 && m.Candidate.Center > 0 {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: %s in the candidate, not recorded in the baseline", bench, unit, fmtVal(m.Candidate.Center)))
+			}
 			rep.Metrics = append(rep.Metrics, m)
 		}
 	}

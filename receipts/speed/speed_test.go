@@ -171,6 +171,26 @@ func TestDecideErrorRates(t *testing.T) {
 	t.Logf("false alarms %d/%d (per-metric alpha: %d/%d), misses %d/%d (cv 8%%, -count 10, 6 noisy metrics)", falseAlarms, n, perMetricAlarms, n, misses, n)
 }
 
+// An output cut short is refused, never compared as if it were whole: one
+// that ends mid-line, and go test output without go test's last line. The
+// whole output (and hand-made input without a pkg: line) loads.
+func TestLoadRefusesCutOutput(t *testing.T) {
+	t.Parallel()
+	full := benchOutput(rand.New(rand.NewPCG(1, 1)), base, 4, "x")
+	_, err := speed.Load(strings.NewReader(full), "full")
+	require.NoError(t, err)
+	withFail := strings.Replace(full, "PASS\nok  \tgithub.com/vetbench/vetbench/bench\t60.1s\n", "--- FAIL: BenchmarkJudgments/set=faces\nFAIL\nexit status 1\nFAIL\tgithub.com/vetbench/vetbench/bench\t3.1s\n", 1)
+	require.NotEqual(t, full, withFail)
+	_, err = speed.Load(strings.NewReader(withFail), "failed run")
+	require.NoError(t, err, "a run that failed ended: its lines load (the gate fails it on failed-items)")
+	for _, cut := range []int{len(full) / 2, strings.LastIndex(full[:len(full)/2], "\n") + 1, strings.Index(full, "PASS")} {
+		_, err := speed.Load(strings.NewReader(full[:cut]), "cut")
+		require.ErrorIs(t, err, speed.ErrCut, "cut at %d", cut)
+	}
+	_, err = speed.Load(strings.NewReader("BenchmarkX-2 1 5 widgets\nBenchmarkX-2 1 6 widgets\n"), "hand-made")
+	require.NoError(t, err)
+}
+
 func TestDecideCandidateShape(t *testing.T) {
 	t.Parallel()
 	good := load(t, 1, base, 10)
@@ -183,14 +203,37 @@ func TestDecideCandidateShape(t *testing.T) {
 	noFaces, err := speed.Load(strings.NewReader(b.String()), "nofaces")
 	require.NoError(t, err)
 
-	// A gated benchmark the candidate lost fails; one it gained is listed.
+	// A gated benchmark the candidate lost (a cut output) leaves no
+	// verdict; one it gained is listed.
 	rep := speed.Decide(good, noFaces, speed.DefaultPolicy())
-	require.True(t, rep.Failed())
-	require.Contains(t, rep.Failures, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate")
+	require.True(t, rep.NoVerdict())
+	require.False(t, rep.Passed)
+	require.Contains(t, rep.Problems, "Judgments/set=faces/c=16-2 judgments/s: missing from the candidate (output cut short, or the point did not run)")
 	require.Equal(t, speed.Missing, verdicts(rep)["Judgments/set=faces/c=16-2 judgments/s"])
 	rep = speed.Decide(noFaces, good, speed.DefaultPolicy())
 	require.True(t, rep.Passed)
 	require.Equal(t, speed.New, verdicts(rep)["Judgments/set=faces/c=16-2 judgments/s"])
+
+	// A failure count the baseline never recorded fails when nonzero, and
+	// only then.
+	withFailed := func(n int) *speed.Samples {
+		var b strings.Builder
+		b.WriteString("Unit failed-items better=lower assume=exact\n")
+		for _, line := range strings.Split(benchOutput(rand.New(rand.NewPCG(2, 1)), base, 10, "B"), "\n") {
+			if strings.HasPrefix(line, "Benchmark") {
+				line += fmt.Sprintf("\t%d failed-items", n)
+			}
+			b.WriteString(line + "\n")
+		}
+		s, err := speed.Load(strings.NewReader(b.String()), "failed")
+		require.NoError(t, err)
+		return s
+	}
+	rep = speed.Decide(good, withFailed(0), speed.DefaultPolicy())
+	require.True(t, rep.Passed, "%v %v", rep.Failures, rep.Problems)
+	rep = speed.Decide(good, withFailed(136), speed.DefaultPolicy())
+	require.True(t, rep.Failed())
+	require.Contains(t, strings.Join(rep.Failures, "\n"), "failed-items: 136 in the candidate, not recorded in the baseline")
 
 	// Nothing with a direction: no verdict.
 	nu, err := speed.Load(strings.NewReader("BenchmarkX-2 1 5 widgets\nBenchmarkX-2 1 6 widgets\n"), "nounits")

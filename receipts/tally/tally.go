@@ -7,9 +7,12 @@
 package tally
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
 )
@@ -22,10 +25,12 @@ type Judgment struct {
 	// they reached the server whatever became of the judgment.
 	Requests     int
 	PromptTokens int
-	// Failed judgments count in Failed, Discarded ones (finished after a
-	// stop) in Discarded; neither counts in any other figure.
-	Failed    bool
-	Discarded bool
+	// Failed judgments count in Failed (and by ErrorClass in
+	// FailedByClass), Discarded ones (finished after a stop, failed or
+	// not) in Discarded; neither counts in any other figure.
+	Failed     bool
+	ErrorClass string
+	Discarded  bool
 }
 
 // Tally accumulates the judgments of one measured window. Set Concurrency
@@ -51,6 +56,7 @@ func (t *Tally) Add(j Judgment) {
 		t.t.Discarded++
 	case j.Failed:
 		t.t.Failed++
+		t.failedBy(j.ErrorClass, 1)
 	default:
 		t.t.Judgments++
 		t.t.Images += j.Images
@@ -68,6 +74,9 @@ func (t *Tally) AddPass(tp receipts.Throughput, items []receipts.Item) {
 	t.t.Images += tp.Images
 	t.t.Requests += tp.Requests
 	t.t.Failed += tp.Failed
+	for c, n := range tp.FailedByClass {
+		t.failedBy(c, n)
+	}
 	t.t.Discarded += tp.Discarded
 	t.t.PromptTokens += tp.PromptTokens
 	for _, it := range items {
@@ -75,6 +84,44 @@ func (t *Tally) AddPass(tp receipts.Throughput, items []receipts.Item) {
 			t.lat = append(t.lat, it.LatencySeconds)
 		}
 	}
+}
+
+// failedBy counts n failures of class c ("other" when unnamed).
+func (t *Tally) failedBy(c string, n int) {
+	if c == "" {
+		c = "other"
+	}
+	if t.t.FailedByClass == nil {
+		t.t.FailedByClass = map[string]int{}
+	}
+	t.t.FailedByClass[c] += n
+}
+
+// FailedShare is the share of a window's finished judgments (kept and
+// failed; discarded ones are a stop's, not the server's) that failed: 0
+// when none finished.
+func FailedShare(tp receipts.Throughput) float64 {
+	if n := tp.Judgments + tp.Failed; n > 0 {
+		return float64(tp.Failed) / float64(n)
+	}
+	return 0
+}
+
+// FailureClasses lists a window's failures by class, most frequent first,
+// for a line or a table cell: "136 http_500, 2 timeout"; "" when none.
+func FailureClasses(tp receipts.Throughput) string {
+	classes := slices.Collect(maps.Keys(tp.FailedByClass))
+	slices.SortFunc(classes, func(a, b string) int {
+		if c := cmp.Compare(tp.FailedByClass[b], tp.FailedByClass[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	parts := make([]string, len(classes))
+	for i, c := range classes {
+		parts[i] = fmt.Sprintf("%d %s", tp.FailedByClass[c], c)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (t *Tally) mustOpen() {

@@ -48,20 +48,31 @@ func TestTally(t *testing.T) {
 	}
 	// A failed judgment's answered requests reached the server; its
 	// latency and images count nowhere.
-	tl.Add(Judgment{LatencySeconds: 99, Images: 2, Requests: 1, PromptTokens: 30, Failed: true})
+	// Failures are counted by class; a discarded one that failed is a
+	// discard (the stop's), not a failure of the window.
+	tl.Add(Judgment{LatencySeconds: 99, Images: 2, Requests: 1, PromptTokens: 30, Failed: true, ErrorClass: "http_500"})
+	tl.Add(Judgment{LatencySeconds: 99, Images: 2, Failed: true})
 	tl.Add(Judgment{LatencySeconds: 99, Images: 2, Requests: 3, PromptTokens: 100, Discarded: true})
+	tl.Add(Judgment{LatencySeconds: 99, Images: 2, Discarded: true, Failed: true, ErrorClass: "timeout"})
 	got := tl.Close()
 	require.Equal(t, receipts.Throughput{
-		Concurrency: 4, WallSeconds: 2, Judgments: 6, Images: 12, Requests: 22, Failed: 1, Discarded: 1,
+		Concurrency: 4, WallSeconds: 2, Judgments: 6, Images: 12, Requests: 22, Failed: 2, Discarded: 2,
+		FailedByClass:      map[string]int{"http_500": 1, "other": 1},
 		JudgmentsPerSecond: 3, ImagesPerSecond: 6, PromptTokens: 730,
 		Latency: receipts.Latency{N: 6, Mean: 3.5, P50: 3, P95: 6, P99: 6},
 	}, got)
 	require.Equal(t, got, tl.Close(), "Close twice gives the same figures")
 	require.PanicsWithValue(t, "tally: Add after Close", func() { tl.Add(Judgment{}) })
 
+	require.InDelta(t, 2.0/8, FailedShare(got), 1e-12)
+	require.Equal(t, "1 http_500, 1 other", FailureClasses(got))
+	require.Equal(t, "3 timeout, 1 http_500", FailureClasses(receipts.Throughput{FailedByClass: map[string]int{"http_500": 1, "timeout": 3}}))
+	require.Empty(t, FailureClasses(receipts.Throughput{}))
+
 	// No wall time: counts, but no rates (never a division by zero).
 	empty := Tally{Concurrency: 1}
 	require.Equal(t, receipts.Throughput{Concurrency: 1}, empty.Close())
+	require.Zero(t, FailedShare(empty.Close()))
 }
 
 func TestHitRatio(t *testing.T) {
@@ -100,7 +111,8 @@ func TestHitRatio(t *testing.T) {
 }
 
 func pass(wall float64, judgments int, lat []float64, hits, queries float64) *receipts.Receipt {
-	r := &receipts.Receipt{Throughput: receipts.Throughput{Concurrency: 4, WallSeconds: wall, Judgments: judgments, Images: judgments}}
+	r := &receipts.Receipt{Throughput: receipts.Throughput{Concurrency: 4, WallSeconds: wall, Judgments: judgments, Images: judgments,
+		Failed: 1, FailedByClass: map[string]int{"http_500": 1}, Discarded: 1}}
 	for _, l := range lat {
 		r.Items = append(r.Items, receipts.Item{LatencySeconds: l})
 	}
@@ -125,6 +137,10 @@ func TestMerge(t *testing.T) {
 	require.InDelta(t, 100.0/200, *m.Server.PrefixCacheHitRate, 1e-12)
 	require.InDelta(t, 0.5, *m.Server.MMCacheHitRate, 1e-12)
 	require.Equal(t, 20.0, m.Server.Histograms["queue"].Count)
+	require.Equal(t, 2, m.Throughput.Failed)
+	require.Equal(t, 2, m.Throughput.Discarded)
+	require.Equal(t, map[string]int{"http_500": 2}, m.Throughput.FailedByClass)
+	require.Equal(t, map[string]int{"http_500": 1}, a.Throughput.FailedByClass, "the inputs are untouched")
 	// The inputs are untouched.
 	require.Equal(t, 10.0, a.Server.Counters[PrefixCacheHits])
 	require.Equal(t, 10.0, a.Server.Histograms["queue"].Count)

@@ -1,0 +1,92 @@
+// Package interrupt is how vetbench's edges (the CLI, the benchmark suite)
+// take Ctrl-C: the first SIGINT or SIGTERM cancels a context, so the point
+// in flight stops and writes what it measured; the second exits at once.
+// "At once" never means in the middle of writing a result: writes go
+// through Handler.Write, and the exit waits for the write in flight to
+// finish its atomic rename, and no write starts after it.
+package interrupt
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// ExitCode is the status of a process that was interrupted, by the first
+// signal (it stopped early and said so) or by the second: 128 + SIGINT, as
+// a shell reports a command killed by Ctrl-C.
+const ExitCode = 130
+
+// Handler holds the signal state of one process.
+type Handler struct {
+	// sem is held by a write in flight, and by the exit for good (a
+	// channel, not a mutex: tests wait on it in a synctest bubble).
+	sem    chan struct{}
+	cancel context.CancelFunc
+	stop   func()
+	done   chan struct{}
+	once   sync.Once
+	// OnSecond, when set, is called (with the write lock held) just before
+	// the second signal exits, e.g. to say so on stderr.
+	OnSecond func()
+}
+
+// Notify returns a context cancelled by the first SIGINT or SIGTERM and
+// the Handler whose second signal exits the process with ExitCode. Call
+// Stop when done.
+func Notify(parent context.Context) (context.Context, *Handler) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, h := Watch(parent, sig, os.Exit)
+	prev := h.stop
+	h.stop = func() { signal.Stop(sig); prev() }
+	return ctx, h
+}
+
+// Watch is Notify on a signal channel of the caller's and with its exit
+// function (tests send on sig and record the exit).
+func Watch(parent context.Context, sig <-chan os.Signal, exit func(code int)) (context.Context, *Handler) {
+	ctx, cancel := context.WithCancel(parent)
+	h := &Handler{sem: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	h.stop = func() { h.once.Do(func() { close(h.done) }) }
+	go func() {
+		for n := 0; ; {
+			select {
+			case <-h.done:
+				return
+			case <-sig:
+			}
+			if n++; n == 1 {
+				cancel()
+				continue
+			}
+			h.sem <- struct{}{} // wait for the write in flight; none starts after
+			if h.OnSecond != nil {
+				h.OnSecond()
+			}
+			exit(ExitCode)
+			return
+		}
+	}()
+	return ctx, h
+}
+
+// Write runs write (one file's atomic write) so that a second signal
+// either waits for it to finish or comes before it starts.
+func (h *Handler) Write(write func() error) error {
+	if h == nil {
+		return write()
+	}
+	h.sem <- struct{}{}
+	defer func() { <-h.sem }()
+	return write()
+}
+
+// Stop stops watching signals; the context stays as it is.
+func (h *Handler) Stop() {
+	if h != nil {
+		h.stop()
+	}
+}
