@@ -9,6 +9,7 @@ import (
 
 	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/probe"
+	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
@@ -18,9 +19,9 @@ import (
 // the target kind, the model asked and its served root, the server build
 // (from /version), the twin's profile, time scale, slowdown and faults,
 // the scoring mode, the token benchmark's and the matrix's settings, and
-// fixtures (set → slice digest of each set measured; nil when none is).
-// A failed probe returns what is known and the error.
-func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, fixtures map[string]string) (map[string]string, error) {
+// the slice digest of each set measured (none for a token run). A failed
+// probe returns what is known and the error.
+func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fixtures.Set) (map[string]string, error) {
 	t := ep.Target
 	out := map[string]string{
 		speed.KeyHarness:     HarnessVersion,
@@ -38,12 +39,10 @@ func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, fixtures m
 		out[speed.KeySlowdown] = strconv.FormatFloat(cfg.Twin.Slowdown, 'g', -1, 64)
 		out[speed.KeyTwinFaults] = strings.Join(cfg.Twin.Faults, ";")
 	}
-	if len(fixtures) > 0 {
-		var fix []string
-		for _, name := range cfg.Sets {
-			if d, ok := fixtures[name]; ok {
-				fix = append(fix, name+"="+d)
-			}
+	if len(sets) > 0 {
+		fix := make([]string, len(sets))
+		for i, set := range sets {
+			fix[i] = set.Name + "=" + set.SliceSHA256()[:12]
 		}
 		out[speed.KeyFixture] = strings.Join(fix, " ")
 	}

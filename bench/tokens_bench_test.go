@@ -15,6 +15,7 @@ import (
 	"github.com/vetbench/vetbench/bench/matrix"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/bench/tokens"
+	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/speed"
@@ -224,10 +225,10 @@ func writeSuiteConfig(stdout io.Writer) {
 	}
 }
 
-// suiteConfig is what this run measures (bench.SpeedConfig), each set's
-// slice digest included.
+// suiteConfig is what this run measures (bench.SpeedConfig), the sets'
+// slices included.
 func suiteConfig(ctx context.Context, s *suite) (map[string]string, error) {
-	fix := map[string]string{}
+	var measured []fixtures.Set
 	var errs []error
 	for _, name := range s.cfg.Sets {
 		s.mu.Lock()
@@ -243,8 +244,8 @@ func suiteConfig(ctx context.Context, s *suite) (map[string]string, error) {
 			s.sets[name] = set
 			s.mu.Unlock()
 		}
-		fix[name] = set.SliceSHA256()[:12]
+		measured = append(measured, set)
 	}
-	cfg, err := bench.SpeedConfig(ctx, s.target.Endpoint, s.cfg, fix)
+	cfg, err := bench.SpeedConfig(ctx, s.target.Endpoint, s.cfg, measured)
 	return cfg, errors.Join(append(errs, err)...)
 }

@@ -18,7 +18,6 @@ import (
 	benchtarget "github.com/vetbench/vetbench/bench/target"
 	"github.com/vetbench/vetbench/bench/tokens"
 	"github.com/vetbench/vetbench/receipts/rundir"
-	"github.com/vetbench/vetbench/receipts/speed"
 	rtokens "github.com/vetbench/vetbench/receipts/tokens"
 )
 
@@ -323,12 +322,7 @@ func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpo
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench tokens: configuration lines incomplete: %v\n", err)
 	}
-	var pairs []string
-	for _, l := range speed.ConfigLines(sc) {
-		k, v, _ := strings.Cut(l, ": ")
-		pairs = append(pairs, k, v)
-	}
-	w := metrics.NewWriter(f, pairs...)
+	w := metrics.NewWriter(f, configPairs(sc)...)
 	w.AddUnits(tokens.Units()...)
 	return w, func(passed bool) {
 		if err := errors.Join(e.signals.Write(func() error { return w.End(passed) }), f.Sync(), f.Close()); err != nil {
