@@ -46,6 +46,13 @@ func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fix
 		}
 		out[speed.KeyFixture] = strings.Join(fix, " ")
 	}
+	// The run's request timeout bounds the probe: a server that does not
+	// answer is the run's failure to report, not a hang here.
+	if cfg.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
+		defer cancel()
+	}
 	info, err := probe.Server(ctx, http.DefaultClient, ep.BaseURL, ep.authorize)
 	if err != nil {
 		return out, err
