@@ -13,10 +13,11 @@ FORCE ?=
 CONFIG ?=
 # -count and friends for `make bench`, e.g. make bench BENCH_FLAGS='-count 10'
 BENCH_FLAGS ?= -count 1
-BENCH ?= .
+# the judgments suite; `make tokens` runs the token benchmarks
+BENCH ?= Judgments
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench test calibrate variance gate gate-check image vet fmt fuzz
+.PHONY: bench tokens test calibrate variance gate gate-check image vet fmt fuzz
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout,
 ##        progress to stderr; in the run directory (printed): bench.txt,
@@ -25,6 +26,19 @@ BENCH_ENV = $(if $(OUT),VETBENCH_OUT=$(abspath $(OUT))) $(if $(FORCE),VETBENCH_F
 	$(if $(CONFIG),VETBENCH_CONFIG=$(abspath $(CONFIG)))
 bench:
 	$(strip $(BENCH_ENV) $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -timeout 60m $(BENCH_FLAGS))
+
+## tokens: the token-throughput suite (text and one image, c=1..32, 128
+##         tokens, 3 repeats) and a small speed matrix on the embedded twin,
+##         a few minutes; like bench: benchmark lines to stdout, and in the
+##         run directory bench.txt, receipts/ (tokens_*.json, matrix.json,
+##         matrix.csv), settings.toml. VETBENCH_TOKENS_* / VETBENCH_MATRIX_*
+##         variables set win over the small matrix given here.
+TOKENS_ENV = VETBENCH_MATRIX_CONTEXTS=$${VETBENCH_MATRIX_CONTEXTS:-8K,64K} \
+	VETBENCH_MATRIX_LEVELS=$${VETBENCH_MATRIX_LEVELS:-1,16,128} \
+	VETBENCH_MATRIX_DURATION=$${VETBENCH_MATRIX_DURATION:-5s} \
+	VETBENCH_MATRIX_OUTPUT=$${VETBENCH_MATRIX_OUTPUT:-1024}
+tokens:
+	$(strip $(BENCH_ENV) $(TOKENS_ENV) $(GO) test ./bench -run '^$$' -bench 'Tokens|Matrix' -timeout 30m $(BENCH_FLAGS))
 
 ## test: vet, formatting, and every test (container tests need Docker under CI=true);
 ##       packages one at a time (-p 1): the timing tests must not compete for 2 cores

@@ -65,9 +65,12 @@ func TestBenchmarkRunDirectory(t *testing.T) {
 	}
 	bench, err := os.ReadFile(filepath.Join(dir, rundir.BenchFile))
 	require.NoError(t, err)
+	// The configuration lines name what was measured (receipts/speed).
+	keys := strings.Join(append(append([]string{speed.KeyIdentity}, speed.IdentityKeys...), speed.ChangeKeys...), "|")
 	for _, line := range strings.Split(strings.TrimSpace(string(bench)), "\n") {
-		require.Regexp(t, `^(Unit \S+ better=|goos: |goarch: |pkg: |BenchmarkJudgments/set=checks/c=[12](-\d+)?\t|PASS$)`, line)
+		require.Regexp(t, `^(Unit \S+ better=|goos: |goarch: |pkg: |(`+keys+`): |BenchmarkJudgments/set=checks/c=[12](-\d+)?\t|PASS$)`, line)
 	}
+	require.Regexp(t, `(?m)^identity: [0-9a-f]{16}$`, string(bench))
 	require.Equal(t, 4, strings.Count(string(bench), "BenchmarkJudgments/"), "one line per point and pass")
 	require.True(t, strings.HasSuffix(string(bench), "\nPASS\n"), "ended as go test ends a run that passed")
 	_, err = speed.LoadFile(filepath.Join(dir, rundir.BenchFile))

@@ -101,6 +101,9 @@ func TestMain(m *testing.M) {
 			note("%v", err)
 			os.Exit(2)
 		}
+		// The token units, and what this run measures (model, twin,
+		// fixture…) as configuration lines the speed gate compares.
+		writeSuiteConfig(os.Stdout)
 	}
 	code := m.Run()
 	interrupted := ctx.Err() != nil
@@ -249,6 +252,15 @@ func displayPath(path string) string {
 // getSuite opens the target the configuration names, once per process.
 func getSuite(tb testing.TB) *suite {
 	tb.Helper()
+	openSuite()
+	if shared.err != nil {
+		tb.Fatalf("target: %v", shared.err)
+	}
+	return &shared
+}
+
+// openSuite opens the shared target once; shared.err says if it failed.
+func openSuite() {
 	sharedOnce.Do(func() {
 		shared.sets = map[string]fixtures.Set{}
 		shared.sessions = map[string]*bench.Session{}
@@ -257,10 +269,6 @@ func getSuite(tb testing.TB) *suite {
 		}
 		shared.target, shared.err = target.Open(context.Background(), shared.cfg)
 	})
-	if shared.err != nil {
-		tb.Fatalf("target: %v", shared.err)
-	}
-	return &shared
 }
 
 // context is tb's context, also cancelled by Ctrl-C; a test or benchmark

@@ -75,6 +75,10 @@ type Config struct {
 	// GPUHourlyUSD is the stated hourly price of the serving machine; 0
 	// means none (no cost in receipts).
 	GPUHourlyUSD float64
+	// Tokens configures the token-throughput benchmark, Matrix the speed
+	// test matrix (see tokens.go).
+	Tokens Tokens
+	Matrix Matrix
 }
 
 // Target is a live server; an empty Endpoint selects the twin.
@@ -126,6 +130,8 @@ func Default() Config {
 		RequestTimeout: DefaultRequestTimeout,
 		Mode:           judgments.ModeTokenIDs,
 		TopLogprobs:    judgments.DefaultTopLogprobs,
+		Tokens:         defaultTokens(),
+		Matrix:         defaultMatrix(),
 	}
 }
 
@@ -198,24 +204,40 @@ func Env(getenv func(string) string) Source {
 	}
 }
 
-// Flags defines the run's flags on fs and returns the source that applies
-// the ones given on the command line. Call fs.Parse before Load.
-func Flags(fs *flag.FlagSet) Source {
+// Flags defines the run's flags (vetbench run) on fs and returns the
+// source that applies the ones given on the command line. Call fs.Parse
+// before Load.
+func Flags(fs *flag.FlagSet) Source { return ScopeFlags(fs, ScopeRun) }
+
+// Scope names the command whose flags a setting has: a flag name means one
+// setting per command (-levels is the judgments' levels for run, the
+// token benchmark's for tokens).
+type Scope string
+
+// Scopes.
+const (
+	ScopeRun    Scope = "run"
+	ScopeTokens Scope = "tokens"
+	ScopeMatrix Scope = "matrix"
+)
+
+// ScopeFlags defines the flags of one command's settings on fs and returns
+// the source that applies the ones given. Every setting is still read from
+// its variable by Env, whatever the command.
+func ScopeFlags(fs *flag.FlagSet, scope Scope) Source {
 	values := map[string]*flagValue{}
+	byFlag := map[string]setting{}
 	for _, s := range settings() {
-		if s.flag == "" {
+		if s.flag == "" || !s.in(scope) {
 			continue
 		}
 		v := &flagValue{def: s.def, bool: s.boolean}
 		values[s.flag] = v
+		byFlag[s.flag] = s
 		fs.Var(v, s.flag, s.usage)
 	}
 	return func(c *Config) error {
 		var errs []error
-		byFlag := map[string]setting{}
-		for _, s := range settings() {
-			byFlag[s.flag] = s
-		}
 		// Visit walks only the flags that were set, in name order.
 		fs.Visit(func(f *flag.Flag) {
 			v, ok := values[f.Name]

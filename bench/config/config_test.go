@@ -94,6 +94,8 @@ func TestEnv(t *testing.T) {
 		ServerEnv:       "VLLM_BATCH_INVARIANT=1",
 		ScoringFallback: true,
 		GPUHourlyUSD:    2.49,
+		Tokens:          Default().Tokens,
+		Matrix:          Default().Matrix,
 	}, c)
 }
 
@@ -300,6 +302,8 @@ typevet_ids = true
 		ModelRevision:   "abc",
 		ServerFlags:     "--max-num-seqs 32",
 		GPUHourlyUSD:    2.49,
+		Tokens:          Default().Tokens,
+		Matrix:          Default().Matrix,
 	}, c)
 
 	// The environment overrides the file, the flags override both; -config

@@ -68,12 +68,21 @@ type setting struct {
 	// redact, when set, is how a given value appears in errors: a value
 	// that may hold a secret is never echoed with it.
 	redact func(v string) string
+	// scopes are the commands that have the flag; none means ScopeRun.
+	scopes []Scope
+}
+
+func (s setting) in(scope Scope) bool {
+	if len(s.scopes) == 0 {
+		return scope == ScopeRun
+	}
+	return slices.Contains(s.scopes, scope)
 }
 
 // settings lists every setting. The run file names them by key and parses
 // with the same set functions as the environment and the flags.
 func settings() []setting {
-	return []setting{
+	return append([]setting{
 		{env: EnvEndpoint, key: "target.endpoint", redact: judgments.RedactURL, set: func(c *Config, v string) error {
 			v = strings.TrimRight(strings.TrimSpace(v), "/")
 			// url.Parse's error quotes the URL: never shown.
@@ -294,10 +303,10 @@ func settings() []setting {
 		}},
 		// Out has a key, but settings.toml leaves it out: the file lies in
 		// that directory, and a copy reused for the next run must not name it.
-		{env: EnvOut, flag: "out", key: "out", usage: "run `directory`: receipts/, bench.txt and settings.toml go in it (" + EnvOut + "; default a new out/runs/<id>)",
+		{env: EnvOut, flag: "out", key: "out", scopes: []Scope{ScopeRun, ScopeTokens}, usage: "run `directory`: receipts/, bench.txt and settings.toml go in it (" + EnvOut + "; default a new out/runs/<id>)",
 			set: text(func(c *Config) *string { return &c.Out })},
 		// Force is a decision made each time, never kept in a file.
-		{env: EnvForce, flag: "force", boolean: true, usage: "write into a named run directory that already holds results, replacing them (" + EnvForce + ")",
+		{env: EnvForce, flag: "force", boolean: true, scopes: []Scope{ScopeRun, ScopeTokens}, usage: "write into a named run directory that already holds results, replacing them (" + EnvForce + ")",
 			set: func(c *Config, v string) error {
 				b, err := strconv.ParseBool(strings.TrimSpace(v))
 				if err != nil {
@@ -306,7 +315,7 @@ func settings() []setting {
 				c.Force = b
 				return nil
 			}},
-		{env: EnvConfig, flag: "config", usage: "run `file` (TOML) with settings; the environment and flags override it (" + EnvConfig + ")",
+		{env: EnvConfig, flag: "config", scopes: []Scope{ScopeRun, ScopeTokens, ScopeMatrix}, usage: "run `file` (TOML) with settings; the environment and flags override it (" + EnvConfig + ")",
 			set: text(func(c *Config) *string { return &c.File })},
 		{env: EnvGoldenDir, key: "golden_dir", set: text(func(c *Config) *string { return &c.GoldenDir }),
 			show: func(c *Config) string { return tomlString(c.GoldenDir) }},
@@ -343,7 +352,7 @@ func settings() []setting {
 			c.Fixtures.TypevetIDs = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.Fixtures.TypevetIDs) }},
-	}
+	}, append(tokenSettings(), matrixSettings()...)...)
 }
 
 // text sets a string field, trimmed.

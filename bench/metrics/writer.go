@@ -44,6 +44,7 @@ func PointName(set string, c int, arm receipts.Arm, armed bool) string {
 type Writer struct {
 	w       io.Writer
 	config  []string
+	units   []Unit // beyond Units(): the token benchmarks'
 	started bool
 }
 
@@ -54,20 +55,30 @@ func NewWriter(w io.Writer, config ...string) *Writer {
 	return &Writer{w: w, config: append(cfg, config...)}
 }
 
+// AddUnits declares more units (the token benchmarks') in the header; call
+// it before the first Write.
+func (w *Writer) AddUnits(us ...Unit) { w.units = append(w.units, us...) }
+
 // Write writes one result line: point (PointName) measured iters times,
 // with its metrics.
 func (w *Writer) Write(point string, iters int, ms []Metric) error {
+	return w.WriteNamed(Benchmark, point, iters, ms)
+}
+
+// WriteNamed is Write for another benchmark of the package (Tokens,
+// Matrix): Benchmark<benchmark>/<point>.
+func (w *Writer) WriteNamed(benchmark, point string, iters int, ms []Metric) error {
 	var b strings.Builder
 	if !w.started {
 		w.started = true
-		for _, u := range Units() {
+		for _, u := range append(Units(), w.units...) {
 			b.WriteString(u.Line() + "\n")
 		}
 		for i := 0; i+1 < len(w.config); i += 2 {
 			fmt.Fprintf(&b, "%s: %s\n", w.config[i], w.config[i+1])
 		}
 	}
-	fmt.Fprintf(&b, "Benchmark%s\t%8d", FullName(point), max(iters, 1))
+	fmt.Fprintf(&b, "Benchmark%s\t%8d", fullName(benchmark, point), max(iters, 1))
 	sorted := slices.Clone(ms)
 	slices.SortStableFunc(sorted, func(a, b Metric) int { return strings.Compare(a.Unit, b.Unit) })
 	for _, m := range sorted {
@@ -125,8 +136,10 @@ func prettyPrint(w io.Writer, x float64, unit string) {
 
 // FullName is point's benchmark name as go test prints it without the
 // Benchmark prefix: Judgments/<point>, and -<GOMAXPROCS> unless that is 1.
-func FullName(point string) string {
-	name := Benchmark + "/" + point
+func FullName(point string) string { return fullName(Benchmark, point) }
+
+func fullName(benchmark, point string) string {
+	name := benchmark + "/" + point
 	if p := runtime.GOMAXPROCS(0); p != 1 {
 		name += fmt.Sprintf("-%d", p)
 	}

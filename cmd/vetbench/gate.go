@@ -46,6 +46,13 @@ metrics (Holm), so an unchanged candidate fails at most -alpha of the
 time however many metrics there are. The go tool benchstat tables are
 shown for reading; the decision does not parse them.
 
+Outputs carry configuration lines saying what they measured (model,
+served root, target kind, twin profile, time scale, fixture, token and
+matrix settings, identity digest). When any of these differ the gate
+refuses to compare (exit 2) and lists what differs, unless
+-allow-identity-drift; what a candidate changes on purpose (server build,
+server flags, twin slowdown and faults) is listed and compared.
+
 A benchmark the candidate lacks (an output cut short, a point that did
 not run) leaves the gate without a verdict; a failure count (failed-items)
 the candidate has and the baseline never recorded fails. With -run, a
@@ -55,8 +62,9 @@ whatever the statistics say; a baseline run that does cannot be
 compared. A server found down ends the runs.
 
 Exit status: 0 pass, 1 the candidate is slower or failed, 2 could not
-decide (bad input, too few runs, nothing to gate), 130 interrupted. With
--json a failure before a decision is a vetbench.error/v1 object.
+decide (bad input, identity differs, too few runs, nothing to gate), 130
+interrupted. With -json a failure before a decision is a vetbench.error/v1
+object.
 
 flags:
 `
@@ -100,6 +108,7 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	fs.Float64Var(&o.policy.Margin, "margin", o.policy.Margin, "relative `change` in the bad direction that fails when significant (0.05 = 5%)")
 	fs.Float64Var(&o.policy.Alpha, "alpha", o.policy.Alpha, "significance level of the Mann-Whitney U test")
 	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
+	fs.BoolVar(&o.policy.AllowIdentityDrift, "allow-identity-drift", false, "compare outputs whose identity configuration (model, twin profile, time scale, fixture, …) differs, listing what differs")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return failure(e, "gate", wantsJSON(args), exitNoVerdict, err.Error())
@@ -138,10 +147,11 @@ func runGate(ctx context.Context, e *env, args []string) int {
 		}
 		return fail("candidate: %v", errors.Join(err, runErrs[1]))
 	}
-	if o.benchstat && !o.asJSON {
+	rep := speed.Decide(base, cand, o.policy)
+	refused := len(rep.Identity.Differs) > 0 && !rep.Identity.Allowed
+	if o.benchstat && !o.asJSON && !refused {
 		showBenchstat(ctx, e, base, cand, files)
 	}
-	rep := speed.Decide(base, cand, o.policy)
 	// A run that failed never passes: its output may hold only the points
 	// that ran, or lines over failed work.
 	if runErrs[0] != nil {

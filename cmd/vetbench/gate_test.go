@@ -242,6 +242,37 @@ func TestGateRunInterleaves(t *testing.T) {
 	require.Equal(t, exitNoVerdict, code, "credentials on the command line are refused")
 }
 
+// TestGateIdentity: a fast-profile run against an h100-profile run is
+// refused with what differs listed; allowed, it goes to the statistics.
+func TestGateIdentity(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := func(profile string) string {
+		return strings.Join(speed.ConfigLines(map[string]string{speed.KeyTarget: "twin", speed.KeyTwinProfile: profile, speed.KeyModel: "m"}), "\n") + "\n"
+	}
+	fast := writeFile(t, dir, "fast.txt", cfg("fast")+benchOutput(rand.New(rand.NewPCG(1, 1)), base, 10, "A"))
+	fast2 := writeFile(t, dir, "fast2.txt", cfg("fast")+benchOutput(rand.New(rand.NewPCG(2, 1)), base, 10, "B"))
+	h100 := writeFile(t, dir, "h100.txt", cfg("h100-gemma4-31b")+benchOutput(rand.New(rand.NewPCG(3, 1)), truth{jps: base.jps * 0.34, p95: base.p95 * 3, cv: base.cv}, 10, "B"))
+
+	stdout, stderr, code := run(t, "gate", fast, h100)
+	require.Equal(t, exitNoVerdict, code, stdout+stderr)
+	require.Contains(t, stdout, "identity differs: twin-profile: fast → h100-gemma4-31b")
+	require.NotContains(t, stdout, "WORSE", "no statistics")
+
+	stdout, _, code = run(t, "gate", "-json", fast, h100)
+	require.Equal(t, exitNoVerdict, code)
+	var rep speed.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Equal(t, []string{"twin-profile: fast → h100-gemma4-31b"}, rep.Identity.Differs)
+
+	stdout, _, code = run(t, "gate", "-benchstat=false", "-allow-identity-drift", fast, h100)
+	require.Equal(t, exitFail, code, stdout)
+	require.Contains(t, stdout, "identity differs (allowed)")
+
+	stdout, _, code = run(t, "gate", "-benchstat=false", fast, fast2)
+	require.Equal(t, exitPass, code, stdout)
+}
+
 // A side whose run did not pass never passes the gate, even when its lines
 // look fast: a failed candidate fails (1) whatever the statistics say, a
 // failed baseline cannot be compared (2); both outputs are still gated and

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/vetbench/vetbench/bench/roofline"
+	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	rtokens "github.com/vetbench/vetbench/receipts/tokens"
 )
 
 const rooflineUsage = `usage: vetbench roofline -config FILE -gpu NAME [flags]
@@ -29,6 +35,15 @@ needed.
 
 -json prints the report as JSON (schema vetbench.roofline/v1, see
 docs/roofline.md).
+
+-receipt FILE reads a measured run instead — a vetbench.tokens receipt or
+a directory of them, the published token-throughput JSON, a
+vetbench.matrix JSON or a published speed-matrix CSV — and prints each
+point as a share of its own ceiling (decode at its concurrency and mean
+context, prompt + output/2; prefill rows at their prompt), with the
+per-step residual in ms the ceiling does not explain. A point above its
+ceiling is flagged: the run measured a cache, not the GPU. -json then
+prints schema vetbench.utilisation/v1.
 
 Exit status: 0 printed, 2 bad input (config, gpu, flags).
 
@@ -51,6 +66,7 @@ func runRoofline(_ context.Context, e *env, args []string) int {
 	batches := fs.String("batch", "1,8,64,256", "comma-separated batch `sizes`")
 	contextLen := fs.Int("context", 8192, "tokens each sequence holds in its KV cache")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema "+roofline.Schema+")")
+	receipt := fs.String("receipt", "", "measured run `file` or directory (token receipts, matrix JSON or CSV) to read against the ceilings")
 	if err := fs.Parse(args); err != nil {
 		return failure(e, "roofline", wantsJSON(args), exitNoVerdict, err.Error())
 	}
@@ -101,6 +117,28 @@ func runRoofline(_ context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	if *receipt != "" {
+		contextSet := false
+		fs.Visit(func(f *flag.Flag) { contextSet = contextSet || f.Name == "context" })
+		pts, kind, err := observed(*receipt, *contextLen, contextSet)
+		if err != nil {
+			return fail(err)
+		}
+		u, err := roofline.Utilise(shape, hw, pts)
+		if err != nil {
+			return fail(err)
+		}
+		u.Config = *config
+		if *asJSON {
+			err = writeJSON(e.stdout, u)
+		} else {
+			err = writeUtilisation(e.stdout, u, *receipt, kind)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return exitPass
+	}
 	rep, err := roofline.Analyse(shape, hw, bs, *contextLen)
 	if err != nil {
 		return fail(err)
@@ -129,4 +167,171 @@ func parseBatches(s string) ([]int, error) {
 		bs = append(bs, n)
 	}
 	return bs, nil
+}
+
+// observed reads a measured run as points for roofline.Utilise and says
+// what it read. A token point's decode context is its mean prompt plus
+// half its output (what a sequence holds on average while it decodes);
+// a published token point records no prompt, so -context stands for it
+// when given, else 0. A matrix cell's is its context plus half of
+// max_tokens when the matrix records it.
+func observed(path string, ctxTokens int, contextSet bool) ([]roofline.Observed, string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if !st.IsDir() && strings.EqualFold(filepath.Ext(path), ".csv") {
+		m, err := rmatrix.ReadCSVFile(path)
+		if err != nil {
+			return nil, "", err
+		}
+		pts, err := matrixPoints(m)
+		return pts, "speed matrix (published CSV)", err
+	}
+	if !st.IsDir() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, "", err
+		}
+		var probe struct {
+			Schema string `json:"schema"`
+		}
+		_ = json.Unmarshal(data, &probe)
+		if probe.Schema == rmatrix.Schema {
+			m, err := rmatrix.Decode(data, path)
+			if err != nil {
+				return nil, "", err
+			}
+			pts, err := matrixPoints(m)
+			return pts, "speed matrix (" + rmatrix.Schema + ")", err
+		}
+	}
+	recs, err := readTokenReceipts(path)
+	if err != nil {
+		return nil, "", err
+	}
+	var pts []roofline.Observed
+	for _, r := range recs {
+		if !(r.Summary.AggregateOutputTokS > 0) {
+			continue
+		}
+		p := roofline.Observed{Label: fmt.Sprintf("%s c=%d", r.Point.Workload, r.Point.Concurrency), Phase: roofline.PhaseDecode,
+			Batch: r.Point.Concurrency}
+		sum, n := 0, 0
+		for _, run := range r.Runs {
+			for _, q := range run.Requests {
+				sum, n = sum+q.PromptTokens, n+1
+			}
+		}
+		prompt := 0
+		switch {
+		case n > 0:
+			prompt = (sum + n/2) / n
+		case contextSet:
+			prompt = ctxTokens
+			p.Notes = append(p.Notes, fmt.Sprintf("prompt length unrecorded: -context %d taken for it", ctxTokens))
+		default:
+			p.Notes = append(p.Notes, "prompt length unrecorded: taken as 0 (give -context)")
+		}
+		p.Context = prompt + r.Point.OutputTokens/2
+		p.TokS = r.Summary.AggregateOutputTokS
+		pts = append(pts, p)
+	}
+	kind := "token throughput (" + rtokens.Schema + ")"
+	if len(recs) > 0 && recs[0].Source == rtokens.SourcePublished {
+		kind = "token throughput (published format)"
+	}
+	if len(pts) == 0 {
+		return nil, "", fmt.Errorf("%s: no measured point", path)
+	}
+	return pts, kind, nil
+}
+
+func matrixPoints(m *rmatrix.Matrix) ([]roofline.Observed, error) {
+	size := func(label string, tokens int) int {
+		if tokens > 0 {
+			return tokens
+		}
+		n, _ := rmatrix.ContextSize(label)
+		return n
+	}
+	var pts []roofline.Observed
+	for _, r := range m.Prefill {
+		if r.TokS == nil || !(*r.TokS > 0) {
+			continue
+		}
+		ctx := size(r.Context, r.ContextTokens)
+		if r.PromptTokens != nil {
+			ctx = *r.PromptTokens
+		}
+		pts = append(pts, roofline.Observed{Label: "prefill " + r.Context, Phase: roofline.PhasePrefill, Batch: 1, Context: ctx, TokS: *r.TokS})
+	}
+	for _, c := range m.Cells {
+		if c.TotalTokS == nil || !(*c.TotalTokS > 0) || (c.Status != rmatrix.Valid && c.Status != rmatrix.RequestsQueued) {
+			continue
+		}
+		p := roofline.Observed{Label: fmt.Sprintf("%s c=%d", c.Context, c.Concurrency), Phase: roofline.PhaseDecode,
+			Batch: c.Concurrency, Context: size(c.Context, c.ContextTokens) + m.MaxOutputTokens/2, TokS: *c.TotalTokS}
+		if c.ContextTokens == 0 {
+			p.Notes = append(p.Notes, "context from the row label")
+		}
+		if m.MaxOutputTokens == 0 {
+			p.Notes = append(p.Notes, "output length unrecorded: context is the prompt alone")
+		}
+		if c.Status == rmatrix.RequestsQueued {
+			p.Notes = append(p.Notes, "requests queued: fewer than C ran at once")
+		}
+		pts = append(pts, p)
+	}
+	if len(pts) == 0 {
+		return nil, errors.New("the matrix has no measured point")
+	}
+	return pts, nil
+}
+
+// writeUtilisation prints the utilisation table: one row per point, then
+// the notes and the points that beat their ceiling.
+func writeUtilisation(w io.Writer, u *roofline.UtilisationReport, path, kind string) error {
+	var b strings.Builder
+	if u.Config != "" {
+		fmt.Fprintf(&b, "config    %s\n", u.Config)
+	}
+	fmt.Fprintf(&b, "receipt   %s: %s, %d points\n", path, kind, len(u.Points))
+	g := u.GPU
+	fmt.Fprintf(&b, "gpu       %s: bandwidth %.4g TB/s (%s), compute %.4g TFLOP/s (%s)\n\n",
+		g.Name, g.BandwidthBytesPerS/1e12, g.BandwidthSource, g.FLOPPerS/1e12, g.FLOPsSource)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "point\tphase\tbatch\tcontext\tmeasured tok/s\tceiling tok/s\tbound\tshare\tceiling step ms\tmeasured step ms\tresidual ms\t\n")
+	for _, p := range u.Points {
+		mark := ""
+		if p.AboveCeiling {
+			mark = "  ABOVE CEILING"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t%s\t%.1f%%\t%.3f\t%.3f\t%.3f\t%s\n", p.Label, p.Phase, p.Batch, p.Context,
+			p.TokS, p.CeilingTokS, p.Bound, 100*p.Share, p.CeilingStepMS, p.MeasuredStepMS, p.ResidualMS, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	notes := map[string][]string{}
+	var order []string
+	for _, p := range u.Points {
+		for _, n := range p.Notes {
+			if _, ok := notes[n]; !ok {
+				order = append(order, n)
+			}
+			notes[n] = append(notes[n], p.Label)
+		}
+	}
+	if len(order) > 0 {
+		b.WriteString("\n")
+	}
+	for _, n := range order {
+		fmt.Fprintf(&b, "note: %s (%s)\n", n, strings.Join(notes[n], ", "))
+	}
+	if u.AboveCeiling > 0 {
+		fmt.Fprintf(&b, "\n%d point(s) beat the ceiling: the run measured a cache, not the GPU (or the peaks given are too low)\n", u.AboveCeiling)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/term"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/rundir"
+	"github.com/vetbench/vetbench/receipts/speed"
 )
 
 // sweep measures one target into one run directory, pass after pass: what
@@ -72,8 +74,25 @@ func openSweep(ctx context.Context, cmd, label string, cfg config.Config, dir *r
 	if err != nil {
 		return nil, errors.Join(err, s.target.Close())
 	}
-	s.lines = metrics.NewWriter(s.benchTxt)
 	ep := s.target.Endpoint
+	// The identity lines (bench.SpeedConfig), so the gate can refuse to
+	// compare other experiments.
+	var measured []fixtures.Set
+	for _, name := range cfg.Sets {
+		set, ok := s.sets[name]
+		if !ok {
+			if set, err = sets.Open(ctx, name, cfg.Fixtures); err != nil {
+				return nil, errors.Join(err, s.benchTxt.Close(), s.target.Close())
+			}
+			s.sets[name] = set
+		}
+		measured = append(measured, set)
+	}
+	sc, err := bench.SpeedConfig(ctx, ep, cfg, measured)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench: configuration lines incomplete: %v\n", err)
+	}
+	s.lines = metrics.NewWriter(s.benchTxt, configPairs(sc)...)
 	line := fmt.Sprintf("target: %s %s", ep.Target.Kind, ep.Receipt().Endpoint)
 	if label != "" {
 		line = label + " " + line
@@ -244,4 +263,15 @@ func armName(a receipts.Arm) string {
 		return string(receipts.ArmCold)
 	}
 	return string(a)
+}
+
+// configPairs are the identity lines of sc (speed.ConfigLines) as the
+// key, value pairs metrics.NewWriter takes.
+func configPairs(sc map[string]string) []string {
+	var pairs []string
+	for _, l := range speed.ConfigLines(sc) {
+		k, v, _ := strings.Cut(l, ": ")
+		pairs = append(pairs, k, v)
+	}
+	return pairs
 }

@@ -209,6 +209,10 @@ type Policy struct {
 	// (family-wise), not per metric: a gate over 8 metrics at 0.05 each
 	// would otherwise fail equal candidates far more often than 5%.
 	Holm bool `json:"holm"`
+	// AllowIdentityDrift compares outputs whose identity configuration
+	// differs (IdentityCheck.Differs), listing what differs, instead of
+	// refusing.
+	AllowIdentityDrift bool `json:"allow_identity_drift"`
 }
 
 // Policy defaults: a candidate fails on a change of more than 5% in the
@@ -296,6 +300,9 @@ type Report struct {
 	// Problems are why no verdict could be given.
 	Problems []string `json:"problems"`
 	Passed   bool     `json:"passed"`
+	// Identity is what the outputs' configuration lines say about
+	// comparing them.
+	Identity IdentityCheck `json:"identity"`
 }
 
 // AddFailure fails the report for a reason found outside the outputs (a
@@ -327,8 +334,21 @@ func (r *Report) Failed() bool { return !r.Passed && !r.NoVerdict() }
 // distribution; exact comparison for assume=exact units). A metric that
 // can never reach p < alpha with the runs given makes the report NoVerdict,
 // never a silent pass.
+//
+// Outputs whose identity configuration differs (CheckIdentity) are not
+// compared unless p.AllowIdentityDrift: the report then holds no metrics
+// and one problem naming what differs.
 func Decide(base, cand *Samples, p Policy) *Report {
-	rep := &Report{Schema: ReportSchema, Policy: p, Metrics: []Metric{}, Failures: []string{}, Problems: []string{}}
+	rep := &Report{Schema: ReportSchema, Policy: p, Metrics: []Metric{}, Failures: []string{}, Problems: []string{},
+		Identity: CheckIdentity(base, cand)}
+	if d := rep.Identity.Differs; len(d) > 0 {
+		if !p.AllowIdentityDrift {
+			rep.Problems = append(rep.Problems, "identity differs, not the same experiment: "+strings.Join(d, "; ")+
+				" (allow identity drift to compare anyway)")
+			return rep
+		}
+		rep.Identity.Allowed = true
+	}
 	thr := &benchmath.Thresholds{CompareAlpha: p.Alpha}
 	for _, bench := range base.names {
 		for _, unit := range base.unitsO[bench] {
@@ -534,28 +554,47 @@ func (r *Report) WriteText(w io.Writer) error {
 		corr = "family-wise, Holm"
 	}
 	fmt.Fprintf(&b, "speed gate: a metric fails when the candidate is worse by more than %.1f%% with p < %g (Mann-Whitney U, %s)\n\n", 100*r.Policy.Margin, r.Policy.Alpha, corr)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "benchmark\tunit\tbetter\tbaseline\tcandidate\tdelta\tp\tverdict")
-	for _, m := range r.Metrics {
-		p := "-"
-		switch {
-		case m.exact:
-			p = "exact"
-		case m.P != nil:
-			p = fmt.Sprintf("%.3f", *m.P)
+	if len(r.Metrics) > 0 {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "benchmark\tunit\tbetter\tbaseline\tcandidate\tdelta\tp\tverdict")
+		for _, m := range r.Metrics {
+			p := "-"
+			switch {
+			case m.exact:
+				p = "exact"
+			case m.P != nil:
+				p = fmt.Sprintf("%.3f", *m.P)
+			}
+			delta := "-"
+			if m.Candidate != nil && m.Baseline != nil {
+				delta = pct(m.Delta)
+			}
+			better := m.Better
+			if better == "" {
+				better = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Benchmark, m.Unit, better, showSummary(m.Baseline), showSummary(m.Candidate), delta, p, strings.ToUpper(string(m.Verdict)))
 		}
-		delta := "-"
-		if m.Candidate != nil && m.Baseline != nil {
-			delta = pct(m.Delta)
-		}
-		better := m.Better
-		if better == "" {
-			better = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Benchmark, m.Unit, better, showSummary(m.Baseline), showSummary(m.Candidate), delta, p, strings.ToUpper(string(m.Verdict)))
+		tw.Flush()
+		b.WriteString("\n")
 	}
-	tw.Flush()
-	b.WriteString("\n")
+	id := r.Identity
+	for _, s := range id.Differs {
+		verb := "differs"
+		if id.Allowed {
+			verb = "differs (allowed)"
+		}
+		fmt.Fprintf(&b, "identity %s: %s\n", verb, s)
+	}
+	for _, s := range id.Changed {
+		fmt.Fprintf(&b, "changed: %s\n", s)
+	}
+	for _, s := range id.Unverified {
+		fmt.Fprintf(&b, "unverified: %s\n", s)
+	}
+	if len(id.Differs)+len(id.Changed)+len(id.Unverified) > 0 {
+		b.WriteString("\n")
+	}
 	switch {
 	case len(r.Problems) > 0:
 		fmt.Fprintf(&b, "NO VERDICT (%d):\n", len(r.Problems))

@@ -308,10 +308,11 @@ func TestReportJSONContract(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(data, &m))
 	require.Equal(t, "vetbench.gate/v1", m["schema"])
-	for _, k := range []string{"policy", "metrics", "gated", "worse", "failures", "problems", "passed"} {
+	for _, k := range []string{"policy", "metrics", "gated", "worse", "failures", "problems", "passed", "identity"} {
 		require.Contains(t, m, k)
 	}
-	require.Equal(t, map[string]any{"margin": 0.05, "alpha": 0.05, "confidence": 0.95, "holm": true}, m["policy"])
+	require.Equal(t, map[string]any{"margin": 0.05, "alpha": 0.05, "confidence": 0.95, "holm": true, "allow_identity_drift": false}, m["policy"])
+	require.Equal(t, map[string]any{"differs": []any{}, "changed": []any{}, "unverified": []any{}, "allowed": false}, m["identity"])
 	mt := m["metrics"].([]any)[1].(map[string]any)
 	for _, k := range []string{"benchmark", "unit", "better", "baseline", "candidate", "delta", "p", "verdict", "significant"} {
 		require.Contains(t, mt, k)

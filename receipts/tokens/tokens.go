@@ -31,6 +31,18 @@ const (
 	WorkloadOneImage = "one_image"
 )
 
+// Cache isolation of Identity.CacheIsolation: how a point was kept from
+// reading cache entries another point (or run) left.
+const (
+	// CacheUniquePrompts: every request's prompt starts with a tag of its own.
+	CacheUniquePrompts = "unique_prompts"
+	// CacheReset: the server's caches were reset before each point.
+	CacheReset = "cache_reset"
+	// CacheSharedPrompts: prompts repeat between points and runs, so later
+	// points read what earlier ones cached (the cache pitfall, on purpose).
+	CacheSharedPrompts = "shared_prompts"
+)
+
 // Receipt is one point of a token-throughput run.
 type Receipt struct {
 	Schema   string          `json:"schema"`
@@ -95,7 +107,8 @@ type Identity struct {
 	// PromptDigest is the hex sha256 over every prompt and image sent.
 	PromptDigest string `json:"prompt_digest,omitempty"`
 	// CacheIsolation says how points were kept from sharing a prefix:
-	// "unique_prompts", "cache_reset", or "" when unrecorded.
+	// CacheUniquePrompts, CacheReset, CacheSharedPrompts, or "" when
+	// unrecorded.
 	CacheIsolation string `json:"cache_isolation,omitempty"`
 	HarnessVersion string `json:"harness_version,omitempty"`
 	// Digest is the sha256 over the identity fields (IdentityDigest).
@@ -118,6 +131,9 @@ type Run struct {
 	Short             int      `json:"short"`
 	// Requests are the run's requests (empty for a published point).
 	Requests []Request `json:"requests,omitempty"`
+	// LittlesLaw checks the run's mean requests in flight against
+	// throughput × mean latency (bench/audit); nil when not checked.
+	LittlesLaw *receipts.LittlesLaw `json:"littles_law,omitempty"`
 }
 
 // Request is one streamed request of a run.

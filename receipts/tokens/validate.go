@@ -92,9 +92,9 @@ func (r *Receipt) validateIdentity(p *problems) {
 		p.add("identity.prompt_digest", "%q is not a hex sha256", id.PromptDigest)
 	}
 	switch id.CacheIsolation {
-	case "", "unique_prompts", "cache_reset":
+	case "", CacheUniquePrompts, CacheReset, CacheSharedPrompts:
 	default:
-		p.add("identity.cache_isolation", "unknown %q (want unique_prompts or cache_reset)", id.CacheIsolation)
+		p.add("identity.cache_isolation", "unknown %q (want %s, %s or %s)", id.CacheIsolation, CacheUniquePrompts, CacheReset, CacheSharedPrompts)
 	}
 	if id.Digest != "" {
 		if want := r.IdentityDigest(); id.Digest != want {

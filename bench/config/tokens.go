@@ -1,0 +1,335 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/tokens"
+)
+
+// Tokens configures the token-throughput benchmark (BenchmarkTokens,
+// vetbench tokens): Concurrency requests sent at once, each for a fixed
+// OutputTokens with ignore_eos at temperature 0, Repeats times per point.
+type Tokens struct {
+	// Workloads are tokens.WorkloadText and/or tokens.WorkloadOneImage.
+	Workloads []string
+	// Levels are the concurrency levels (requests sent at once).
+	Levels       []int
+	OutputTokens int
+	Repeats      int
+	// Warmup batches of Concurrency requests run before each point's
+	// repeats, outside every figure.
+	Warmup int
+	// MaxFailed is the share of a point's requests that may fail or
+	// come back short without failing the point (0: none may).
+	MaxFailed float64
+}
+
+// Matrix configures the speed test matrix (BenchmarkMatrix, vetbench
+// matrix): sustained decode at every context length × concurrency.
+type Matrix struct {
+	// Contexts are target prompt lengths in tokens; a context that does
+	// not fit max_model_len − OutputTokens − 64 is trimmed to it.
+	Contexts     []int
+	Levels       []int
+	Duration     time.Duration
+	OutputTokens int
+	// Targeting is how prompts hit a context length: "estimate" (one
+	// calibration against usage.prompt_tokens) or "exact" (/tokenize).
+	Targeting string
+	// ReadyTimeout bounds the wait for a cell to be ready; 0 means by
+	// context (60 s up to 32K, 120 s up to 64K, 180 s above).
+	ReadyTimeout time.Duration
+	// LoopDetection checks every stream for an exact periodic tail and
+	// discards a cell that loops.
+	LoopDetection bool
+	// ScrapeInterval, Hold and Pause are the peer's waits (1 s between
+	// /metrics readings, 3 s of readiness before the window, 2 s between
+	// cells) when 0; below 0 means none. A twin at a time scale can
+	// shorten them.
+	ScrapeInterval, Hold, Pause time.Duration
+}
+
+// Token and matrix variables.
+const (
+	EnvTokensWorkloads     = "VETBENCH_TOKENS_WORKLOADS"
+	EnvTokensLevels        = "VETBENCH_TOKENS_LEVELS"
+	EnvTokensOutput        = "VETBENCH_TOKENS_OUTPUT"
+	EnvTokensRepeats       = "VETBENCH_TOKENS_REPEATS"
+	EnvTokensWarmup        = "VETBENCH_TOKENS_WARMUP"
+	EnvTokensMaxFailed     = "VETBENCH_TOKENS_MAX_FAILED"
+	EnvMatrixContexts      = "VETBENCH_MATRIX_CONTEXTS"
+	EnvMatrixLevels        = "VETBENCH_MATRIX_LEVELS"
+	EnvMatrixDuration      = "VETBENCH_MATRIX_DURATION"
+	EnvMatrixOutput        = "VETBENCH_MATRIX_OUTPUT"
+	EnvMatrixTargeting     = "VETBENCH_MATRIX_TARGETING"
+	EnvMatrixReadyTimeout  = "VETBENCH_MATRIX_READY_TIMEOUT"
+	EnvMatrixLoopDetection = "VETBENCH_MATRIX_LOOP_DETECTION"
+	EnvMatrixScrape        = "VETBENCH_MATRIX_SCRAPE_INTERVAL"
+	EnvMatrixHold          = "VETBENCH_MATRIX_HOLD"
+	EnvMatrixPause         = "VETBENCH_MATRIX_PAUSE"
+)
+
+// Targeting modes of Matrix.Targeting.
+const (
+	TargetingEstimate = "estimate"
+	TargetingExact    = "exact"
+)
+
+// Token and matrix defaults: the published receipt's method (c = 1…32,
+// 128 tokens, 3 repeats) and the peer tool's matrix (8K…128K × 1…128,
+// 30 s, 4096 tokens).
+var (
+	DefaultTokenWorkloads = []string{tokens.WorkloadText, tokens.WorkloadOneImage}
+	DefaultTokenLevels    = []int{1, 4, 8, 16, 32}
+	DefaultTokenOutput    = 128
+	DefaultTokenRepeats   = 3
+	DefaultTokenWarmup    = 1
+	DefaultMatrixContexts = []int{8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10}
+	DefaultMatrixLevels   = []int{1, 2, 4, 8, 16, 32, 64, 128}
+	DefaultMatrixDuration = 30 * time.Second
+	DefaultMatrixOutput   = 4096
+)
+
+func defaultTokens() Tokens {
+	return Tokens{
+		Workloads:    slices.Clone(DefaultTokenWorkloads),
+		Levels:       slices.Clone(DefaultTokenLevels),
+		OutputTokens: DefaultTokenOutput,
+		Repeats:      DefaultTokenRepeats,
+		Warmup:       DefaultTokenWarmup,
+	}
+}
+
+func defaultMatrix() Matrix {
+	return Matrix{
+		Contexts:      slices.Clone(DefaultMatrixContexts),
+		Levels:        slices.Clone(DefaultMatrixLevels),
+		Duration:      DefaultMatrixDuration,
+		OutputTokens:  DefaultMatrixOutput,
+		Targeting:     TargetingEstimate,
+		LoopDetection: true,
+	}
+}
+
+func tokenSettings() []setting {
+	tok := []Scope{ScopeTokens}
+	return []setting{
+		{env: EnvTokensWorkloads, flag: "workload", key: "tokens.workloads", sep: ",", scopes: tok,
+			show: func(c *Config) string { return tomlStrings(c.Tokens.Workloads) }, def: strings.Join(DefaultTokenWorkloads, ","),
+			usage: "comma-separated `workloads`: text, one_image (" + EnvTokensWorkloads + ")",
+			set: func(c *Config, v string) error {
+				var ws []string
+				for _, w := range splitList(v) {
+					if w != tokens.WorkloadText && w != tokens.WorkloadOneImage {
+						return fmt.Errorf("workload %q: want %s and/or %s", w, tokens.WorkloadText, tokens.WorkloadOneImage)
+					}
+					if slices.Contains(ws, w) {
+						return fmt.Errorf("workload %q given twice", w)
+					}
+					ws = append(ws, w)
+				}
+				if len(ws) == 0 {
+					return errors.New("want at least one workload")
+				}
+				c.Tokens.Workloads = ws
+				return nil
+			}},
+		{env: EnvTokensLevels, flag: "levels", key: "tokens.levels", sep: ",", scopes: tok,
+			show: func(c *Config) string { return tomlInts(c.Tokens.Levels) }, def: joinInts(DefaultTokenLevels),
+			usage: "comma-separated concurrency `levels` (" + EnvTokensLevels + ")",
+			set:   func(c *Config, v string) (err error) { c.Tokens.Levels, err = uniqueLevels(v); return err }},
+		{env: EnvTokensOutput, flag: "output", key: "tokens.output", scopes: tok,
+			show: func(c *Config) string { return strconv.Itoa(c.Tokens.OutputTokens) }, def: strconv.Itoa(DefaultTokenOutput),
+			usage: "output `tokens` per request, ignore_eos (" + EnvTokensOutput + ")",
+			set:   func(c *Config, v string) (err error) { c.Tokens.OutputTokens, err = atLeast(v, 1); return err }},
+		{env: EnvTokensRepeats, flag: "repeats", key: "tokens.repeats", scopes: tok,
+			show: func(c *Config) string { return strconv.Itoa(c.Tokens.Repeats) }, def: strconv.Itoa(DefaultTokenRepeats),
+			usage: "`n` repeats per point (" + EnvTokensRepeats + ")",
+			set:   func(c *Config, v string) (err error) { c.Tokens.Repeats, err = atLeast(v, 1); return err }},
+		{env: EnvTokensWarmup, flag: "warmup", key: "tokens.warmup", scopes: tok,
+			show: func(c *Config) string { return strconv.Itoa(c.Tokens.Warmup) }, def: strconv.Itoa(DefaultTokenWarmup),
+			usage: "`n` warm-up batches before each point, outside every figure (" + EnvTokensWarmup + ")",
+			set:   func(c *Config, v string) (err error) { c.Tokens.Warmup, err = atLeast(v, 0); return err }},
+		{env: EnvTokensMaxFailed, flag: "max-failed", key: "tokens.max_failed", scopes: tok, def: "0",
+			show:  func(c *Config) string { return tomlFloat(c.Tokens.MaxFailed) },
+			usage: "accepted `share` of a point's requests that fail or come back short, 0..1 or a percentage (" + EnvTokensMaxFailed + ")",
+			set: func(c *Config, v string) error {
+				v = strings.TrimSpace(v)
+				scale := 1.0
+				if p, ok := strings.CutSuffix(v, "%"); ok {
+					v, scale = strings.TrimSpace(p), 100
+				}
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsNaN(f) || f < 0 || f/scale >= 1 {
+					return errors.New("want a share from 0 to below 1 (0.05) or a percentage (5%)")
+				}
+				c.Tokens.MaxFailed = f / scale
+				return nil
+			}},
+	}
+}
+
+func matrixSettings() []setting {
+	mx := []Scope{ScopeMatrix}
+	return []setting{
+		{env: EnvMatrixContexts, flag: "contexts", key: "matrix.contexts", sep: ",", scopes: mx,
+			show: func(c *Config) string { return tomlInts(c.Matrix.Contexts) }, def: "8K,16K,32K,64K,128K",
+			usage: "comma-separated context `lengths` in tokens (8K = 8192) (" + EnvMatrixContexts + ")",
+			set: func(c *Config, v string) error {
+				var out []int
+				for _, s := range splitList(v) {
+					n, ok := matrix.ContextSize(strings.ToUpper(s))
+					if !ok || n < 1 {
+						return fmt.Errorf("%q is not a context length such as 8K, 123K, 1M or 5000", s)
+					}
+					if slices.Contains(out, n) {
+						return fmt.Errorf("context %s given twice", s)
+					}
+					out = append(out, n)
+				}
+				if len(out) == 0 {
+					return errors.New("want at least one context length")
+				}
+				c.Matrix.Contexts = out
+				return nil
+			}},
+		{env: EnvMatrixLevels, flag: "levels", key: "matrix.levels", sep: ",", scopes: mx,
+			show: func(c *Config) string { return tomlInts(c.Matrix.Levels) }, def: joinInts(DefaultMatrixLevels),
+			usage: "comma-separated concurrency `levels` (" + EnvMatrixLevels + ")",
+			set:   func(c *Config, v string) (err error) { c.Matrix.Levels, err = uniqueLevels(v); return err }},
+		{env: EnvMatrixDuration, flag: "duration", key: "matrix.duration", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.Duration) }, def: DefaultMatrixDuration.String(),
+			usage: "measured `window` of each cell (" + EnvMatrixDuration + ")",
+			set: func(c *Config, v string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(v))
+				if err != nil || d <= 0 {
+					return errors.New("want a positive duration such as 30s")
+				}
+				c.Matrix.Duration = d
+				return nil
+			}},
+		{env: EnvMatrixOutput, flag: "output", key: "matrix.output", scopes: mx,
+			show: func(c *Config) string { return strconv.Itoa(c.Matrix.OutputTokens) }, def: strconv.Itoa(DefaultMatrixOutput),
+			usage: "max_tokens of each stream, ignore_eos (" + EnvMatrixOutput + ")",
+			set:   func(c *Config, v string) (err error) { c.Matrix.OutputTokens, err = atLeast(v, 2); return err }},
+		{env: EnvMatrixTargeting, flag: "targeting", key: "matrix.targeting", scopes: mx,
+			show: func(c *Config) string { return tomlString(c.Matrix.Targeting) }, def: TargetingEstimate,
+			usage: "how prompts hit a context `mode`: estimate (usage.prompt_tokens) or exact (/tokenize) (" + EnvMatrixTargeting + ")",
+			set: func(c *Config, v string) error {
+				switch v = strings.TrimSpace(v); v {
+				case TargetingEstimate, TargetingExact:
+					c.Matrix.Targeting = v
+					return nil
+				}
+				return errors.New("want estimate or exact")
+			}},
+		{env: EnvMatrixReadyTimeout, flag: "ready-timeout", key: "matrix.ready_timeout", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.ReadyTimeout) }, def: "by context",
+			usage: "longest `wait` for a cell to be ready (" + EnvMatrixReadyTimeout + "; default 60s ≤32K, 120s ≤64K, else 180s)",
+			set: func(c *Config, v string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(v))
+				if err != nil || d <= 0 {
+					return errors.New("want a positive duration such as 60s")
+				}
+				c.Matrix.ReadyTimeout = d
+				return nil
+			}},
+		{env: EnvMatrixScrape, flag: "scrape-interval", key: "matrix.scrape_interval", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.ScrapeInterval) }, def: "1s",
+			usage: "`interval` between /metrics readings (" + EnvMatrixScrape + ")",
+			set:   wait(func(m *Matrix) *time.Duration { return &m.ScrapeInterval }, true)},
+		{env: EnvMatrixHold, flag: "hold", key: "matrix.hold", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.Hold) }, def: "3s",
+			usage: "how `long` a cell must stay ready before its window opens (" + EnvMatrixHold + ")",
+			set:   wait(func(m *Matrix) *time.Duration { return &m.Hold }, false)},
+		{env: EnvMatrixPause, flag: "pause", key: "matrix.pause", scopes: mx,
+			show: func(c *Config) string { return showWait(c.Matrix.Pause) }, def: "2s",
+			usage: "`rest` between cells (" + EnvMatrixPause + ")",
+			set:   wait(func(m *Matrix) *time.Duration { return &m.Pause }, false)},
+		{env: EnvMatrixLoopDetection, flag: "loop-detection", key: "matrix.loop_detection", scopes: mx,
+			show: func(c *Config) string { return strconv.FormatBool(c.Matrix.LoopDetection) }, def: "true", boolean: true,
+			usage: "check every stream for a loop and discard a cell that loops (" + EnvMatrixLoopDetection + ")",
+			set: func(c *Config, v string) error {
+				b, err := strconv.ParseBool(strings.TrimSpace(v))
+				if err != nil {
+					return errors.New("want true or false")
+				}
+				c.Matrix.LoopDetection = b
+				return nil
+			}},
+	}
+}
+
+// wait is a setting of a wait that may be 0 (none): ScrapeInterval
+// takes > 0 only.
+func wait(field func(*Matrix) *time.Duration, positive bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 || (positive && d == 0) {
+			if positive {
+				return errors.New("want a positive duration such as 1s")
+			}
+			return errors.New("want a duration >= 0 such as 3s")
+		}
+		if d == 0 {
+			d = -1 // said: none (0 would mean the default)
+		}
+		*field(&c.Matrix) = d
+		return nil
+	}
+}
+
+// showWait is a wait for settings.toml: "" (left out) for the default,
+// "0s" for none (read back as none).
+func showWait(d time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d < 0:
+		return tomlString("0s")
+	}
+	return tomlString(d.String())
+}
+
+// uniqueLevels reads "1,4,8" as concurrency levels ≥ 1; a level given
+// twice is refused (its second point would replace the first's receipt).
+func uniqueLevels(v string) ([]int, error) {
+	var levels []int
+	for _, s := range splitList(v) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a concurrency level >= 1", s)
+		}
+		if slices.Contains(levels, n) {
+			return nil, fmt.Errorf("level %d given twice", n)
+		}
+		levels = append(levels, n)
+	}
+	if len(levels) == 0 {
+		return nil, errors.New("want at least one concurrency level")
+	}
+	return levels, nil
+}
+
+func atLeast(v string, lo int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < lo {
+		return 0, fmt.Errorf("want a whole number >= %d", lo)
+	}
+	return n, nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

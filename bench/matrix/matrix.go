@@ -1,0 +1,742 @@
+// Package matrix measures the speed test matrix: for each context length a
+// prefill row (prompt tokens ÷ time to first token of a cold request) and,
+// for each concurrency C, a cell of fixed-duration sustained decode.
+//
+// A cell's prompt starts with a tag of its own, so no cell or run shares
+// cache with another; within the cell all C streams send the same prompt,
+// and a scout request (one output token) warms its prefix first, as the
+// peer tool does (method.md §1). C workers then keep C streams in flight,
+// each sending the next request the moment its stream ends. The window
+// opens only when the server is ready — nothing waiting, at least C
+// running (/metrics gauges), every stream has tokens — for Hold without a
+// break, and lasts Duration; tokens are counted inside it from continuous
+// usage (stream.Measure). Every stream runs through a loop detector; a
+// confirmed loop cancels the cell. A cell whose KV demand C × (context +
+// output) exceeds the server's KV cache is skipped.
+//
+// Every wait has a deadline and honours ctx; a cancelled run returns the
+// cells measured so far with a stopped block.
+package matrix
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/loop"
+	"github.com/vetbench/vetbench/bench/probe"
+	"github.com/vetbench/vetbench/bench/scrape"
+	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/receipts"
+	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+)
+
+// Options say what to measure and how long to wait.
+type Options struct {
+	Contexts     []int
+	Levels       []int
+	Duration     time.Duration
+	OutputTokens int
+	Targeting    string // config.TargetingEstimate or config.TargetingExact
+	// ReadyTimeout bounds a cell's warm-up (0: ReadyTimeout(context)).
+	ReadyTimeout  time.Duration
+	LoopDetection bool
+	// ScrapeInterval is how often /metrics is read (default 1 s); Hold how
+	// long the ready conditions must hold (default 3 s; below 0: none);
+	// DrainTimeout how long to wait for the server to empty between cells
+	// (default 60 s); Pause the rest between cells (default 2 s; below 0:
+	// none).
+	ScrapeInterval, Hold, DrainTimeout, Pause time.Duration
+	// NoPrefill leaves out the prefill rows.
+	NoPrefill bool
+}
+
+// OptionsFrom is the configuration's matrix, with the peer's waits.
+func OptionsFrom(m config.Matrix) Options {
+	return Options{Contexts: slices.Clone(m.Contexts), Levels: slices.Clone(m.Levels), Duration: m.Duration,
+		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
+		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause}
+}
+
+func (o Options) withDefaults() Options {
+	if o.ScrapeInterval <= 0 {
+		o.ScrapeInterval = time.Second
+	}
+	if o.Hold < 0 {
+		o.Hold = 0
+	} else if o.Hold == 0 {
+		o.Hold = 3 * time.Second
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 60 * time.Second
+	}
+	if o.Pause < 0 {
+		o.Pause = 0
+	} else if o.Pause == 0 {
+		o.Pause = 2 * time.Second
+	}
+	if o.Targeting == "" {
+		o.Targeting = config.TargetingEstimate
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if len(o.Contexts) == 0 || slices.ContainsFunc(o.Contexts, func(c int) bool { return c < 1 }) {
+		errs = append(errs, fmt.Errorf("contexts %v: want at least one, each >= 1", o.Contexts))
+	}
+	if len(o.Levels) == 0 || slices.ContainsFunc(o.Levels, func(c int) bool { return c < 1 }) {
+		errs = append(errs, fmt.Errorf("levels %v: want at least one, each >= 1", o.Levels))
+	}
+	if o.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration %s: want > 0", o.Duration))
+	}
+	if o.OutputTokens < 2 {
+		errs = append(errs, fmt.Errorf("output tokens %d: want at least 2", o.OutputTokens))
+	}
+	switch o.Targeting {
+	case config.TargetingEstimate, config.TargetingExact:
+	default:
+		errs = append(errs, fmt.Errorf("targeting %q: want estimate or exact", o.Targeting))
+	}
+	return errors.Join(errs...)
+}
+
+// Runner measures matrices on one endpoint.
+type Runner struct {
+	Endpoint bench.Endpoint
+	Model    string
+	Identity rmatrix.Identity
+	RunID    string
+	Notes    []string
+	// MaxModelLen is the model's, from /v1/models (0 unknown); KVTokens
+	// the KV cache in tokens (0 unknown).
+	MaxModelLen, KVTokens int
+	// Log, when set, gets one line per prefill row and cell as it ends.
+	Log io.Writer
+
+	client *stream.Client
+	hc     *http.Client
+	auth   func(*http.Request)
+	now    func() time.Time
+	// cpt is the characters per token the first estimate calibration found.
+	cpt float64
+}
+
+// NewRunner probes the endpoint: served model and its max_model_len,
+// vLLM version, and the cache configuration from /metrics.
+func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runner, error) {
+	if ep.Target.Kind == "" {
+		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the matrix")
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	auth := func(req *http.Request) {
+		if ep.APIKey != "" {
+			req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+		}
+	}
+	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s target: %w", ep.Target.Kind, err)
+	}
+	model := ep.Model
+	if model == "" {
+		model = info.Served[0].ID
+	}
+	if err := info.Check(model); err != nil {
+		return nil, fmt.Errorf("%s target: %w", ep.Target.Kind, err)
+	}
+	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), hc: hc, auth: auth, now: time.Now,
+		Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
+	pins := receipts.Pins{Model: model}
+	info.Pin(&pins)
+	for _, s := range info.Served {
+		if s.ID == model {
+			r.MaxModelLen = s.MaxModelLen
+		}
+	}
+	r.Identity = rmatrix.Identity{Model: receipts.Weights(pins), ServerBuild: info.Version, ServerFlags: cfg.ServerFlags,
+		Tool: "vetbench", HarnessVersion: bench.HarnessVersion}
+	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
+		r.Identity.CacheConfig = scrape.CacheConfig(snap)
+		if kv, ok := KVCapacity(r.Identity.CacheConfig); ok {
+			r.KVTokens = kv
+		} else {
+			r.Notes = append(r.Notes, "no KV capacity in vllm:cache_config_info: no cell is skipped for KV")
+		}
+	} else {
+		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
+	}
+	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
+		stream.WithStallTimeout(cfg.RequestTimeout))
+	return r, nil
+}
+
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ErrStopped wraps why a matrix ended before its last cell.
+var ErrStopped = errors.New("matrix stopped early")
+
+// Run measures the matrix. It returns the matrix whenever anything was
+// measured, also with an error (wrapping ErrStopped) when ctx was
+// cancelled or the server could not be used; the matrix then says so in
+// its stopped block.
+func (r *Runner) Run(ctx context.Context, o Options) (*rmatrix.Matrix, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	m := &rmatrix.Matrix{
+		Schema: rmatrix.Schema, Source: rmatrix.SourceVetbench, RunID: r.RunID, Started: r.now().UTC(),
+		Target: r.Endpoint.Receipt(), Identity: r.Identity,
+		DurationSeconds: o.Duration.Seconds(), MaxOutputTokens: o.OutputTokens,
+		Prefill: []rmatrix.Prefill{}, Cells: []rmatrix.Cell{},
+		Warnings: slices.Clone(r.Notes),
+	}
+	m.Description = fmt.Sprintf("vetbench %s on %s: sustained decode %s per cell, max_tokens %d, ignore_eos",
+		bench.HarnessVersion, m.Identity.Model, o.Duration, o.OutputTokens)
+	err := r.run(ctx, o, m)
+	m.Finished = r.now().UTC()
+	m.Sort()
+	m.Identity.Digest = m.IdentityDigest()
+	if err != nil {
+		reason := "error"
+		switch {
+		case errors.Is(err, context.Canceled):
+			reason = "canceled"
+		case errors.Is(err, context.DeadlineExceeded):
+			reason = "timeout"
+		}
+		m.Stopped = &rmatrix.Stopped{Reason: reason, Message: err.Error()}
+		return m, fmt.Errorf("%w: %w", ErrStopped, err)
+	}
+	return m, nil
+}
+
+func (r *Runner) run(ctx context.Context, o Options, m *rmatrix.Matrix) error {
+	for _, want := range o.Contexts {
+		row, err := r.row(ctx, o, want)
+		if row != nil {
+			m.Warnings = append(m.Warnings, row.Warnings...)
+		}
+		if err != nil {
+			return err
+		}
+		if row.chars == 0 {
+			continue // does not fit at all (a warning says so)
+		}
+		if slices.ContainsFunc(m.Cells, func(c rmatrix.Cell) bool { return c.Context == row.Label }) ||
+			slices.ContainsFunc(m.Prefill, func(p rmatrix.Prefill) bool { return p.Context == row.Label }) {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("context %s is %s again after trimming: measured once", rmatrix.ContextLabel(want), row.Label))
+			continue
+		}
+		if !o.NoPrefill {
+			p := row.Prefill(ctx)
+			m.Prefill = append(m.Prefill, p)
+			r.logf("prefill %s: %s", row.Label, prefillLine(p))
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		for _, c := range o.Levels {
+			cell := row.Cell(ctx, c)
+			m.Cells = append(m.Cells, cell)
+			r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if cell.Status != rmatrix.Skipped {
+				if err := sleep(ctx, o.Pause); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Row is one context length of a matrix, its prompt calibrated: measure
+// its prefill and its cells with it.
+type Row struct {
+	// Asked is the context asked for; Tokens what it became (trimmed to
+	// max_model_len − output − 64); Label the row's name ("123K").
+	Asked, Tokens int
+	Label         string
+	// Warnings say what was changed (a trimmed context).
+	Warnings []string
+
+	r     *Runner
+	o     Options
+	chars int
+}
+
+// Row prepares context (in tokens) for o: trims it to fit, and finds how
+// many characters of document make a prompt that long — by one
+// calibration (the first row; later rows reuse its characters per token)
+// or, for exact targeting, by /tokenize for every row. It returns nil and
+// no error for a context that cannot fit at all.
+func (r *Runner) Row(ctx context.Context, o Options, context int) (*Row, error) {
+	o = o.withDefaults()
+	probe := o
+	probe.Contexts, probe.Levels = []int{max(context, 1)}, []int{1}
+	if err := probe.validate(); err != nil {
+		return nil, err
+	}
+	row, err := r.row(ctx, o, context)
+	if row != nil && row.chars == 0 {
+		return nil, err
+	}
+	return row, err
+}
+
+func (r *Runner) row(ctx context.Context, o Options, want int) (*Row, error) {
+	row := &Row{Asked: want, Tokens: want, r: r, o: o}
+	if r.MaxModelLen > 0 {
+		if fits := r.MaxModelLen - o.OutputTokens - 64; want > fits {
+			row.Tokens = fits
+			row.Warnings = append(row.Warnings, fmt.Sprintf("context %s trimmed to %d tokens (%s) to fit max_model_len %d − output %d − 64",
+				rmatrix.ContextLabel(want), fits, rmatrix.ContextLabel(fits), r.MaxModelLen, o.OutputTokens))
+		}
+	}
+	if row.Tokens < 1 {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("context %s does not fit at all: skipped", rmatrix.ContextLabel(want)))
+		return row, nil
+	}
+	row.Label = rmatrix.ContextLabel(row.Tokens)
+	if o.Targeting == config.TargetingEstimate && r.cpt > 0 {
+		row.chars = int(float64(row.Tokens) * r.cpt)
+		return row, nil
+	}
+	count, tol := usageCounter(r.client, r.Model), max(row.Tokens/20, 1) // estimate: within 5 %
+	if o.Targeting == config.TargetingExact {
+		count, tol = tokenizeCounter(r.hc, r.Endpoint.BaseURL, r.Model, r.auth), max(64, row.Tokens/200)
+	}
+	chars, got, err := fit(ctx, count, r.tag("cal", row.Tokens, 0), row.Tokens, tol, 6)
+	if err != nil {
+		if ctx.Err() != nil {
+			return row, ctx.Err()
+		}
+		return row, fmt.Errorf("context %s: calibrate the prompt: %w", row.Label, err)
+	}
+	row.chars = chars
+	if o.Targeting == config.TargetingEstimate {
+		r.cpt = float64(chars) / float64(got)
+	}
+	return row, nil
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, format+"\n", args...)
+	}
+}
+
+// tag is the unique start of a prompt: run, purpose, context, level.
+func (r *Runner) tag(purpose string, tokens, c int) string {
+	return fmt.Sprintf("[vb-%s-%s-ctx%d-c%d]", r.RunID, purpose, tokens, c)
+}
+
+// Prefill sends one cold request (a tag of its own, one output token)
+// and reads prompt tokens ÷ time to first token.
+func (row *Row) Prefill(ctx context.Context) rmatrix.Prefill {
+	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
+	p := rmatrix.Prefill{Context: rmatrix.ContextLabel(tokens), ContextTokens: tokens, Requests: 1}
+	if reason := SkipReason(1, tokens, 1, r.KVTokens, r.MaxModelLen); reason != "" {
+		p.Status, p.Reason = rmatrix.Skipped, reason
+		return p
+	}
+	if err := r.drain(ctx, o); err != nil {
+		p.Status, p.Reason = rmatrix.Failed, err.Error()
+		return p
+	}
+	req := stream.Text(prompt(r.tag("prefill", tokens, 1), chars), 1)
+	req.Model = r.Model
+	res := r.client.Do(ctx, req, nil)
+	ttft, ok := res.TTFT()
+	switch {
+	case res.Err != nil:
+		p.Status, p.Reason = rmatrix.Failed, res.Err.Error()
+	case !ok || ttft <= 0 || res.PromptTokens <= 0:
+		p.Status, p.Reason = rmatrix.Failed, "no first token or no usage.prompt_tokens to time the prefill by"
+	default:
+		p.Status = rmatrix.Valid
+		p.Samples = 1
+		p.PromptTokens = ptr(res.PromptTokens)
+		p.TTFTMs = ptr(ttft.Seconds() * 1000)
+		p.TokS = ptr(float64(res.PromptTokens) / ttft.Seconds())
+	}
+	return p
+}
+
+// drain waits until the server runs and queues nothing (the last cell's
+// streams are gone), at most DrainTimeout. Without metrics it returns at
+// once.
+func (r *Runner) drain(ctx context.Context, o Options) error {
+	deadline := r.now().Add(o.DrainTimeout)
+	for {
+		g := r.gauges(ctx)
+		if !g.OK || (g.Running == 0 && g.Waiting == 0) {
+			return nil
+		}
+		if !r.now().Before(deadline) {
+			return fmt.Errorf("the server did not drain within %s (%s running, %s waiting)", o.DrainTimeout, num(g.Running), num(g.Waiting))
+		}
+		if err := sleep(ctx, min(o.ScrapeInterval, 100*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// scrapeTimeout bounds one /metrics reading: a server that does not
+// answer is a failed reading, not a hung cell.
+const scrapeTimeout = 10 * time.Second
+
+// gauges reads num_requests_running and num_requests_waiting.
+func (r *Runner) gauges(ctx context.Context) Gauges {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	snap, err := scrape.Fetch(ctx, r.hc, r.Endpoint.BaseURL+"/metrics", scrape.WithAuthorize(r.auth))
+	g := Gauges{At: r.now()}
+	if err != nil {
+		return g
+	}
+	run, ok1 := gaugeSum(snap, "vllm:num_requests_running")
+	wait, ok2 := gaugeSum(snap, "vllm:num_requests_waiting")
+	g.Running, g.Waiting, g.OK = run, wait, ok1 && ok2
+	return g
+}
+
+// gaugeSum sums a gauge over its series (engines); false when absent.
+func gaugeSum(s scrape.Snapshot, name string) (float64, bool) {
+	f := s.Families[name]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, m := range f.GetMetric() {
+		switch {
+		case m.GetGauge() != nil:
+			sum += m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			sum += m.GetUntyped().GetValue()
+		}
+	}
+	return sum, true
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Cell measures the row's cell at concurrency c: sustained decode for the
+// options' duration after the cell is ready, or its status when it is
+// skipped, queued, looped or failed.
+func (row *Row) Cell(ctx context.Context, c int) rmatrix.Cell {
+	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
+	cell := rmatrix.Cell{Context: rmatrix.ContextLabel(tokens), ContextTokens: tokens, Concurrency: c}
+	if reason := SkipReason(c, tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen); reason != "" {
+		cell.Status, cell.Reason = rmatrix.Skipped, reason
+		return cell
+	}
+	fail := func(why string) rmatrix.Cell {
+		cell.Status, cell.Reason = rmatrix.Failed, why
+		return cell
+	}
+	if err := r.drain(ctx, o); err != nil {
+		return fail("before the cell: " + err.Error())
+	}
+	text := prompt(r.tag("cell", tokens, c), chars)
+	scout := stream.Text(text, 1)
+	scout.Model = r.Model
+	if res := r.client.Do(ctx, scout, nil); res.Err != nil {
+		return fail("the scout request failed: " + res.Err.Error())
+	}
+
+	cellCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &workers{c: c, has: map[int]bool{}}
+	var wg sync.WaitGroup
+	for i := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.loop(cellCtx, cancel, r, i, text, o)
+		}()
+	}
+	stop := func() {
+		w.closing.Store(true)
+		cancel(errWindowClosed)
+		wg.Wait()
+	}
+
+	// Warm-up: until ready, or the timeout (measured anyway, flagged).
+	timeout := o.ReadyTimeout
+	if timeout <= 0 {
+		timeout = ReadyTimeout(tokens)
+	}
+	ready := Readiness{C: c, Hold: o.Hold}
+	deadline := r.now().Add(timeout)
+	notReady := ""
+	var g Gauges
+	for {
+		g = r.gauges(cellCtx)
+		ok, why := ready.Observe(g, w.streaming())
+		if ok {
+			break
+		}
+		if cellCtx.Err() != nil {
+			break
+		}
+		if !r.now().Before(deadline) {
+			notReady = fmt.Sprintf("%s after %s", why, timeout)
+			break
+		}
+		_ = sleep(cellCtx, o.ScrapeInterval)
+	}
+	if cause := context.Cause(cellCtx); cause != nil {
+		stop()
+		return r.finish(ctx, cell, w, time.Time{}, time.Time{}, nil, notReady, o)
+	}
+
+	// The window.
+	start := r.now()
+	end := start.Add(o.Duration)
+	readings := []Gauges{g}
+	for cellCtx.Err() == nil {
+		left := end.Sub(r.now())
+		if left <= 0 {
+			break
+		}
+		_ = sleep(cellCtx, min(o.ScrapeInterval, left))
+		if cellCtx.Err() != nil {
+			break
+		}
+		readings = append(readings, r.gauges(cellCtx))
+	}
+	closed := r.now()
+	stop()
+	return r.finish(ctx, cell, w, start, closed, readings, notReady, o)
+}
+
+var errWindowClosed = errors.New("the window closed")
+
+// finish classifies the cell and fills its figures.
+func (r *Runner) finish(ctx context.Context, cell rmatrix.Cell, w *workers, start, end time.Time, readings []Gauges, notReady string, o Options) rmatrix.Cell {
+	out := Outcome{C: cell.Concurrency, Loop: w.loopErr(), Failures: w.failures(), NotReady: notReady, Occupancy: Occupy(readings)}
+	if ctx.Err() != nil && out.Loop == nil {
+		out.Failures = append([]string{"canceled: " + ctx.Err().Error()}, out.Failures...)
+	}
+	cell.Status, cell.Reason = Classify(out)
+	if err := r.drain(ctx, o); err != nil && ctx.Err() == nil {
+		cell.Status = rmatrix.Failed
+		cell.Reason = joinReason(cell.Reason, "after the cell: "+err.Error())
+	}
+	// A loop voids the cell (the peer's aggregate −3): figures of a model
+	// repeating itself measure nothing worth keeping.
+	if start.IsZero() || cell.Status == rmatrix.Looped {
+		return cell
+	}
+	if !Figures(&cell, w.all(), start, end, out.Occupancy) &&
+		(cell.Status == rmatrix.Valid || cell.Status == rmatrix.RequestsQueued) {
+		cell.Status = rmatrix.Failed
+		cell.Reason = joinReason(cell.Reason, "no token arrived inside the window")
+	}
+	return cell
+}
+
+// Figures fills a cell's figures from its streams and the window (start,
+// end]: tokens whose usage update arrived inside (a stream that began
+// before counts from start, one still running at end up to end) ÷ the
+// usage window (start to the last update); per request = total ÷ C; TTFT
+// and time between tokens as medians over every request of the cell,
+// warm-up included (as the peer reports them); completed = streams that
+// ended cleanly inside; average active from the window's gauge readings.
+// False when no token arrived inside the window.
+func Figures(cell *rmatrix.Cell, results []*stream.Result, start, end time.Time, occ Occupancy) bool {
+	win := stream.Measure(results, start, end)
+	if win.Last.IsZero() {
+		return false
+	}
+	total := win.TokS()
+	cell.TotalTokS = ptr(total)
+	cell.PerRequestTokS = ptr(total / float64(cell.Concurrency))
+	cell.OutputTokens = ptr(win.Tokens)
+	cell.MeasuredSeconds = ptr(win.Seconds())
+	var ttft, tbt []float64
+	for _, res := range results {
+		if d, ok := res.TTFT(); ok {
+			ttft = append(ttft, d.Seconds()*1000)
+		}
+		if d, ok := res.TimeBetweenTokens(); ok {
+			tbt = append(tbt, d.Seconds()*1000)
+		}
+		if res.Done && res.Err == nil && res.End.After(start) && !res.End.After(end) {
+			cell.CompletedRequests++
+		}
+	}
+	cell.TTFTMs = median(ttft)
+	cell.TimeBetweenTokensMs = median(tbt)
+	if occ.Samples > 0 {
+		cell.AverageActive = ptr(occ.MeanRunning)
+	}
+	return true
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// median is the p50 (linear) of xs; nil without samples.
+func median(xs []float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	pos := 0.5 * float64(len(s)-1)
+	lo := int(pos)
+	hi := min(lo+1, len(s)-1)
+	return ptr(s[lo] + (s[hi]-s[lo])*(pos-float64(lo)))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func prefillLine(p rmatrix.Prefill) string {
+	if p.TokS == nil {
+		return p.Status.Label() + ": " + p.Reason
+	}
+	return fmt.Sprintf("%.1f tok/s, TTFT %.0f ms (%d prompt tokens)", *p.TokS, *p.TTFTMs, *p.PromptTokens)
+}
+
+func cellLine(c rmatrix.Cell) string {
+	s := c.Status.Label()
+	if c.TotalTokS != nil {
+		s = fmt.Sprintf("%.1f tok/s total, %s", *c.TotalTokS, s)
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
+}
+
+// workers keeps C streams in flight and remembers every result.
+type workers struct {
+	c       int
+	closing atomic.Bool
+
+	mu      sync.Mutex
+	results []*stream.Result
+	has     map[int]bool // workers whose streams have had tokens
+	looped  error
+	failed  []string
+}
+
+func (w *workers) loop(ctx context.Context, cancel context.CancelCauseFunc, r *Runner, i int, text string, o Options) {
+	for ctx.Err() == nil {
+		req := stream.Text(text, o.OutputTokens)
+		req.Model = r.Model
+		var pair loop.Pair
+		res := r.client.Do(ctx, req, func(u stream.Update) error {
+			if u.Tokens > 0 || u.Content != "" || u.Reasoning != "" {
+				w.mark(i)
+			}
+			if !o.LoopDetection {
+				return nil
+			}
+			return pair.Write(u.Content, u.Reasoning)
+		})
+		w.mu.Lock()
+		w.results = append(w.results, res)
+		var le *loop.Error
+		switch {
+		case errors.As(res.Err, &le):
+			if w.looped == nil {
+				w.looped = le
+			}
+			w.mu.Unlock()
+			cancel(le)
+			return
+		case res.Err != nil && !w.closing.Load() && ctx.Err() == nil:
+			w.failed = append(w.failed, fmt.Sprintf("%s (%s)", res.Err, stream.ErrorClass(res.Err)))
+			w.mu.Unlock()
+			cancel(res.Err)
+			return
+		case res.Err == nil && res.OutputTokens != o.OutputTokens:
+			// ignore_eos asked for exactly OutputTokens: a short stream is a
+			// failure, and the cell stops at it like at any other.
+			err := res.Verify(o.OutputTokens)
+			w.failed = append(w.failed, err.Error())
+			w.mu.Unlock()
+			cancel(err)
+			return
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *workers) mark(i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.has[i] = true
+}
+
+// streaming counts workers whose streams have received a token.
+func (w *workers) streaming() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, ok := range w.has {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *workers) all() []*stream.Result {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.results)
+}
+
+func (w *workers) loopErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.looped
+}
+
+func (w *workers) failures() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.failed)
+}

@@ -1,0 +1,74 @@
+package tokens
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+)
+
+// Inflation is one level of the cache-pitfall ladder: the same point
+// measured with prompts that repeat from point to point (a ladder on a
+// server with prefix caching on, as seeded datasets do it) and with
+// prompts of their own.
+type Inflation struct {
+	Concurrency    int
+	Shared, Unique *rtokens.Receipt
+	// Rel is shared ÷ unique aggregate tok/s − 1: how much the warm
+	// ladder overstates throughput (0 when the workload gives the cache
+	// nothing to save, a fact about the workload, not the cache).
+	Rel float64
+	// TTFTRel is the same for TTFT p50 (negative: the cache hid prefill).
+	TTFTRel float64
+}
+
+// CachePitfall measures base at each level twice: with shared (a runner
+// made WithSharedPrompts) and with unique prompts, shared first so that
+// the unique ladder cannot warm it. The receipts say which is which
+// (identity.cache_isolation).
+func CachePitfall(ctx context.Context, shared, unique *Runner, base Point, levels []int) ([]Inflation, error) {
+	if shared.prompts.Isolation() != rtokens.CacheSharedPrompts || unique.prompts.Isolation() != rtokens.CacheUniquePrompts {
+		return nil, fmt.Errorf("cache pitfall: want a shared-prompt runner and a unique-prompt runner")
+	}
+	var out []Inflation
+	for _, c := range levels {
+		p := base
+		p.Concurrency = c
+		sr, err := shared.Measure(ctx, p)
+		if err != nil {
+			return out, fmt.Errorf("shared prompts, c=%d: %w", c, err)
+		}
+		ur, err := unique.Measure(ctx, p)
+		if err != nil {
+			return out, fmt.Errorf("unique prompts, c=%d: %w", c, err)
+		}
+		in := Inflation{Concurrency: c, Shared: sr, Unique: ur}
+		if u := ur.Summary.AggregateOutputTokS; u > 0 {
+			in.Rel = sr.Summary.AggregateOutputTokS/u - 1
+		}
+		if sr.Summary.TTFTMs != nil && ur.Summary.TTFTMs != nil && ur.Summary.TTFTMs.P50 > 0 {
+			in.TTFTRel = sr.Summary.TTFTMs.P50/ur.Summary.TTFTMs.P50 - 1
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// WriteInflation prints the ladder, one line per level.
+func WriteInflation(w io.Writer, ins []Inflation) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "c\tshared tok/s\tunique tok/s\tinflation\tTTFT p50 shared\tTTFT p50 unique")
+	for _, in := range ins {
+		ttft := func(r *rtokens.Receipt) string {
+			if r.Summary.TTFTMs == nil {
+				return "—"
+			}
+			return fmt.Sprintf("%.1f ms", r.Summary.TTFTMs.P50)
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%+.1f%%\t%s\t%s\n", in.Concurrency, in.Shared.Summary.AggregateOutputTokS,
+			in.Unique.Summary.AggregateOutputTokS, 100*in.Rel, ttft(in.Shared), ttft(in.Unique))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,329 @@
+// Package tokens measures token throughput: Concurrency streamed requests
+// sent at once, each for a fixed number of output tokens (ignore_eos,
+// temperature 0), Repeats times per point after a warm-up outside the
+// window. A run's rate is output tokens ÷ end-to-end batch time (first
+// send to the end of the last stream); each request's TTFT, time between
+// tokens, TPOT and end-to-end time come from bench/stream. Every request
+// is verified against the server's own count: one that produced fewer
+// tokens than asked is a short stream, counted, and fails the point unless
+// the caller accepted a failure share. Little's law is checked on every
+// run. The result is one receipts/tokens receipt per point.
+//
+// Prompts never share a prefix (see Prompts): each starts with a tag of
+// its own, and the receipt says so (identity.cache_isolation).
+package tokens
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
+	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/probe"
+	"github.com/vetbench/vetbench/bench/scrape"
+	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/receipts"
+	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+)
+
+// Sampling is how every request asks for its output.
+const Sampling = "temperature=0 ignore_eos=true"
+
+// ErrStopped wraps why a point ended before its last repeat.
+var ErrStopped = errors.New("point stopped early")
+
+// ErrFailures is a point whose failed and short requests exceed the
+// accepted share.
+var ErrFailures = errors.New("requests failed or came back short")
+
+// Point is one point to measure.
+type Point struct {
+	Workload     string
+	Concurrency  int
+	OutputTokens int
+	Repeats      int
+	// Warmup batches run before the repeats, outside every figure.
+	Warmup int
+	// MaxFailed is the share of requests that may fail or come back
+	// short without failing the point.
+	MaxFailed float64
+}
+
+// PointFrom is the point cfg asks for at a workload and concurrency.
+func PointFrom(cfg config.Tokens, workload string, c int) Point {
+	return Point{Workload: workload, Concurrency: c, OutputTokens: cfg.OutputTokens, Repeats: cfg.Repeats,
+		Warmup: cfg.Warmup, MaxFailed: cfg.MaxFailed}
+}
+
+// Runner measures points on one endpoint. It is not safe for concurrent
+// Measure calls (points are measured one after another so they do not
+// compete).
+type Runner struct {
+	Endpoint bench.Endpoint
+	// Model is the model sent in every request.
+	Model    string
+	Identity rtokens.Identity
+	RunID    string
+	Notes    []string
+
+	client  *stream.Client
+	prompts *Prompts
+	now     func() time.Time
+	// afterDo runs after a request returns and before its slot is freed
+	// (a test seam: time spent here is outside the latency clock).
+	afterDo func()
+}
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithClock replaces time.Now for every timestamp (tests drive time).
+func WithClock(now func() time.Time) Option { return func(r *Runner) { r.now = now } }
+
+// WithSharedPrompts makes every point re-send the same prompts: the cache
+// pitfall, for CachePitfall only.
+func WithSharedPrompts() Option { return func(r *Runner) { r.prompts = NewSharedPrompts(r.RunID) } }
+
+// NewRunner probes the endpoint (/v1/models, /version, /metrics for the
+// cache configuration) and returns a runner for it. cfg gives the request
+// timeout (a stream stalled that long fails) and the stated server flags.
+func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config, opts ...Option) (*Runner, error) {
+	if ep.Target.Kind == "" {
+		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the receipts")
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	auth := authorize(ep.APIKey)
+	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s target: %w", ep.Target.Kind, err)
+	}
+	model := ep.Model
+	if model == "" {
+		model = info.Served[0].ID
+	}
+	if err := info.Check(model); err != nil {
+		return nil, fmt.Errorf("%s target: %w", ep.Target.Kind, err)
+	}
+	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), now: time.Now,
+		Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
+	pins := receipts.Pins{Model: model}
+	info.Pin(&pins)
+	r.Identity = rtokens.Identity{
+		Model:          receipts.Weights(pins),
+		ServerBuild:    info.Version,
+		ServerFlags:    cfg.ServerFlags,
+		Sampling:       Sampling,
+		HarnessVersion: bench.HarnessVersion,
+	}
+	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
+		r.Identity.Profile = scrape.CacheConfig(snap)
+	} else {
+		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics: cache configuration unrecorded (%v)", err))
+	}
+	r.prompts = NewPrompts(r.RunID)
+	for _, o := range opts {
+		o(r)
+	}
+	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
+		stream.WithClock(r.now), stream.WithStallTimeout(cfg.RequestTimeout))
+	return r, nil
+}
+
+func authorize(key string) func(*http.Request) {
+	return func(req *http.Request) {
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+	}
+}
+
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Measure runs the point and returns its receipt. The receipt is returned
+// whenever anything ran, also with an error: a point that stops early
+// (canceled, every request of a batch failed) keeps its finished repeats
+// and a stopped block, and the error wraps ErrStopped; a point whose
+// failures exceed the accepted share has every repeat and an error
+// wrapping ErrFailures.
+func (r *Runner) Measure(ctx context.Context, p Point) (*rtokens.Receipt, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	rp := rtokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats}
+	rec := &rtokens.Receipt{
+		Schema: rtokens.Schema, Source: rtokens.SourceVetbench, RunID: r.RunID,
+		Started: r.now().UTC(), Target: r.Endpoint.Receipt(), Identity: r.Identity, Point: rp,
+		Warnings: append([]string(nil), r.Notes...),
+	}
+	rec.Identity.PromptDigest = Digest(p.Workload)
+	rec.Identity.CacheIsolation = r.prompts.Isolation()
+	stop := func(reason, msg string) {
+		rec.Stopped = &rtokens.Stopped{Reason: reason, Message: msg, Runs: len(rec.Runs)}
+	}
+	var stopErr error
+	for i := range p.Warmup {
+		run, err := r.batch(ctx, p)
+		if err == nil && run.GeneratedTokens == 0 && len(run.Requests) > 0 {
+			err = fmt.Errorf("every warm-up request failed: %s", run.Requests[0].Error)
+		}
+		if err != nil {
+			stop(stopReason(ctx, err), fmt.Sprintf("warm-up %d: %v", i+1, err))
+			stopErr = err
+			break
+		}
+	}
+	for i := 0; stopErr == nil && i < p.Repeats; i++ {
+		run, err := r.batch(ctx, p)
+		if err != nil {
+			stop(stopReason(ctx, err), fmt.Sprintf("repeat %d: %v", i+1, err))
+			stopErr = err
+			break
+		}
+		if ll := run.LittlesLaw; ll != nil && !ll.OK {
+			for _, pr := range ll.Problems {
+				rec.Warnings = append(rec.Warnings, fmt.Sprintf("repeat %d: Little's law: %s", i+1, pr))
+			}
+		}
+		rec.Runs = append(rec.Runs, run)
+		if run.Failed+run.Short == len(run.Requests) {
+			stop("error", fmt.Sprintf("repeat %d: every request failed (%s)", i+1, run.Requests[0].Error))
+			stopErr = errors.New(rec.Stopped.Message)
+		}
+	}
+	rec.Finished = r.now().UTC()
+	rec.Summary = rtokens.Summarize(rp, rec.Runs)
+	rec.Identity.Digest = rec.IdentityDigest()
+	if stopErr != nil {
+		return rec, fmt.Errorf("%w: %s", ErrStopped, rec.Stopped.Message)
+	}
+	s := rec.Summary
+	if bad := s.Failed + s.Short; bad > 0 {
+		msg := fmt.Sprintf("%d of %d requests failed or came back short (%d short)", bad, s.Requests, s.Short)
+		if float64(bad) > p.MaxFailed*float64(s.Requests) {
+			return rec, fmt.Errorf("%w: %s, accepted share %.3g", ErrFailures, msg, p.MaxFailed)
+		}
+		rec.Warnings = append(rec.Warnings, msg+fmt.Sprintf(" (within the accepted share %.3g)", p.MaxFailed))
+	}
+	return rec, nil
+}
+
+func (p Point) validate() error {
+	var errs []error
+	if p.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("concurrency %d: want at least 1", p.Concurrency))
+	}
+	if p.OutputTokens < 1 {
+		errs = append(errs, fmt.Errorf("output tokens %d: want at least 1", p.OutputTokens))
+	}
+	if p.Repeats < 1 {
+		errs = append(errs, fmt.Errorf("repeats %d: want at least 1", p.Repeats))
+	}
+	if p.Warmup < 0 || p.MaxFailed < 0 || p.MaxFailed >= 1 {
+		errs = append(errs, fmt.Errorf("warmup %d, accepted failure share %g: want warmup >= 0 and a share in [0, 1)", p.Warmup, p.MaxFailed))
+	}
+	return errors.Join(errs...)
+}
+
+func stopReason(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled), errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
+}
+
+// batch sends p.Concurrency requests at once and waits for every stream
+// to end. The prompts (and images) are built before the clock starts. A
+// canceled ctx is an error; failed requests are not (they are counted).
+func (r *Runner) batch(ctx context.Context, p Point) (rtokens.Run, error) {
+	reqs, err := r.prompts.Batch(p.Workload, p.Concurrency, p.OutputTokens)
+	if err != nil {
+		return rtokens.Run{}, err
+	}
+	for i := range reqs {
+		reqs[i].Model = r.Model
+	}
+	results := make([]*stream.Result, len(reqs))
+	sampler := audit.NewSampler(len(reqs), audit.WithClock(r.now))
+	var wg sync.WaitGroup
+	sampler.Open()
+	start := r.now()
+	for i, q := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The slot is taken where the request is sent, so the sampler
+			// and the latency clock differ only by what they should not.
+			sampler.Start()
+			results[i] = r.client.Do(ctx, q, nil)
+			if r.afterDo != nil {
+				r.afterDo()
+			}
+			sampler.End()
+		}()
+	}
+	wg.Wait()
+	end := r.now()
+	occ := sampler.Close()
+	if err := ctx.Err(); err != nil {
+		return rtokens.Run{}, fmt.Errorf("batch of %d: %w", len(reqs), err)
+	}
+	wall := end.Sub(start).Seconds()
+	run := rtokens.NewRun(rtokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats},
+		wall, Requests(results, p.OutputTokens))
+	ll := LittlesLaw(occ, wall, results)
+	run.LittlesLaw = &ll
+	return run, nil
+}
+
+// Requests turns stream results into receipt requests, each verified
+// against want: a request without a transport error whose server count
+// differs from want carries the count error (class "short" or "long").
+func Requests(results []*stream.Result, want int) []rtokens.Request {
+	out := make([]rtokens.Request, len(results))
+	for i, res := range results {
+		q := rtokens.Request{ID: res.ID, PromptTokens: res.PromptTokens, OutputTokens: res.OutputTokens,
+			E2ESeconds: res.E2E().Seconds(), FinishReason: res.FinishReason}
+		if d, ok := res.TTFT(); ok {
+			q.TTFTSeconds = ptr(d.Seconds())
+		}
+		if d, ok := res.TimeBetweenTokens(); ok {
+			q.ITLSeconds = ptr(d.Seconds())
+		}
+		if err := res.Verify(want); err != nil {
+			q.Error, q.ErrorClass = err.Error(), stream.ErrorClass(err)
+		}
+		out[i] = q
+	}
+	return out
+}
+
+// LittlesLaw checks a batch: the sampler's mean requests in flight over
+// the window against requests ÷ wall × mean end-to-end latency, every
+// request counted whatever its outcome.
+func LittlesLaw(occ audit.Occupancy, wallSeconds float64, results []*stream.Result) receipts.LittlesLaw {
+	var sum float64
+	for _, res := range results {
+		sum += res.E2E().Seconds()
+	}
+	mean := 0.0
+	if len(results) > 0 {
+		mean = sum / float64(len(results))
+	}
+	return audit.LittlesLaw(occ, audit.Window{WallSeconds: wallSeconds, Judgments: len(results), MeanLatencySeconds: mean})
+}
+
+func ptr[T any](v T) *T { return &v }

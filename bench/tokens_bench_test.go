@@ -1,0 +1,251 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
+	"github.com/vetbench/vetbench/bench/matrix"
+	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/tokens"
+	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/fixtures/sets"
+	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/speed"
+	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+)
+
+// BenchmarkTokens measures token throughput at every workload × level
+// (VETBENCH_TOKENS_WORKLOADS × VETBENCH_TOKENS_LEVELS, see bench/config):
+// C streamed requests at once, each for exactly VETBENCH_TOKENS_OUTPUT
+// tokens, VETBENCH_TOKENS_REPEATS times after a warm-up. One op is one
+// point; ns/op is hidden. Every request is verified; failures beyond
+// VETBENCH_TOKENS_MAX_FAILED fail the benchmark. Each point's receipt
+// goes to the run directory (receipts/tokens_<workload>_c<N>.json, then
+// receipts/pass2 …), each result line to its bench.txt as well.
+func BenchmarkTokens(b *testing.B) {
+	s := getSuite(b)
+	r := tokenRunner(b, s)
+	write := func(rec *rtokens.Receipt) (string, error) {
+		if s.run == nil {
+			return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
+		}
+		path, _, err := s.run.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", rec.Point.Workload, rec.Point.Concurrency))
+		if err != nil {
+			return "", err
+		}
+		return path, s.signals.Write(func() error { return rtokens.WriteFile(path, rec) })
+	}
+	for _, w := range s.cfg.Tokens.Workloads {
+		for _, c := range s.cfg.Tokens.Levels {
+			point := fmt.Sprintf("workload=%s/c=%d", w, c)
+			b.Run(point, func(b *testing.B) {
+				ctx := s.context(b)
+				p := tokens.PointFrom(s.cfg.Tokens, w, c)
+				var recs []*rtokens.Receipt
+				for b.Loop() {
+					rec, err := r.Measure(ctx, p)
+					if err != nil {
+						if rec != nil {
+							path, werr := write(rec)
+							b.Fatalf("%v (receipt %s, %v)", err, path, werr)
+						}
+						b.Fatal(err)
+					}
+					for i, run := range rec.Runs {
+						if ll := run.LittlesLaw; ll != nil && ll.RelError > audit.Tolerance {
+							b.Errorf("repeat %d: Little's law does not hold: %v", i+1, ll.Problems)
+						}
+					}
+					recs = append(recs, rec)
+				}
+				b.ReportMetric(0, "ns/op")
+				// One receipt per point: the repeats of every pass b.Loop made.
+				merged := mergeTokens(recs)
+				if _, err := write(merged); err != nil {
+					b.Fatal(err)
+				}
+				ms := tokens.Metrics(merged)
+				metrics.Report(b, ms)
+				s.benchLine(b, "Tokens", point, len(recs), ms)
+			})
+		}
+	}
+}
+
+// benchLine writes a result line to the run's bench.txt, as go test
+// prints it, unless the benchmark failed (go test prints none then).
+func (s *suite) benchLine(b *testing.B, benchmark, point string, iters int, ms []metrics.Metric) {
+	if s.lines == nil || b.Failed() || b.Skipped() {
+		return
+	}
+	if err := s.signals.Write(func() error { return s.lines.WriteNamed(benchmark, point, iters, ms) }); err != nil {
+		b.Fatalf("bench.txt: %v", err)
+	}
+}
+
+// mergeTokens is one receipt holding the runs of several passes over one
+// point, its figures summarised again.
+func mergeTokens(recs []*rtokens.Receipt) *rtokens.Receipt {
+	m := *recs[len(recs)-1]
+	m.Started, m.Runs = recs[0].Started, nil
+	for _, r := range recs {
+		m.Runs = append(m.Runs, r.Runs...)
+	}
+	m.Point.Repeats = len(m.Runs)
+	m.Summary = rtokens.Summarize(m.Point, m.Runs)
+	m.Identity.Digest = m.IdentityDigest()
+	return &m
+}
+
+// BenchmarkMatrix measures the speed matrix one cell per sub-benchmark
+// (VETBENCH_MATRIX_CONTEXTS × VETBENCH_MATRIX_LEVELS, each for
+// VETBENCH_MATRIX_DURATION of sustained decode). A skipped cell skips; a
+// looped or failed one is an error; a Requests queued cell reports its
+// figures with queued=1. The whole matrix goes to VETBENCH_OUT as JSON and
+// CSV.
+func BenchmarkMatrix(b *testing.B) {
+	s := getSuite(b)
+	r := matrixRunner(b, s)
+	o := matrix.OptionsFrom(s.cfg.Matrix)
+	m := &rmatrix.Matrix{Schema: rmatrix.Schema, Source: rmatrix.SourceVetbench, RunID: r.RunID,
+		Target: r.Endpoint.Receipt(), Identity: r.Identity, DurationSeconds: o.Duration.Seconds(),
+		MaxOutputTokens: o.OutputTokens, Prefill: []rmatrix.Prefill{}, Cells: []rmatrix.Cell{}, Warnings: slices.Clone(r.Notes)}
+	for _, want := range o.Contexts {
+		row, err := r.Row(s.context(b), o, want)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if row == nil {
+			continue
+		}
+		m.Warnings = append(m.Warnings, row.Warnings...)
+		for _, c := range o.Levels {
+			point := fmt.Sprintf("ctx=%s/c=%d", row.Label, c)
+			b.Run(point, func(b *testing.B) {
+				ctx := s.context(b)
+				var cell rmatrix.Cell
+				n := 0
+				for b.Loop() {
+					cell = row.Cell(ctx, c)
+					n++
+				}
+				b.ReportMetric(0, "ns/op")
+				m.Cells = slices.DeleteFunc(m.Cells, func(x rmatrix.Cell) bool { return x.Context == cell.Context && x.Concurrency == c })
+				m.Cells = append(m.Cells, cell)
+				switch cell.Status {
+				case rmatrix.Skipped:
+					b.Skip(cell.Reason)
+				case rmatrix.Looped, rmatrix.Failed:
+					b.Errorf("%s: %s", cell.Status.Label(), cell.Reason)
+				}
+				ms := matrix.Metrics(cell)
+				metrics.Report(b, ms)
+				s.benchLine(b, "Matrix", point, n, ms)
+			})
+		}
+	}
+	m.Sort()
+	if len(m.Cells) == 0 || s.run == nil {
+		return
+	}
+	for _, f := range []struct {
+		name  string
+		write func(string, *rmatrix.Matrix) error
+	}{{"matrix.json", rmatrix.WriteFile}, {"matrix.csv", rmatrix.WriteCSVFile}} {
+		path, _, err := s.run.NextReceipt(f.name)
+		if err == nil {
+			err = s.signals.Write(func() error { return f.write(path, m) })
+		}
+		if err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+var (
+	tokenOnce, matrixOnce sync.Once
+	tokenR                *tokens.Runner
+	matrixR               *matrix.Runner
+	tokenErr, matrixErr   error
+)
+
+func tokenRunner(tb testing.TB, s *suite) *tokens.Runner {
+	tb.Helper()
+	tokenOnce.Do(func() { tokenR, tokenErr = tokens.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
+	if tokenErr != nil {
+		tb.Fatalf("token runner: %v", tokenErr)
+	}
+	return tokenR
+}
+
+func matrixRunner(tb testing.TB, s *suite) *matrix.Runner {
+	tb.Helper()
+	matrixOnce.Do(func() { matrixR, matrixErr = matrix.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
+	if matrixErr != nil {
+		tb.Fatalf("matrix runner: %v", matrixErr)
+	}
+	return matrixR
+}
+
+// writeSuiteConfig prints this run's configuration lines
+// (speed.ConfigLines) and gives them, with the token units, to bench.txt's
+// writer: what was measured, so the speed gate can refuse to compare two
+// outputs of different experiments. A target that cannot be opened prints
+// nothing (each benchmark then fails on it).
+func writeSuiteConfig(stdout io.Writer) {
+	for _, u := range tokens.Units() {
+		fmt.Fprintln(stdout, u.Line())
+	}
+	openSuite()
+	if shared.err != nil {
+		note("no configuration lines: target: %v", shared.err)
+		return
+	}
+	cfg, err := suiteConfig(context.Background(), &shared)
+	if err != nil {
+		note("configuration lines incomplete: %v", err)
+	}
+	var pairs []string
+	for _, l := range speed.ConfigLines(cfg) {
+		fmt.Fprintln(stdout, l)
+		k, v, _ := strings.Cut(l, ": ")
+		pairs = append(pairs, k, v)
+	}
+	if shared.benchTxt != nil {
+		shared.lines = metrics.NewWriter(shared.benchTxt, pairs...)
+		shared.lines.AddUnits(tokens.Units()...)
+	}
+}
+
+// suiteConfig is what this run measures (bench.SpeedConfig), the sets'
+// slices included.
+func suiteConfig(ctx context.Context, s *suite) (map[string]string, error) {
+	var measured []fixtures.Set
+	var errs []error
+	for _, name := range s.cfg.Sets {
+		s.mu.Lock()
+		set, ok := s.sets[name]
+		s.mu.Unlock()
+		if !ok {
+			var err error
+			if set, err = sets.Open(ctx, name, s.cfg.Fixtures); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.mu.Lock()
+			s.sets[name] = set
+			s.mu.Unlock()
+		}
+		measured = append(measured, set)
+	}
+	cfg, err := bench.SpeedConfig(ctx, s.target.Endpoint, s.cfg, measured)
+	return cfg, errors.Join(append(errs, err)...)
+}

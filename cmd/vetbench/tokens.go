@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/metrics"
+	benchtarget "github.com/vetbench/vetbench/bench/target"
+	"github.com/vetbench/vetbench/bench/tokens"
+	"github.com/vetbench/vetbench/receipts/rundir"
+	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+)
+
+const tokensUsage = `usage: vetbench tokens [flags]
+
+Measures token throughput on the target the environment names
+(VETBENCH_ENDPOINT for a live vLLM, else the twin): for each workload and
+level, C streamed requests at once, each for exactly -output tokens
+(ignore_eos, temperature 0), -repeats times after a warm-up. Every prompt
+starts with a tag of its own, so no request shares a prefix with another.
+Prints one line per point — aggregate tok/s (output tokens ÷ end-to-end
+batch time), per-request tok/s, TPOT, TTFT p50, verified tokens — and
+writes, in a run directory of its own (a new out/runs/<time>-<id>, or the
+-out named, refused when it holds results unless -force): receipts/ (one
+vetbench.tokens/v1 receipt per point), bench.txt (benchmark lines with the
+run's configuration, for vetbench gate and benchstat) and settings.toml.
+
+-baseline FILE compares with a baseline, point by point: a receipt, a
+directory of receipts, or the published token-throughput format. With
+-candidate DIR|FILE nothing is measured: those receipts are compared.
+-pitfall measures each point twice, with prompts that repeat from point
+to point and with unique ones, and prints how much the repeating ladder
+inflates throughput (the cache pitfall).
+
+Exit status: 0 every point ran and verified, 1 a point failed (requests
+failed or came back short beyond -max-failed) or stopped early, 2 bad
+configuration or input (a malformed baseline names the field), or the
+target could not be reached.
+
+flags:
+`
+
+func runTokens(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		io.WriteString(e.stderr, tokensUsage)
+		fs.PrintDefaults()
+	}
+	flags := config.ScopeFlags(fs, config.ScopeTokens)
+	baseline := fs.String("baseline", "", "baseline `file` or directory to compare with")
+	candidate := fs.String("candidate", "", "compare these receipts (`file` or directory) with -baseline instead of measuring")
+	pitfall := fs.Bool("pitfall", false, "measure every point with repeating and with unique prompts; print the inflation")
+	asJSON := fs.Bool("json", false, "print the receipts (or the comparison) as JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitNoVerdict
+	}
+	fail := func(code int, err error) int { return failure(e, "tokens", *asJSON, code, err.Error()) }
+	if fs.NArg() > 0 {
+		return fail(exitNoVerdict, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if *candidate != "" && *baseline == "" {
+		return fail(exitNoVerdict, errors.New("-candidate needs -baseline"))
+	}
+	var base []*rtokens.Receipt
+	if *baseline != "" {
+		var err error
+		if base, err = readTokenReceipts(*baseline); err != nil {
+			return fail(exitNoVerdict, fmt.Errorf("baseline: %w", err))
+		}
+	}
+	if *candidate != "" {
+		cand, err := readTokenReceipts(*candidate)
+		if err != nil {
+			return fail(exitNoVerdict, fmt.Errorf("candidate: %w", err))
+		}
+		return compareTokens(e, base, cand, *asJSON, exitPass)
+	}
+
+	cfg, err := config.Load(config.Env(e.lookup), flags)
+	if err != nil {
+		return fail(exitNoVerdict, err)
+	}
+	tg, err := benchtarget.Open(ctx, cfg)
+	if err != nil {
+		return fail(exitNoVerdict, err)
+	}
+	defer tg.Close()
+	r, err := tokens.NewRunner(ctx, tg.Endpoint, cfg)
+	if err != nil {
+		return fail(exitNoVerdict, err)
+	}
+	if *pitfall {
+		return runPitfall(ctx, e, tg.Endpoint, cfg, r, *asJSON)
+	}
+	dir, err := openRunDir(e, cfg)
+	if err != nil {
+		return fail(exitNoVerdict, err)
+	}
+	lines, closeLines, err := tokenBenchFile(ctx, e, dir, tg.Endpoint, cfg)
+	if err != nil {
+		return fail(exitNoVerdict, err)
+	}
+	code := exitPass
+	// bench.txt ends as go test ends its output: PASS, or FAIL.
+	defer func() { closeLines(code == exitPass) }()
+	fmt.Fprintf(e.stderr, "vetbench tokens: target %s %s, model %s; results in %s\n",
+		tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model, dir.Path)
+	var recs []*rtokens.Receipt
+	for _, w := range cfg.Tokens.Workloads {
+		for _, c := range cfg.Tokens.Levels {
+			if ctx.Err() != nil {
+				fmt.Fprintln(e.stderr, "vetbench tokens: interrupted")
+				code = exitFail
+				return code
+			}
+			rec, err := r.Measure(ctx, tokens.PointFrom(cfg.Tokens, w, c))
+			if rec != nil {
+				path, _, werr := dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", w, c))
+				if werr == nil {
+					werr = e.signals.Write(func() error { return rtokens.WriteFile(path, rec) })
+				}
+				if werr != nil {
+					code = fail(exitNoVerdict, fmt.Errorf("write receipt: %w", werr))
+					return code
+				}
+				recs = append(recs, rec)
+				if !*asJSON {
+					fmt.Fprintln(e.stdout, tokenLine(rec))
+				}
+				if err == nil {
+					// As go test: no line for a point that failed.
+					point := fmt.Sprintf("workload=%s/c=%d", w, c)
+					if werr := e.signals.Write(func() error { return lines.WriteNamed("Tokens", point, 1, tokens.Metrics(rec)) }); werr != nil {
+						code = fail(exitNoVerdict, fmt.Errorf("bench.txt: %w", werr))
+						return code
+					}
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(e.stderr, "vetbench tokens: %s c=%d: %v\n", w, c, err)
+				if rec == nil {
+					code = fail(exitNoVerdict, err)
+					return code
+				}
+				code = exitFail
+			}
+		}
+	}
+	if base != nil {
+		if c := compareTokens(e, base, recs, *asJSON, code); c != exitPass {
+			code = c
+		}
+		return code
+	}
+	if *asJSON {
+		if err := writeJSON(e.stdout, recs); err != nil {
+			code = fail(exitNoVerdict, err)
+			return code
+		}
+	}
+	return code
+}
+
+// tokenLine is one point: aggregate and per-request tok/s, TPOT, TTFT,
+// verified tokens, and what went wrong.
+func tokenLine(r *rtokens.Receipt) string {
+	s := r.Summary
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-9s c=%-3d %9.1f tok/s  %7.1f tok/s/request  TPOT %6.2f ms", r.Point.Workload, r.Point.Concurrency,
+		s.AggregateOutputTokS, s.PerRequestOutputTokS, s.MeanTPOTMs)
+	if d := s.TTFTMs; d != nil {
+		fmt.Fprintf(&b, "  TTFT p50 %7.1f ms", d.P50)
+	}
+	asked := r.Point.OutputTokens * r.Point.Concurrency * len(r.Runs)
+	fmt.Fprintf(&b, "  verified %d/%d tokens", s.TotalVerifiedOutputTokens, asked)
+	if n := s.Failed + s.Short; n > 0 {
+		fmt.Fprintf(&b, "  FAILED %d (%d short)", n, s.Short)
+	}
+	if st := r.Stopped; st != nil {
+		fmt.Fprintf(&b, "  STOPPED after %d of %d repeats (%s)", st.Runs, r.Point.Repeats, st.Reason)
+	}
+	if r.Target.TimeScale > 1 {
+		fmt.Fprintf(&b, "  (twin ×%g time scale: not real-time figures)", r.Target.TimeScale)
+	}
+	return b.String()
+}
+
+func compareTokens(e *env, base, cand []*rtokens.Receipt, asJSON bool, code int) int {
+	cmp, err := rtokens.Compare(base, cand)
+	if err != nil {
+		return failure(e, "tokens", asJSON, exitNoVerdict, err.Error())
+	}
+	if asJSON {
+		err = writeJSON(e.stdout, cmp)
+	} else {
+		err = cmp.WriteText(e.stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
+		return exitNoVerdict
+	}
+	return code
+}
+
+// readTokenReceipts reads a baseline or candidate: a file (a receipt or
+// the published format) or a directory of receipts (*.json of schema
+// vetbench.tokens/v1; other files are left alone, a malformed receipt is
+// an error).
+func readTokenReceipts(path string) ([]*rtokens.Receipt, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return rtokens.ReadBaseline(path)
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*rtokens.Receipt
+	for _, en := range entries {
+		if en.IsDir() || filepath.Ext(en.Name()) != ".json" {
+			continue
+		}
+		file := filepath.Join(path, en.Name())
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var probe struct {
+			Schema string `json:"schema"`
+		}
+		if json.Unmarshal(data, &probe) != nil || probe.Schema != rtokens.Schema {
+			continue
+		}
+		r, err := rtokens.Decode(data, file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no %s receipt in the directory", path, rtokens.Schema)
+	}
+	slices.SortFunc(out, func(a, b *rtokens.Receipt) int { return strings.Compare(a.Key().String(), b.Key().String()) })
+	return out, nil
+}
+
+// runPitfall measures the configured ladder with repeating prompts and
+// with unique ones and prints the inflation, per workload.
+func runPitfall(ctx context.Context, e *env, ep bench.Endpoint, cfg config.Config, unique *tokens.Runner, asJSON bool) int {
+	shared, err := tokens.NewRunner(ctx, ep, cfg, tokens.WithSharedPrompts())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
+		return exitNoVerdict
+	}
+	type ladder struct {
+		Workload string         `json:"workload"`
+		Levels   []pitfallLevel `json:"levels"`
+	}
+	var out []ladder
+	for _, w := range cfg.Tokens.Workloads {
+		ins, err := tokens.CachePitfall(ctx, shared, unique, tokens.PointFrom(cfg.Tokens, w, 1), cfg.Tokens.Levels)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "vetbench tokens: pitfall %s: %v\n", w, err)
+			return exitFail
+		}
+		l := ladder{Workload: w}
+		for _, in := range ins {
+			l.Levels = append(l.Levels, pitfallLevel{in.Concurrency, in.Shared.Summary.AggregateOutputTokS,
+				in.Unique.Summary.AggregateOutputTokS, in.Rel, in.TTFTRel})
+		}
+		out = append(out, l)
+		if !asJSON {
+			fmt.Fprintf(e.stdout, "workload %s: repeating prompts (a warm ladder) against unique prompts\n", w)
+			if err := tokens.WriteInflation(e.stdout, ins); err != nil {
+				return exitNoVerdict
+			}
+			fmt.Fprintln(e.stdout)
+		}
+	}
+	if asJSON {
+		_ = writeJSON(e.stdout, out)
+	}
+	return exitPass
+}
+
+// pitfallLevel is one level of -pitfall -json.
+type pitfallLevel struct {
+	Concurrency int     `json:"concurrency"`
+	SharedTokS  float64 `json:"shared_tok_s"`
+	UniqueTokS  float64 `json:"unique_tok_s"`
+	// Inflation is shared ÷ unique − 1; TTFTRelative the same for TTFT p50.
+	Inflation    float64 `json:"inflation"`
+	TTFTRelative float64 `json:"ttft_relative"`
+}
+
+// tokenBenchFile opens the run's bench.txt with the token units and the
+// run's configuration lines (bench.SpeedConfig), and writes settings.toml
+// beside it: the CLI's output gates like go test's.
+func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpoint, cfg config.Config) (*metrics.Writer, func(passed bool), error) {
+	if err := writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) }); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(dir.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := bench.SpeedConfig(ctx, ep, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench tokens: configuration lines incomplete: %v\n", err)
+	}
+	w := metrics.NewWriter(f, configPairs(sc)...)
+	w.AddUnits(tokens.Units()...)
+	return w, func(passed bool) {
+		if err := errors.Join(e.signals.Write(func() error { return w.End(passed) }), f.Sync(), f.Close()); err != nil {
+			fmt.Fprintf(e.stderr, "vetbench tokens: bench.txt: %v\n", err)
+		}
+	}, nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
+	"github.com/vetbench/vetbench/receipts/speed"
+	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+)
+
+const published = "../../receipts/tokens/testdata/token-throughput-rtx3090.json"
+
+// runEnv runs a command line with the environment given (nothing else of
+// the process's).
+func runEnv(t *testing.T, environ map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return environ[k] },
+		exec: func(context.Context, []string, io.Writer, io.Writer, string, ...string) error { return os.ErrNotExist }}
+	code = vetbench(context.Background(), e, args)
+	return out.String(), errb.String(), code
+}
+
+func fakeEnv(t *testing.T, cfg tokenstest.Config) (map[string]string, *tokenstest.Server) {
+	t.Helper()
+	srv := tokenstest.Start(cfg)
+	t.Cleanup(srv.Close)
+	return map[string]string{"VETBENCH_ENDPOINT": srv.URL, "VETBENCH_OUT": filepath.Join(t.TempDir(), "run")}, srv
+}
+
+func TestTokensCommand(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{})
+	stdout, stderr, code := runEnv(t, environ, "tokens", "-workload", "text,one_image", "-levels", "1,4", "-output", "16", "-repeats", "2")
+	require.Equal(t, exitPass, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 4, stdout)
+	require.Regexp(t, `^text +c=1 +[0-9.]+ tok/s +[0-9.]+ tok/s/request +TPOT +[0-9.]+ ms +TTFT p50 +[0-9.]+ ms +verified 32/32 tokens$`, lines[0])
+	require.Contains(t, lines[3], "one_image c=4")
+	require.Contains(t, lines[3], "verified 128/128 tokens")
+
+	out := environ["VETBENCH_OUT"]
+	files, err := filepath.Glob(filepath.Join(out, "receipts", "tokens_*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 4, "one receipt per point in the run directory")
+	rec, err := rtokens.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Equal(t, rtokens.CacheUniquePrompts, rec.Identity.CacheIsolation)
+	require.FileExists(t, filepath.Join(out, "settings.toml"))
+	// bench.txt: the run's benchmark lines, with its identity, for the gate.
+	bt, err := speed.LoadFile(filepath.Join(out, "bench.txt"))
+	require.NoError(t, err)
+	require.Contains(t, bt.Benchmarks(), "Tokens/workload=one_image/c=4"+procSuffix())
+	self := speed.Decide(bt, bt, speed.DefaultPolicy())
+	require.Empty(t, self.Identity.Differs)
+
+	// The directory holds results now: refused unless -force.
+	_, stderr, code = runEnv(t, environ, "tokens", "-levels", "1", "-output", "4", "-repeats", "1")
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "holds results")
+
+	// -json: the receipts.
+	environ["VETBENCH_OUT"] = filepath.Join(t.TempDir(), "json")
+	stdout, _, code = runEnv(t, environ, "tokens", "-workload", "text", "-levels", "2", "-output", "4", "-repeats", "1", "-json")
+	require.Equal(t, exitPass, code)
+	var recs []*rtokens.Receipt
+	require.NoError(t, json.Unmarshal([]byte(stdout), &recs))
+	require.Len(t, recs, 1)
+	require.Equal(t, 8, recs[0].Summary.TotalVerifiedOutputTokens)
+}
+
+func TestTokensCommandShortStreamFails(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{Tokens: func(q tokenstest.Request) int {
+		if q.Seq == 4 {
+			return 3
+		}
+		return q.MaxTokens
+	}})
+	stdout, stderr, code := runEnv(t, environ, "tokens", "-workload", "text", "-levels", "2", "-output", "8", "-repeats", "2", "-warmup", "0")
+	require.Equal(t, exitFail, code)
+	require.Contains(t, stdout, "verified 24/32 tokens  FAILED 1 (1 short)")
+	require.Contains(t, stderr, "requests failed or came back short")
+
+	// Accepted share: the same failure passes, and is still shown.
+	environ2, _ := fakeEnv(t, tokenstest.Config{Tokens: func(q tokenstest.Request) int {
+		if q.Seq == 4 {
+			return 3
+		}
+		return q.MaxTokens
+	}})
+	stdout, _, code = runEnv(t, environ2, "tokens", "-workload", "text", "-levels", "2", "-output", "8", "-repeats", "2", "-warmup", "0", "-max-failed", "0.25")
+	require.Equal(t, exitPass, code)
+	require.Contains(t, stdout, "FAILED 1 (1 short)")
+}
+
+func TestTokensCompareWithThePublishedReceipt(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{})
+	stdout, stderr, code := runEnv(t, environ, "tokens", "-workload", "text", "-levels", "1,4", "-repeats", "1", "-baseline", published)
+	require.Equal(t, exitPass, code, stderr)
+	require.Contains(t, stdout, "workload  c  output  aggregate tok/s")
+	require.Regexp(t, `text +1 +128 +156\.6 → [0-9.]+ \(\+[0-9.]+%\)`, stdout)
+	require.Contains(t, stdout, "only in baseline: workload=one_image/c=1/output=128")
+}
+
+func TestTokensCompareWithoutMeasuring(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{})
+	_, stderr, code := runEnv(t, environ, "tokens", "-workload", "text,one_image", "-levels", "1", "-repeats", "1")
+	require.Equal(t, exitPass, code, stderr)
+	dirs := []string{filepath.Join(environ["VETBENCH_OUT"], "receipts")}
+	stdout, stderr, code := runEnv(t, nil, "tokens", "-baseline", published, "-candidate", dirs[0])
+	require.Equal(t, exitPass, code, stderr)
+	require.Regexp(t, `one_image +1 +128 +127\.9 → `, stdout)
+	require.Regexp(t, `text +1 +128 +156\.6 → `, stdout)
+	require.Contains(t, stdout, "only in baseline: workload=text/c=32/output=128")
+
+	stdout, _, code = runEnv(t, nil, "tokens", "-json", "-baseline", published, "-candidate", dirs[0])
+	require.Equal(t, exitPass, code)
+	var cmp rtokens.Comparison
+	require.NoError(t, json.Unmarshal([]byte(stdout), &cmp))
+	require.Len(t, cmp.Points, 2)
+}
+
+func TestTokensMalformedBaselineNamesTheField(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(published)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(data, &doc))
+	doc["records"].([]any)[2].(map[string]any)["runs"].([]any)[1].(map[string]any)["wall_seconds"] = "slow"
+	bad, err := json.Marshal(doc)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(path, bad, 0o644))
+	stdout, stderr, code := runEnv(t, nil, "tokens", "-baseline", path, "-candidate", path)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "records[2].runs[1].wall_seconds")
+	require.Empty(t, stdout)
+
+	stdout, _, code = runEnv(t, nil, "tokens", "-json", "-baseline", path, "-candidate", path)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stdout, `"schema": "vetbench.error/v1"`, "-json writes an error object")
+
+	_, stderr, code = runEnv(t, nil, "tokens", "-candidate", path)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "-candidate needs -baseline")
+	_, stderr, code = runEnv(t, map[string]string{"VETBENCH_ENDPOINT": "http://127.0.0.1:1"}, "tokens", "-levels", "1")
+	require.Equal(t, exitNoVerdict, code, "an unreachable endpoint")
+	require.Contains(t, stderr, "probe live target")
+}
+
+func TestTokensPitfall(t *testing.T) {
+	t.Parallel()
+	environ, srv := fakeEnv(t, tokenstest.Config{})
+	stdout, stderr, code := runEnv(t, environ, "tokens", "-pitfall", "-workload", "text", "-levels", "1,2", "-output", "4", "-repeats", "1")
+	require.Equal(t, exitPass, code, stderr)
+	require.Contains(t, stdout, "workload text: repeating prompts (a warm ladder) against unique prompts")
+	require.Regexp(t, `(?m)^2 +[0-9.]+ +[0-9.]+ +[+-][0-9.]+%`, stdout)
+	seen := map[string]int{}
+	for _, q := range srv.Requests() {
+		seen[q.Text]++
+	}
+	max := 0
+	for _, n := range seen {
+		max = maxInt(max, n)
+	}
+	require.Equal(t, 4, max, "the warm ladder sends its first prompt at both levels, warm-up and run")
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// procSuffix is go test's -<GOMAXPROCS> on benchmark names.
+func procSuffix() string {
+	if p := runtime.GOMAXPROCS(0); p != 1 {
+		return "-" + strconv.Itoa(p)
+	}
+	return ""
+}
