@@ -224,6 +224,9 @@ func tokenText(id int) string {
 	if s, ok := controlText(id); ok {
 		return s
 	}
+	if s, ok := genTokenText(id); ok {
+		return s
+	}
 	for _, text := range fillerTexts {
 		if fillerID(text) == id {
 			return text

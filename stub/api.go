@@ -32,6 +32,8 @@ type chatRequest struct {
 	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs"`
 	Stream              *bool           `json:"stream"`
 	StreamOptions       json.RawMessage `json:"stream_options"`
+	IgnoreEOS           *bool           `json:"ignore_eos"`
+	MinTokens           *int            `json:"min_tokens"`
 	N                   *int            `json:"n"`
 	CacheSalt           string          `json:"cache_salt"`
 	StructuredOutputs   json.RawMessage `json:"structured_outputs"`
@@ -135,8 +137,8 @@ func (r *chatRequest) validate() (topLogprobs int, err *apiError) {
 	if r.N != nil && *r.N != 1 {
 		return 0, badRequest("n", "the vetbench twin serves n=1 only (got n=%d)", *r.N)
 	}
-	if r.Stream != nil && *r.Stream {
-		return 0, badRequest("stream", "the vetbench twin does not stream; send stream=false")
+	if _, e := r.streamOptions(); e != nil {
+		return 0, e
 	}
 	if len(r.StructuredOutputs) > 0 && string(r.StructuredOutputs) != "null" {
 		return 0, badRequest("structured_outputs", "the vetbench twin does not constrain outputs; drop structured_outputs")

@@ -11,13 +11,13 @@ import (
 )
 
 // TestUnmodelledFeaturesRefused shows what the twin cannot do is refused
-// with a 400 that says so, never silently ignored.
+// with a 400 that says so, never silently ignored (streaming it does:
+// stream_test.go).
 func TestUnmodelledFeaturesRefused(t *testing.T) {
 	rs, err := Start()
 	require.NoError(t, err)
 	defer rs.Close()
 	for _, tc := range []struct{ extra, param string }{
-		{`"stream": true`, "stream"},
 		{`"n": 2`, "n"},
 		{`"structured_outputs": {"choice": ["0", "1"]}`, "structured_outputs"},
 		{`"response_format": {"type": "json_object"}`, "response_format"},

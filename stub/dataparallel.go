@@ -78,9 +78,9 @@ func (e *engine) load() int {
 // it is engine 0's frontend, exactly; with several the frontend job costs
 // the load of every engine (the API server serves all of them) and the
 // multimodal cache lookups are counted on the chosen engine's series.
-func (s *Server) handOff(at float64, digests []string) (e *engine, arrival, ready float64) {
+func (s *Server) handOff(at float64, digests []string, promptTokens int) (e *engine, arrival, ready float64) {
 	if len(s.engines) == 1 {
-		arrival, ready = s.eng.frontend(at, digests, false)
+		arrival, ready = s.eng.frontend(at, digests, false, promptTokens)
 		return s.eng, arrival, ready
 	}
 	load := 0
@@ -91,7 +91,8 @@ func (s *Server) handOff(at float64, digests []string) (e *engine, arrival, read
 	s.eng.mu.Lock()
 	saved := s.eng.fe.m
 	s.eng.fe.m = &mm
-	arrival, ready = s.eng.fe.reserve(at, digests, false, load)
+	arrival, ready = s.eng.fe.reserve(at, digests, false, load, promptTokens)
+	ready += s.eng.t.ingest(promptTokens, load)
 	s.eng.fe.m = saved
 	s.eng.mu.Unlock()
 	e = s.lb.pick(ready)
@@ -197,7 +198,7 @@ func engineLabel(i int) string { return strconv.Itoa(i) }
 // tokenizeFrontend is a /tokenize job on the API server's frontend.
 func (s *Server) tokenizeFrontend(at float64) (start, done float64) {
 	if len(s.engines) == 1 {
-		return s.eng.frontend(at, nil, true)
+		return s.eng.frontend(at, nil, true, 0)
 	}
 	load := 0
 	for _, x := range s.engines {
@@ -205,5 +206,5 @@ func (s *Server) tokenizeFrontend(at float64) (start, done float64) {
 	}
 	s.eng.mu.Lock()
 	defer s.eng.mu.Unlock()
-	return s.eng.fe.reserve(at, nil, true, load)
+	return s.eng.fe.reserve(at, nil, true, load, 0)
 }

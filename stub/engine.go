@@ -33,6 +33,23 @@ type request struct {
 	finishReason string
 	done         chan struct{}
 	err          error
+
+	// gen is what the model writes after the first token, and when it
+	// samples EOS (text.go).
+	gen generation
+	// failAt > 0 makes the request fail (finish_reason "error") when its
+	// output reaches that length: the stream-error fault.
+	failAt int
+	// progress, when set, is signalled after every step that computed for
+	// the request, and times records when each token was sampled: a
+	// streaming handler follows them.
+	progress chan struct{}
+	times    []float64
+	// scanned is how many leading blocks cacheFull has registered or
+	// listed in uncached (full blocks a duplicate hash kept out of the
+	// cache); both reset when the request's blocks are rebuilt.
+	scanned  int
+	uncached []int
 }
 
 func (r *request) promptLen() int { return len(r.prompt.Tokens) }
@@ -51,14 +68,29 @@ type step struct {
 }
 
 type stepEntry struct {
-	r *request
-	n int // tokens computed for r in this step
+	r    *request
+	from int // tokens r had computed before this step
+	n    int // tokens computed for r in this step
 }
 
-// duration is the step's model time under the profile.
+// duration is the step's model time under the profile: the roofline model
+// when the profile has one (physical.go), the fitted formula otherwise.
 func (s *step) duration(p *timing) float64 {
+	if p.phys != nil {
+		return p.phys.seconds(s) * p.slowdown
+	}
 	return p.stepBase + p.stepPerToken*math.Pow(float64(s.tokens), p.stepTokenExp) + p.stepPerSeq*float64(len(s.entries)) +
-		p.stepPerImage*float64(s.images)
+		p.stepPerImage*float64(s.images) + p.stepPerKVToken*float64(s.kvTokens())
+}
+
+// kvTokens is the cached tokens the step's sequences attend to (what a
+// decode step reads from the KV cache besides the weights).
+func (s *step) kvTokens() int {
+	n := 0
+	for _, e := range s.entries {
+		n += e.from
+	}
+	return n
 }
 
 // timing is a profile's durations as float seconds.
@@ -70,7 +102,12 @@ type timing struct {
 	frontendBase, frontendImageMiss                  float64
 	frontendImageHit, frontendTokenize               float64
 	frontendPerInflight                              float64
+	frontendPerPromptToken, frontendPromptExp        float64
+	stepPerKVToken                                   float64
+	ingestBase, ingestPerPromptToken                 float64
+	ingestPerInflight, ingestExp                     float64
 	slowdown                                         float64
+	phys                                             *physical
 }
 
 // newTiming applies slowdown to everything the server spends (engine steps,
@@ -86,9 +123,29 @@ func newTiming(p Profile, slowdown float64) *timing {
 		admitPerRequest: k(p.AdmitPerRequest), schedulePass: k(p.SchedulePass),
 		network: s(p.Network), networkJitter: s(p.NetworkJitter), frontendBase: k(p.FrontendBase), frontendImageMiss: k(p.FrontendImageMiss),
 		frontendImageHit: k(p.FrontendImageHit), frontendTokenize: k(p.FrontendTokenize),
-		frontendPerInflight: k(p.FrontendPerInflight),
-		slowdown:            slowdown,
+		frontendPerInflight: k(p.FrontendPerInflight), frontendPerPromptToken: k(p.FrontendPerPromptToken),
+		frontendPromptExp: p.FrontendPromptExponent,
+		stepPerKVToken:    k(p.StepPerKVToken),
+		ingestBase:        k(p.IngestBase), ingestPerPromptToken: k(p.IngestPerPromptToken),
+		ingestPerInflight: k(p.IngestPerInflight), ingestExp: p.IngestInflightExponent,
+		slowdown: slowdown,
+		phys:     p.Physical.model(),
 	}
+}
+
+// ingest is the latency between the frontend handing a request over and
+// the engine core holding it (transfer, block hashing): a pipeline stage
+// that delays each request without holding up the next.
+func (t *timing) ingest(promptTokens, load int) float64 {
+	d := t.ingestBase + t.ingestPerPromptToken*float64(promptTokens)
+	if t.ingestPerInflight > 0 && load > 0 {
+		exp := t.ingestExp
+		if exp == 0 {
+			exp = 1
+		}
+		d += t.ingestPerInflight * math.Pow(float64(load), exp)
+	}
+	return d
 }
 
 // roundTrip is the network round trip for a uniform draw u in [0, 1):
@@ -160,7 +217,7 @@ func (c *core) schedule(now float64) *step {
 		c.grow(r, need)
 		c.cacheFull(r, r.numComputed+n)
 		c.encode(s, r, r.numComputed, r.numComputed+n)
-		s.entries = append(s.entries, stepEntry{r, n})
+		s.entries = append(s.entries, stepEntry{r, r.numComputed, n})
 		s.tokens += n
 		budget -= n
 	}
@@ -188,6 +245,7 @@ func (c *core) schedule(now float64) *step {
 			c.pool.touch(b)
 		}
 		r.blocks = append(r.blocks[:0], hits...)
+		r.scanned, r.uncached = 0, r.uncached[:0]
 		r.numComputed = cached
 		c.grow(r, need)
 		c.cacheFull(r, cached+n)
@@ -199,7 +257,7 @@ func (c *core) schedule(now float64) *step {
 		}
 		c.encode(s, r, cached, cached+n)
 		c.running = append(c.running, r)
-		s.entries = append(s.entries, stepEntry{r, n})
+		s.entries = append(s.entries, stepEntry{r, cached, n})
 		s.tokens += n
 		budget -= n
 	}
@@ -235,11 +293,34 @@ func (c *core) grow(r *request, need int) {
 	}
 }
 
-// cacheFull registers r's full prompt blocks up to upto tokens.
+// cacheFull registers r's full prompt blocks up to upto tokens, in block
+// order. A block a duplicate hash kept out is retried on later calls (the
+// duplicate may have been evicted since); a cached block stays cached while
+// r holds it, so blocks below r.scanned need no second look. (Rescanning
+// every block each step would cost a 128K-token prompt 8K map lookups per
+// step.)
 func (c *core) cacheFull(r *request, upto int) {
-	for b := 0; b < upto/c.p.BlockSize && b < len(r.hashes) && b < len(r.blocks); b++ {
-		c.pool.cache(r.blocks[b], r.hashes[b])
+	if !c.pool.caching {
+		return
 	}
+	limit := min(upto/c.p.BlockSize, len(r.hashes), len(r.blocks))
+	keep := r.uncached[:0]
+	for _, b := range r.uncached {
+		if b < limit {
+			c.pool.cache(r.blocks[b], r.hashes[b])
+		}
+		if !r.blocks[b].hashed {
+			keep = append(keep, b)
+		}
+	}
+	r.uncached = keep
+	for b := r.scanned; b < limit; b++ {
+		c.pool.cache(r.blocks[b], r.hashes[b])
+		if !r.blocks[b].hashed {
+			r.uncached = append(r.uncached, b)
+		}
+	}
+	r.scanned = max(r.scanned, limit)
 }
 
 // encoderBudget is a step's vision-encoder budget in image tokens: vLLM's
@@ -340,15 +421,27 @@ func (c *core) complete(s *step, end float64) []*request {
 			it.itls = append(it.itls, end-r.lastToken)
 			r.lastToken = end
 		}
+		if r.progress != nil {
+			r.times = append(r.times, end)
+		}
 		it.generated++
 		c.cacheFull(r, r.numComputed)
-		if r.generated >= r.maxTokens || r.numTokens() >= c.p.MaxModelLen {
+		// vLLM's check_stop: the length caps first, then EOS (which
+		// min_tokens holds back: gen.eosAt already respects it).
+		switch {
+		case r.failAt > 0 && r.generated >= r.failAt:
+			r.finishReason = "error"
+		case r.generated >= r.maxTokens || r.numTokens() >= c.p.MaxModelLen:
 			r.finishReason = "length"
-			r.finished = end
-			c.free(r)
-			c.running = slices.DeleteFunc(c.running, func(x *request) bool { return x == r })
-			done = append(done, r)
+		case r.gen.eosAt > 0 && r.generated == r.gen.eosAt:
+			r.finishReason = "stop"
+		default:
+			continue
 		}
+		r.finished = end
+		c.free(r)
+		c.running = slices.DeleteFunc(c.running, func(x *request) bool { return x == r })
+		done = append(done, r)
 	}
 	it.finished = done
 	c.m.iterate(it)

@@ -13,7 +13,8 @@ type FaultKind string
 
 // Fault kinds. The first four act before the engine sees the request (it
 // is not counted in request_success); the others let the engine serve it
-// and then spoil the answer.
+// and then spoil the answer, except loop and stream-error, which change
+// what the engine generates.
 const (
 	// FaultHTTP500 answers 500 with vLLM's InternalServerError body.
 	FaultHTTP500 FaultKind = "http500"
@@ -40,11 +41,20 @@ const (
 	// FaultNaN sends the first candidate's logprob as null (JSON cannot
 	// carry NaN; a client must treat null as non-finite).
 	FaultNaN FaultKind = "nan"
+	// FaultLoop makes the generated text loop: from the second token on,
+	// a cycle of a few words repeated to the end (what a loop detector
+	// must catch).
+	FaultLoop FaultKind = "loop"
+	// FaultStreamError fails the request halfway through its output as a
+	// generation error: a stream gets vLLM's error chunk and [DONE], a
+	// non-streaming request a 500; the engine counts it as
+	// finished_reason "error".
+	FaultStreamError FaultKind = "stream-error"
 )
 
 // FaultKinds lists every kind, in documentation order.
 var FaultKinds = []FaultKind{FaultHTTP500, FaultHTTP429, FaultHTTP400, FaultEngineDead, FaultSlow, FaultReset,
-	FaultTruncate, FaultNoLogprobs, FaultMissingCandidate, FaultNaN}
+	FaultTruncate, FaultNoLogprobs, FaultMissingCandidate, FaultNaN, FaultLoop, FaultStreamError}
 
 // Fault is one fault and when it fires. It fires on a chat completion
 // request when every condition that is set holds: Every (the request's

@@ -96,9 +96,11 @@ func TestFaults(t *testing.T) {
 		// fake runs the row in a synctest bubble over an in-memory
 		// transport: its deadline then races only the fault's own delay,
 		// not a loaded machine's scheduling.
-		fake  bool
-		wire  func(t *testing.T, res *http.Response, data []byte, err error)
-		typed func(t *testing.T, err error)
+		fake bool
+		// harmless faults leave a judgment as it was.
+		harmless bool
+		wire     func(t *testing.T, res *http.Response, data []byte, err error)
+		typed    func(t *testing.T, err error)
 	}{
 		{spec: "http500",
 			wire: func(t *testing.T, res *http.Response, data []byte, err error) {
@@ -182,6 +184,19 @@ func TestFaults(t *testing.T) {
 				require.Nil(t, top[0]["logprob"], "NaN goes on the wire as null")
 			},
 			typed: func(t *testing.T, err error) { require.ErrorIs(t, err, judgments.ErrNonFinite) }},
+		{spec: "stream-error",
+			wire: func(t *testing.T, res *http.Response, data []byte, err error) {
+				require.NoError(t, err)
+				require.Equal(t, http.StatusInternalServerError, res.StatusCode, "a one-token request fails at its only token")
+			},
+			typed: statusErr(500, "InternalServerError")},
+		// The loop fault shapes generated text: a one-token judgment is
+		// untouched (stream_test.go shows the loop).
+		{spec: "loop", harmless: true,
+			wire: func(t *testing.T, res *http.Response, data []byte, err error) {
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, res.StatusCode)
+			}},
 	}
 	kinds := map[FaultKind]bool{}
 	for _, tc := range cases {
@@ -192,6 +207,10 @@ func TestFaults(t *testing.T) {
 			judge := func(t *testing.T, s *Server, url string, client []judgments.ClientOption) {
 				for _, mode := range []judgments.Mode{judgments.ModeTokenIDs, judgments.ModeTopLogprobs} {
 					err := fx.judge(t, url, mode, client...)
+					if tc.harmless {
+						require.NoError(t, err, "mode %s", mode)
+						continue
+					}
 					require.Error(t, err, "mode %s", mode)
 					tc.typed(t, err)
 					if f.Kind == FaultEngineDead {

@@ -73,12 +73,14 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 		return tokenText(id)
 	}
 	for pos := range r.generated {
-		d := dist
-		if pos > 0 {
-			// Later positions: prose from the answer model, no options.
-			d = modelDistribution(append(append([]byte{}, key...), byte(pos), byte(pos>>8)), 0, s.cfg.spread)
+		var lps map[int]float64
+		if pos == 0 {
+			lps = dist.logprobs()
+		} else {
+			// Later positions: the generation's words, EOS at the end of
+			// an output that stopped (text.go).
+			lps = r.gen.logprobs(pos)
 		}
-		lps := d.logprobs()
 		order := rank(lps)
 		sampled := order[0]
 		resp.content += tokenText(sampled.id)

@@ -119,11 +119,23 @@ func (e *engine) signal() {
 // when the request was received) and when the request is handed to the
 // engine. The caller sleeps; computing from at rather than from now keeps
 // the twin's own CPU time out of the model.
-func (e *engine) frontend(at float64, digests []string, tokenize bool) (start, done float64) {
+//
+// ready includes the ingest latency of a chat request of promptTokens
+// (0 for /tokenize).
+func (e *engine) frontend(at float64, digests []string, tokenize bool, promptTokens int) (start, ready float64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.fe.reserve(at, digests, tokenize, len(e.inbox)+len(e.c.waiting)+len(e.c.running))
+	load := len(e.inbox) + len(e.c.waiting) + len(e.c.running)
+	start, done := e.fe.reserve(at, digests, tokenize, load, promptTokens)
+	if !tokenize {
+		done += e.t.ingest(promptTokens, load)
+	}
+	return start, done
 }
+
+// promptExpRef is the prompt length at which FrontendPerPromptToken is the
+// per-token cost whatever FrontendPromptExponent says.
+const promptExpRef = 8192
 
 // frontendModel is vLLM's API server as one FIFO worker: a request queues
 // behind earlier ones and costs FrontendBase plus, per image,
@@ -143,10 +155,16 @@ type frontendModel struct {
 
 // reserve queues a request received at model time now and returns when
 // its processing starts and when the frontend hands it over.
-func (f *frontendModel) reserve(now float64, digests []string, tokenize bool, load int) (start, done float64) {
+func (f *frontendModel) reserve(now float64, digests []string, tokenize bool, load, promptTokens int) (start, done float64) {
 	cost := f.t.frontendBase
 	if tokenize {
 		cost = f.t.frontendTokenize
+	} else if promptTokens > 0 && f.t.frontendPerPromptToken > 0 {
+		n := float64(promptTokens)
+		cost += f.t.frontendPerPromptToken * n
+		if exp := f.t.frontendPromptExp; exp != 0 && exp != 1 {
+			cost += f.t.frontendPerPromptToken * n * (math.Pow(n/promptExpRef, exp-1) - 1)
+		}
 	}
 	cost += f.t.frontendPerInflight * float64(load)
 	hits := 0
@@ -319,6 +337,14 @@ func (e *engine) run(ctx context.Context) {
 		for _, r := range done {
 			if r.batchSeqs > 1 {
 				e.batched++
+			}
+		}
+		for _, en := range st.entries {
+			if en.r.progress != nil {
+				select {
+				case en.r.progress <- struct{}{}:
+				default:
+				}
 			}
 		}
 		e.mu.Unlock()

@@ -590,6 +590,10 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	if req.MaxCompletionTokens != nil {
 		maxTokens = *req.MaxCompletionTokens
 	}
+	if e := promptTooLong(&req, len(p.Tokens), maxLen); e != nil {
+		writeError(w, e)
+		return
+	}
 	if maxTokens < 1 {
 		writeError(w, badRequest("max_tokens", "max_tokens must be at least 1, got %d.", maxTokens))
 		return
@@ -598,6 +602,10 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, badRequest("input_tokens",
 			"This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains at least %d input tokens, for a total of at least %d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)",
 			maxLen, maxTokens, len(p.Tokens), len(p.Tokens)+maxTokens, len(p.Tokens)))
+		return
+	}
+	if e := req.checkSampling(maxTokens); e != nil {
+		writeError(w, e)
 		return
 	}
 	if e := s.samplingError(&req, topK); e != nil {
@@ -639,11 +647,16 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	if s.eng.clock.sleepUntil(ctx, recv+rt/2) != nil {
 		return
 	}
-	eng, arrival, ready := s.handOff(recv+rt/2, digests)
+	eng, arrival, ready := s.handOff(recv+rt/2, digests, len(p.Tokens))
 	r := &request{prompt: p, hashes: blockHashes(p, s.cfg.profile.BlockSize, req.CacheSalt), maxTokens: maxTokens,
 		arrival: arrival, done: make(chan struct{})}
+	decodeFaults(r, &req, fault, maxTokens)
 	if err := eng.submit(r, ready); err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: EngineDeadMessage})
+		return
+	}
+	if req.streaming() {
+		s.stream(w, hr, streamCall{eng: eng, rid: rid, req: &req, topK: topK, r: r, fault: fault, rt: rt, ready: ready})
 		return
 	}
 	select {
@@ -654,6 +667,10 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	}
 	if r.err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: r.err.Error()})
+		return
+	}
+	if r.finishReason == "error" {
+		writeError(w, generationError())
 		return
 	}
 	resp := s.answer(rid, &req, topK, r)

@@ -125,7 +125,7 @@ func TestPreemption(t *testing.T) {
 		codes := make([]int, 4)
 		for i := range codes {
 			wg.Go(func() {
-				body := fmt.Sprintf(`{"model":%q,"max_tokens":500,"messages":[{"role":"user","content":"request %d: %s"}]}`,
+				body := fmt.Sprintf(`{"model":%q,"max_tokens":500,"ignore_eos":true,"messages":[{"role":"user","content":"request %d: %s"}]}`,
 					tw.Model(), i, strings.Repeat("word ", 200))
 				res, err := tw.hc.Post(twinURL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 				if err == nil {

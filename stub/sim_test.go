@@ -232,7 +232,7 @@ func (s *simServer) run(items [][]simReq, c, tokenizeCalls int) simRun {
 		case evArrive:
 			cl := &clients[e.cl]
 			if cl.action < tokenizeCalls {
-				start, done := s.fe.reserve(e.t, nil, true, len(inbox)+len(s.c.waiting)+len(s.c.running))
+				start, done := s.fe.reserve(e.t, nil, true, len(inbox)+len(s.c.waiting)+len(s.c.running), 0)
 				tokWait += start - e.t
 				tokN++
 				feBusy += done - start
@@ -242,7 +242,7 @@ func (s *simServer) run(items [][]simReq, c, tokenizeCalls int) simRun {
 			}
 			sr := items[cl.item][cl.action-tokenizeCalls]
 			cl.action++
-			start, done := s.fe.reserve(e.t, sr.digests, false, len(inbox)+len(s.c.waiting)+len(s.c.running))
+			start, done := s.fe.reserve(e.t, sr.digests, false, len(inbox)+len(s.c.waiting)+len(s.c.running), len(sr.p.Tokens))
 			feBusy += done - start
 			r := &request{prompt: sr.p, hashes: sr.hashes, maxTokens: 1, arrival: start}
 			owner[r] = e.cl

@@ -42,6 +42,41 @@ type Config struct {
 	OBias      bool // bias on o_proj (attention_bias)
 	MLPBias    bool // biases on the MLP (mlp_bias)
 	GemmaNorms bool // four norms per layer instead of two (Gemma 3)
+
+	// Gemma 4. GlobalHeadDim and GlobalKVHeads replace HeadDim and
+	// KVHeads on full-attention layers when set. KEqV drops v_proj on
+	// full-attention layers (values come from the key projection; the
+	// cache still holds both). The last KVSharedLayers layers compute no
+	// K or V: each reads the cache of the last earlier layer of its
+	// attention type, so it stores nothing but reads as much. PerLayerInput
+	// is the width of the per-layer embeddings (PLE), looked up in a
+	// PerLayerVocab × Layers·PerLayerInput table. DoubleWideMLP doubles the
+	// MLP of the KV-shared layers.
+	GlobalHeadDim, GlobalKVHeads int
+	KEqV                         bool
+	KVSharedLayers               int
+	PerLayerInput, PerLayerVocab int
+	DoubleWideMLP                bool
+}
+
+// layerHeads is layer i's query/key head width and KV head count.
+func (c *Config) layerHeads(i int) (headDim, kvHeads int) {
+	headDim, kvHeads = c.HeadDim, c.KVHeads
+	if c.Windows[i] == 0 {
+		if c.GlobalHeadDim > 0 {
+			headDim = c.GlobalHeadDim
+		}
+		if c.GlobalKVHeads > 0 {
+			kvHeads = c.GlobalKVHeads
+		}
+	}
+	return headDim, kvHeads
+}
+
+// kvShared says whether layer i reuses an earlier layer's KV cache.
+func (c *Config) kvShared(i int) bool {
+	first := c.Layers - c.KVSharedLayers
+	return c.KVSharedLayers > 0 && first > 0 && i >= first
 }
 
 // MLA is multi-head latent attention (DeepSeek-V2/V3, Kimi K2, GLM-4.7
@@ -107,6 +142,7 @@ type family struct {
 	qkNorm     bool
 	qkvBias    bool
 	gemma      bool // Gemma 3 norms, window pattern, defaults
+	gemma4     bool // Gemma 4: its defaults, head widths, KV sharing, PLE
 	slidingAll bool // a non-null sliding_window applies to every layer
 	tiedByDef  bool // tie_word_embeddings when absent
 }
@@ -121,6 +157,7 @@ var families = map[string]family{
 	"qwen3":             {qkNorm: true},
 	"qwen3_vl_text":     {qkNorm: true},
 	"gemma3_text":       {qkNorm: true, gemma: true, tiedByDef: true},
+	"gemma4_text":       {qkNorm: true, gemma4: true, tiedByDef: true},
 	"mixtral":           {moe: "mixtral", slidingAll: true},
 	"qwen2_moe":         {moe: "qwen", qkvBias: true},
 	"qwen3_moe":         {moe: "qwen", qkNorm: true},
@@ -145,6 +182,29 @@ var gemma3Defaults = map[string]any{
 	"sliding_window":         4096,
 	"sliding_window_pattern": 6,
 }
+
+// gemma4Defaults are transformers' Gemma4TextConfig defaults
+// (configuration_gemma4.py): a Gemma 4 config.json names only what
+// differs from them. hidden_size_per_layer_input defaults to 256, so a
+// config without the field has per-layer embeddings.
+var gemma4Defaults = map[string]any{
+	"vocab_size":                  262144,
+	"hidden_size":                 2304,
+	"intermediate_size":           9216,
+	"num_hidden_layers":           30,
+	"num_attention_heads":         8,
+	"num_key_value_heads":         4,
+	"head_dim":                    256,
+	"global_head_dim":             512,
+	"sliding_window":              512,
+	"hidden_size_per_layer_input": 256,
+	"vocab_size_per_layer_input":  262144,
+}
+
+// gemma4Modelled are the fields of unmodelled that the Gemma 4 reader
+// prices.
+var gemma4Modelled = []string{"num_kv_shared_layers", "hidden_size_per_layer_input", "use_double_wide_mlp",
+	"global_head_dim", "attention_k_eq_v"}
 
 // unmodelled lists fields of architectures whose cost this package does
 // not model (KV sharing, per-layer embeddings, linear attention, SSMs,
@@ -205,7 +265,16 @@ func ParseConfig(data []byte) (*Config, error) {
 	if fam.gemma {
 		o.defaults = gemma3Defaults
 	}
+	if fam.gemma4 {
+		o.defaults = gemma4Defaults
+		if o.set("enable_moe_block") {
+			return nil, &FieldError{o.path + "enable_moe_block", "set: Gemma 4's mixture of experts (26B-A4B) is not modelled, only its dense models"}
+		}
+	}
 	for _, k := range unmodelled {
+		if fam.gemma4 && slices.Contains(gemma4Modelled, k) {
+			continue
+		}
 		if o.set(k) {
 			return nil, &FieldError{o.path + k, "set, but this architecture feature is not modelled"}
 		}
@@ -258,7 +327,64 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := readWindows(o, fam, c); err != nil {
 		return nil, err
 	}
+	if fam.gemma4 {
+		if err := readGemma4(o, c); err != nil {
+			return nil, err
+		}
+	}
 	return c, c.validate()
+}
+
+// readGemma4 reads what Gemma 4 adds to a Gemma 3 layout.
+func readGemma4(o object, c *Config) error {
+	var err error
+	c.GemmaNorms = true
+	if c.GlobalHeadDim, err = o.need("global_head_dim"); err != nil {
+		return err
+	}
+	if c.KEqV, err = o.boolOr("attention_k_eq_v", false); err != nil {
+		return err
+	}
+	if c.KEqV {
+		// Only the k_eq_v models give full-attention layers their own KV
+		// head count (Gemma4TextConfig's per-layer override).
+		if c.GlobalKVHeads, err = o.intOr("num_global_key_value_heads", 0); err != nil {
+			return err
+		}
+	}
+	if c.KVSharedLayers, err = o.intOr("num_kv_shared_layers", 0); err != nil {
+		return err
+	}
+	if c.KVSharedLayers >= c.Layers {
+		return &FieldError{o.path + "num_kv_shared_layers", fmt.Sprintf("%d: want fewer than num_hidden_layers %d", c.KVSharedLayers, c.Layers)}
+	}
+	if c.PerLayerInput, err = o.intOr("hidden_size_per_layer_input", 0); err != nil {
+		return err
+	}
+	if c.PerLayerInput > 0 {
+		if c.PerLayerVocab, err = o.need("vocab_size_per_layer_input"); err != nil {
+			return err
+		}
+	}
+	if c.DoubleWideMLP, err = o.boolOr("use_double_wide_mlp", false); err != nil {
+		return err
+	}
+	// Gemma4TextConfig forces the last layer to full attention (with a
+	// warning) whatever layer_types says.
+	c.Windows[c.Layers-1] = 0
+	// A shared layer reads the last earlier layer of its attention type:
+	// there must be one.
+	first := c.Layers - c.KVSharedLayers
+	for i := first; c.KVSharedLayers > 0 && i < c.Layers; i++ {
+		found := false
+		for j := 0; j < first; j++ {
+			found = found || (c.Windows[j] == 0) == (c.Windows[i] == 0)
+		}
+		if !found {
+			return &FieldError{o.path + "num_kv_shared_layers", fmt.Sprintf("layer %d shares the KV of an earlier layer of its type, but none comes before layer %d", i, first)}
+		}
+	}
+	return nil
 }
 
 func knownTypes() []string {
@@ -419,6 +545,14 @@ func readWindows(o object, fam family, c *Config) error {
 		return nil
 	}
 	switch {
+	case fam.gemma4:
+		// Gemma4TextConfig's default: five sliding layers to one full, and
+		// the last layer always full.
+		for i := range c.Windows {
+			if (i+1)%6 != 0 && i != c.Layers-1 {
+				c.Windows[i] = window
+			}
+		}
 	case fam.gemma:
 		// The config's own spelling (either) before the family default.
 		stated := object{path: o.path, m: o.m}
@@ -476,6 +610,9 @@ func (c *Config) validate() error {
 	}
 	if c.Heads%c.KVHeads != 0 {
 		return &FieldError{"num_key_value_heads", fmt.Sprintf("%d does not divide num_attention_heads %d", c.KVHeads, c.Heads)}
+	}
+	if c.GlobalKVHeads > 0 && c.Heads%c.GlobalKVHeads != 0 {
+		return &FieldError{"num_global_key_value_heads", fmt.Sprintf("%d does not divide num_attention_heads %d", c.GlobalKVHeads, c.Heads)}
 	}
 	return nil
 }

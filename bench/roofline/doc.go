@@ -38,6 +38,18 @@
 //     Active parameters are those a decoded token multiplies: everything
 //     but the input embedding gather and the k-of-E routed experts not
 //     chosen. Prefill computes the lm_head for the last token only.
+//   - Gemma 4 (gemma4_text): full-attention layers have their own head
+//     width (global_head_dim); the last num_kv_shared_layers layers store
+//     no KV and read the cache of the last earlier layer of their type, so
+//     KVBytesPerToken counts the storing layers and a decode step's KV read
+//     counts every layer; the per-layer embedding table (PLE) is looked up
+//     like the input embedding (PerLayerEmbeddingParams: counted in Params,
+//     never streamed, not active), its projections are linears. Gemma 4's
+//     mixture of experts is refused.
+//   - Shape.Step prices a step of mixed work as an engine batches it
+//     (decodes and prefill chunks sharing one weight read): Decode and
+//     Prefill are its two pure cases. The vLLM twin's roofline profiles
+//     time their steps with it (package stub).
 //   - Activations, sampling and kernel launches are not priced: they are
 //     the fixed per-step cost a measured run shows as residual
 //     (Ceiling.Assess).

@@ -44,7 +44,7 @@ func (s *Shape) Decode(batch, context int) (StepCost, error) {
 		if l.window > 0 {
 			held = float64(min(context, l.window))
 		}
-		c.KVBytes += b * held * float64(l.kvBytes)
+		c.KVBytes += b * held * float64(l.kvRead)
 		c.AttentionFLOPs += b * held * l.attnQK
 	}
 	c.WeightFLOPs = 2 * b * float64(s.ActiveParams)
@@ -87,4 +87,55 @@ func causalPairs(n, window int) float64 {
 	}
 	w := float64(window)
 	return w*(w+1)/2 + (t-w)*w
+}
+
+// Part is one sequence's share of an engine step: Context tokens already
+// cached, Tokens computed now (1 for a decode, a chunk or a whole prompt
+// for a prefill).
+type Part struct {
+	Context, Tokens int
+}
+
+// Step prices one engine step of mixed work, as vLLM batches it: the
+// weights read once for every token of the step (routed experts as
+// ExpertsRead of the step's tokens), each decode part's KV read (as
+// Decode), each prefill part's cached prefix read and its own KV written,
+// causal attention over its chunk, and logits for one token per part.
+// Step of decodes alone is Decode; Step of one part from context 0 is
+// Prefill.
+func (s *Shape) Step(parts []Part) (StepCost, error) {
+	if len(parts) == 0 {
+		return StepCost{}, fmt.Errorf("a step of no sequences")
+	}
+	c := StepCost{Batch: len(parts)}
+	for _, p := range parts {
+		if p.Tokens < 1 || p.Context < 0 {
+			return StepCost{}, fmt.Errorf("part of %d tokens after %d cached: want at least 1 token and a context of 0 or more", p.Tokens, p.Context)
+		}
+		c.Tokens += p.Tokens
+		c.Context = max(c.Context, p.Context)
+		for _, g := range s.groups {
+			held := float64(p.Context)
+			if g.window > 0 {
+				held = float64(min(p.Context, g.window))
+			}
+			c.KVBytes += held * float64(g.kvRead)
+			if p.Tokens == 1 {
+				c.AttentionFLOPs += held * g.attnQK
+				continue
+			}
+			c.KVBytes += float64(p.Tokens) * float64(g.kvBytes)
+			c.AttentionFLOPs += (causalPairs(p.Context+p.Tokens, g.window) - causalPairs(p.Context, g.window)) * g.attnPre
+		}
+	}
+	c.ExpertsRead = s.ExpertsRead(c.Tokens)
+	c.WeightBytes = s.StreamBytes + float64(s.MoELayers())*c.ExpertsRead*s.ExpertBytes
+	head := s.LMHeadParams
+	if s.Config.TiedEmbeddings {
+		head = s.EmbeddingParams
+	}
+	c.WeightFLOPs = 2*float64(c.Tokens)*float64(s.ActiveParams-head) + 2*float64(len(parts))*float64(head)
+	c.Bytes = c.WeightBytes + c.KVBytes
+	c.FLOPs = c.WeightFLOPs + c.AttentionFLOPs
+	return c, nil
 }

@@ -7,10 +7,18 @@
 //	    [--limit-mm-per-prompt '{"image":2}'] [--max-logprobs N]
 //	    [--num-gpu-blocks-override N] [--gpu-memory-utilization F]
 //	    [--logprobs-mode raw_logprobs]
-//	    [--profile fast|h100-gemma4-31b] [--profile-json JSON]
+//	    [--profile fast|h100-gemma4-31b|rtx3090-vlm|gemma4-e2b-h200nvl] [--profile-json JSON]
 //	    [--time-scale S] [--slowdown F] [--batch-noise A]
 //	    [--answer-spread CONFIDENT,NEARTIE] [--fault SPEC]... [--replay FILE]
 //	    [--transport-allowance D]
+//	    [-model-config FILE -gpu NAME [-bandwidth B/s] [-flops FLOP/s]
+//	     [-weight-dtype bf16|fp8|mxfp4] [-kv-dtype bf16|fp8] [-efficiency FAMILY]]
+//
+// -model-config and -gpu serve a first-principles profile
+// (stub.ProfilePhysical): step times from the config's roofline on the
+// GPU's peaks with the GPU family's fitted efficiency constants, KV
+// capacity from the GPU's memory × --gpu-memory-utilization minus the
+// weights; the vllm serve flags above still apply.
 //
 // VLLM_SERVER_DEV_MODE=1 mounts the cache reset endpoints. SIGINT and
 // SIGTERM shut it down gracefully. It is also the container image's

@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/vetbench/vetbench/bench/roofline"
 	"github.com/vetbench/vetbench/receipts/replay"
 	"github.com/vetbench/vetbench/stub"
 )
@@ -59,6 +61,11 @@ type runOpts struct {
 	legacy, promptDetails      bool
 	dataParallel               int
 	setFlags                   map[string]bool
+
+	// A first-principles profile (stub.ProfilePhysical).
+	modelConfig, gpu             string
+	bandwidth, flops             float64
+	weightDtype, kvDtype, effFam string
 }
 
 func parse(args []string, stderr io.Writer) (runOpts, error) {
@@ -78,7 +85,7 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.BoolVar(&o.noPrefix, "no-enable-prefix-caching", false, "disable the prefix cache")
 	fs.StringVar(&o.limitMM, "limit-mm-per-prompt", "", `most items per prompt, JSON such as {"image":2}`)
 	fs.StringVar(&o.logprobsMode, "logprobs-mode", "raw_logprobs", "only raw_logprobs, which is what the twin returns")
-	fs.StringVar(&o.profileName, "profile", stub.ProfileFastName, "twin profile: fast or h100-gemma4-31b")
+	fs.StringVar(&o.profileName, "profile", stub.ProfileFastName, "twin profile: fast, h100-gemma4-31b, rtx3090-vlm or gemma4-e2b-h200nvl")
 	fs.StringVar(&o.profileJSON, "profile-json", "", "a whole stub.Profile as JSON (replaces --profile)")
 	fs.Float64Var(&o.timeScale, "time-scale", 1, "run this many times faster than real time (metrics stay in model seconds)")
 	fs.Float64Var(&o.slowdown, "slowdown", 1, "multiply every server-side duration: engine steps and frontend, not the network (1.2 = 20% slower server)")
@@ -87,6 +94,13 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.replay, "replay", "", "serve the answer distributions of this receipt (vetbench or typevet JSON)")
 	fs.DurationVar(&o.allowance, "transport-allowance", 0, "wall time per request taken out of the modelled round trip")
 	fs.Var(&o.faults, "fault", "inject a fault, KIND[:key=value,...] (repeatable; see stub.ParseFault)")
+	fs.StringVar(&o.modelConfig, "model-config", "", "serve a first-principles profile of this Hugging Face config.json (with -gpu; replaces --profile)")
+	fs.StringVar(&o.gpu, "gpu", "", "GPU of the first-principles profile: a name of vetbench roofline's table (h100-sxm, h200-sxm, h200-nvl, rtx3090)")
+	fs.Float64Var(&o.bandwidth, "bandwidth", 0, "measured memory bandwidth, bytes/s (replaces the GPU's spec)")
+	fs.Float64Var(&o.flops, "flops", 0, "measured dense FLOP/s (replaces the GPU's spec)")
+	fs.StringVar(&o.weightDtype, "weight-dtype", "bf16", "weight dtype of the first-principles profile: bf16, fp16, fp8 or mxfp4")
+	fs.StringVar(&o.kvDtype, "kv-dtype", "bf16", "KV cache dtype of the first-principles profile: bf16, fp16 or fp8")
+	fs.StringVar(&o.effFam, "efficiency", "", "efficiency constants' GPU family (default: the GPU's; name one to borrow it, e.g. hopper)")
 	var apiKey string
 	fs.StringVar(&apiKey, "api-key", "", "require this bearer token on /v1/*, /tokenize and the resets (vllm serve --api-key; also VLLM_API_KEY, comma-separated keys)")
 	fs.BoolVar(&o.promptDetails, "enable-prompt-tokens-details", false, "fill usage.prompt_tokens_details (cached_tokens)")
@@ -115,6 +129,12 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	if o.logprobsMode != "raw_logprobs" {
 		return runOpts{}, fmt.Errorf("--logprobs-mode %q: the twin returns raw logprobs only", o.logprobsMode)
 	}
+	if (o.modelConfig == "") != (o.gpu == "") {
+		return runOpts{}, errors.New("-model-config and -gpu go together")
+	}
+	if o.modelConfig != "" && (o.setFlags["profile"] || o.profileJSON != "") {
+		return runOpts{}, errors.New("-model-config replaces --profile and --profile-json; give one")
+	}
 	o.devMode = truthy(os.Getenv("VLLM_SERVER_DEV_MODE"))
 	if apiKey == "" {
 		apiKey = os.Getenv("VLLM_API_KEY")
@@ -139,6 +159,9 @@ func truthy(s string) bool {
 // serve flags that override it.
 func (o runOpts) buildProfile() (stub.Profile, error) {
 	var p stub.Profile
+	if o.modelConfig != "" {
+		return o.physicalProfile()
+	}
 	if o.profileJSON != "" {
 		if err := json.Unmarshal([]byte(o.profileJSON), &p); err != nil {
 			return stub.Profile{}, fmt.Errorf("--profile-json: %w", err)
@@ -194,6 +217,60 @@ func (o runOpts) buildProfile() (stub.Profile, error) {
 				return stub.Profile{}, fmt.Errorf("--limit-mm-per-prompt: unknown modality %q", k)
 			}
 		}
+	}
+	return p, p.Validate()
+}
+
+// physicalProfile builds a first-principles profile: the config's shape
+// in the given dtypes, the GPU's peaks (measured ones win), its family's
+// efficiency constants, and the vllm serve flags given.
+func (o runOpts) physicalProfile() (stub.Profile, error) {
+	cfg, err := roofline.ReadConfig(o.modelConfig)
+	if err != nil {
+		return stub.Profile{}, fmt.Errorf("-model-config: %w", err)
+	}
+	var d roofline.Dtypes
+	if d.Weights, err = roofline.ParseWeightDtype(o.weightDtype); err != nil {
+		return stub.Profile{}, fmt.Errorf("-weight-dtype: %w", err)
+	}
+	if d.KV, err = roofline.ParseKVDtype(o.kvDtype); err != nil {
+		return stub.Profile{}, fmt.Errorf("-kv-dtype: %w", err)
+	}
+	hw, err := roofline.LookupGPU(o.gpu)
+	if err != nil {
+		return stub.Profile{}, fmt.Errorf("-gpu: %w", err)
+	}
+	hw = hw.WithMeasured(o.bandwidth, o.flops)
+	fam := o.effFam
+	if fam == "" {
+		fam = o.gpu
+	}
+	eff, ok := stub.Efficiencies()[fam]
+	if !ok {
+		if eff, err = stub.EfficiencyFor(fam); err != nil {
+			return stub.Profile{}, fmt.Errorf("-efficiency: %w", err)
+		}
+	}
+	var lim map[string]int
+	if o.limitMM != "" {
+		if err := json.Unmarshal([]byte(o.limitMM), &lim); err != nil {
+			return stub.Profile{}, fmt.Errorf("--limit-mm-per-prompt %s: %w", o.limitMM, err)
+		}
+	}
+	name := o.model
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(o.modelConfig), filepath.Ext(o.modelConfig))
+	}
+	p, err := stub.ProfilePhysical(name, cfg, d, hw, eff, stub.ServeFlags{MaxModelLen: o.maxModelLen, MaxNumSeqs: o.maxNumSeqs,
+		MaxNumBatchedTokens: o.maxBatched, GPUMemoryUtilization: o.gpuUtil, LimitImages: lim["image"], NoPrefixCaching: o.noPrefix})
+	if err != nil {
+		return stub.Profile{}, err
+	}
+	if o.numBlocks != 0 {
+		p.NumGPUBlocks = o.numBlocks
+	}
+	if o.maxLogprobs != -2 {
+		p.MaxLogprobs = o.maxLogprobs
 	}
 	return p, p.Validate()
 }

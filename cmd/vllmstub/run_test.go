@@ -230,6 +230,50 @@ func flagNames(args []string) []string {
 	return out
 }
 
+// TestPhysicalProfileFlags: -model-config and -gpu build a first-principles
+// profile (roofline steps, KV capacity from the GPU's memory); measured
+// peaks and dtypes reach it; a GPU family without fitted constants is
+// refused unless one is borrowed; the profile crosses to a container as
+// --profile-json unchanged.
+func TestPhysicalProfileFlags(t *testing.T) {
+	cfg := filepath.Join("..", "..", "bench", "roofline", "testdata", "qwen3-0.6b.json")
+	o, err := parse([]string{"-model-config", cfg, "-gpu", "h100-sxm", "--max-model-len", "4096", "-bandwidth", "3e12", "-kv-dtype", "fp8"}, io.Discard)
+	require.NoError(t, err)
+	p, err := o.buildProfile()
+	require.NoError(t, err)
+	require.NotNil(t, p.Physical)
+	require.Equal(t, "qwen3-0.6b", p.Name)
+	require.Equal(t, 4096, p.MaxModelLen)
+	require.Equal(t, 3e12, p.Physical.Hardware.Bandwidth.Value, "a measured peak wins")
+	require.EqualValues(t, "measured", p.Physical.Hardware.Bandwidth.Source)
+	require.EqualValues(t, "fp8", p.Physical.Dtypes.KV)
+	require.Equal(t, "hopper", p.Physical.Efficiency.Family)
+	// KV capacity: 80 GB × 0.9 − the weights, in 16-token blocks of 28
+	// layers × 2 × 8 KV heads × 128 × 1 byte (fp8).
+	want := (80e9*0.9 - 2*596049920) / (28 * 2 * 8 * 128) / 16
+	require.InDelta(t, want, float64(p.NumGPUBlocks), want/1000)
+
+	_, err = parse([]string{"-model-config", cfg}, io.Discard)
+	require.ErrorContains(t, err, "go together")
+	o, err = parse([]string{"-model-config", cfg, "-gpu", "rtx3090"}, io.Discard)
+	require.NoError(t, err)
+	_, err = o.buildProfile()
+	require.ErrorContains(t, err, "no fitted efficiency constants")
+	o, err = parse([]string{"-model-config", cfg, "-gpu", "rtx3090", "-efficiency", "hopper"}, io.Discard)
+	require.NoError(t, err)
+	borrowed, err := o.buildProfile()
+	require.NoError(t, err)
+	require.Equal(t, 936e9, borrowed.Physical.Hardware.Bandwidth.Value)
+
+	args, _, err := stub.Flags(stub.WithProfile(p))
+	require.NoError(t, err)
+	o, err = parse(args, io.Discard)
+	require.NoError(t, err)
+	back, err := o.buildProfile()
+	require.NoError(t, err)
+	require.Equal(t, p, back, "the profile survives --profile-json")
+}
+
 // TestFlagsRoundTripVLLM carries the vllm serve features the twin has
 // (--api-key through VLLM_API_KEY, never the command line) across Flags.
 func TestFlagsRoundTripVLLM(t *testing.T) {

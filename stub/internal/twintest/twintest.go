@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,6 +127,107 @@ func (rt handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		r.res.Request = req
 		return r.res, nil
 	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+}
+
+// StreamTransport serves every request with h in memory, like Transport,
+// but hands the response to the client as soon as the handler sends its
+// status (WriteHeader, a Write or a Flush) and streams the body through a
+// pipe as the handler writes it, so a client sees server-sent events when
+// they are sent: a twin's stream keeps its timing on fake time. As over a
+// connection, closing the body or ending the request's context cancels
+// the handler's context, and a handler that aborts mid-body
+// (http.ErrAbortHandler) cuts the body with io.ErrUnexpectedEOF.
+func StreamTransport(h http.Handler) http.RoundTripper { return streamTransport{h} }
+
+type streamTransport struct{ h http.Handler }
+
+// pipeWriter is the handler's side of a streamed response.
+type pipeWriter struct {
+	header  http.Header
+	pw      *io.PipeWriter
+	pr      *io.PipeReader
+	started chan *http.Response
+	req     *http.Request
+	sent    bool
+}
+
+func (w *pipeWriter) Header() http.Header { return w.header }
+
+func (w *pipeWriter) WriteHeader(code int) {
+	if w.sent {
+		return
+	}
+	w.sent = true
+	res := &http.Response{StatusCode: code, Status: fmt.Sprintf("%d %s", code, http.StatusText(code)),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: w.header.Clone(), Body: w.pr, ContentLength: -1, Request: w.req}
+	if n, err := strconv.ParseInt(w.header.Get("Content-Length"), 10, 64); err == nil {
+		res.ContentLength = n
+	}
+	w.started <- res
+}
+
+func (w *pipeWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.pw.Write(b)
+}
+
+func (w *pipeWriter) Flush() { w.WriteHeader(http.StatusOK) }
+
+// body is the client's side: Close cancels the handler, as a closed
+// connection does.
+type body struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (b body) Close() error {
+	b.cancel()
+	return b.PipeReader.Close()
+}
+
+func (rt streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	pr, pw := io.Pipe()
+	w := &pipeWriter{header: http.Header{}, pw: pw, pr: pr, started: make(chan *http.Response, 1), req: req}
+	failed := make(chan error, 1)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer func() {
+			if r := recover(); r != nil {
+				if r != http.ErrAbortHandler {
+					panic(r)
+				}
+				if w.sent {
+					pw.CloseWithError(io.ErrUnexpectedEOF)
+				} else {
+					failed <- errors.New("in-memory transport: handler aborted the response")
+				}
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+			pw.Close()
+		}()
+		rt.h.ServeHTTP(w, req.WithContext(ctx))
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			pr.CloseWithError(ctx.Err())
+		case <-finished:
+		}
+	}()
+	select {
+	case res := <-w.started:
+		res.Body = body{pr, cancel}
+		return res, nil
+	case err := <-failed:
+		cancel()
+		return nil, err
+	case <-req.Context().Done():
+		cancel()
 		return nil, req.Context().Err()
 	}
 }

@@ -1,0 +1,162 @@
+package stub
+
+import (
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vetbench/vetbench/bench/roofline"
+)
+
+// e2bRuns caches one simulated matrix per efficiency set: the profile
+// test and the holdout test read the same run.
+var e2bRuns sync.Map // Efficiency -> *e2bRun
+
+type e2bRun struct {
+	once    sync.Once
+	cells   map[[2]int]*matrixCell
+	prefill map[int]*matrixCell
+}
+
+func simulateE2B(t testing.TB, eff Efficiency) (map[[2]int]*matrixCell, map[int]*matrixCell) {
+	v, _ := e2bRuns.LoadOrStore(eff, &e2bRun{})
+	r := v.(*e2bRun)
+	r.once.Do(func() { r.cells, r.prefill = runMatrix(e2bProfile(t, eff), e2bMatrixRun) })
+	return r.cells, r.prefill
+}
+
+// TestProfileRTX3090 drives ProfileRTX3090 through the receipt's method on
+// simulated time and prints every point next to the receipt: aggregate
+// and per-request tok/s and mean completion time within ±15%. A 30%
+// slower engine must fall outside (the comparison can fail).
+func TestProfileRTX3090(t *testing.T) {
+	bad := logFigures(t, "RTX 3090 token throughput", rtx3090Figures(t, ProfileRTX3090()), 0.15)
+	require.Empty(t, bad, "the RTX 3090 profile no longer reproduces the receipt")
+	for _, r := range loadRTX3090(t).Records {
+		require.Equal(t, r.Repeats*r.Concurrency*r.OutputPerRequest, r.Verified, "the receipt's own count")
+	}
+	g := runTokens(ProfileRTX3090(), rtx3090Run, "text", 4)
+	require.Equal(t, g.WantPerRepeat*rtx3090Run.Repeats, g.VerifiedTokens, "every request made its 128 tokens")
+
+	slow := ProfileRTX3090()
+	slow.StepBase, slow.StepPerToken, slow.StepPerSeq = slow.StepBase*13/10, slow.StepPerToken*13/10, slow.StepPerSeq*13/10
+	require.NotEmpty(t, logFigures(t, "30% slower steps", rtx3090Figures(t, slow)[:3], 0.15), "a 30% slower engine still passes")
+}
+
+// decodeTTFTTolerance bounds the decode cells' time to first token, where
+// ±15% is out of reach: the published TTFTs are one p50 each over a few
+// requests and move unevenly with concurrency (at 16K +2% from c=2 to 4,
+// then +75% to c=8; at 32K c=16 below c=8), which a twin whose TTFT grows
+// smoothly with the streams in flight cannot follow point by point. Every
+// other figure is held to ±15%.
+const decodeTTFTTolerance = 0.30
+
+// byFigure holds decode TTFTs to ttft and everything else to ±15%.
+func byFigure(ttft float64) func(figure) float64 {
+	return func(f figure) float64 {
+		if f.Name == "TTFT s" && strings.HasPrefix(f.Row, "Decode") {
+			return ttft
+		}
+		return 0.15
+	}
+}
+
+// TestProfileE2BH200NVL runs the gemma-4-E2B-it H200 NVL profile through
+// the speed matrix method on simulated time and prints every published
+// figure next to the twin's: prefill tok/s and TTFT per context, and per
+// decode cell (8K–123K × 1–128) total and per-request tok/s, TTFT and time
+// between tokens: each within ±15%, but decode TTFT within
+// decodeTTFTTolerance. The profile is the roofline model of the E2B
+// config on the H200 NVL's peaks with constants fitted to every row
+// (EfficiencyE2BH200NVL); TestPhysicalHoldout shows the Hopper constants
+// fitted on two rows predicting the rest.
+func TestProfileE2BH200NVL(t *testing.T) {
+	cells, prefill := simulateE2B(t, EfficiencyE2BH200NVL)
+	figs := e2bFigures(t, cells, prefill, e2bMatrixRun.Contexts, allPrefill)
+	bad := logFiguresBy(t, "gemma-4-E2B-it H200 NVL speed matrix", figs, byFigure(decodeTTFTTolerance))
+	n := 0
+	for _, f := range figs {
+		if f.outside(0.15) {
+			n++
+		}
+	}
+	t.Logf("%d of %d figures outside ±15%% (decode TTFTs only)", n, len(figs))
+	worst, mean := errorSummary(figs)
+	t.Logf("%d figures: worst %.1f%%, mean %.1f%%", len(figs), 100*worst, 100*mean)
+	require.Empty(t, bad, "the E2B profile no longer reproduces the published matrix")
+	dec, _ := loadE2BMatrix(t)
+	for k, c := range cells {
+		require.False(t, c.Queued, "%v: the published cell is %s", k, dec[k].Status)
+	}
+	// Positive control: ITLs 20% longer miss.
+	var skewed []figure
+	for _, f := range figs {
+		if f.Name == "between tokens s" {
+			f.Got *= 1.2
+			skewed = append(skewed, f)
+		}
+	}
+	require.NotEmpty(t, logFigures(t, "ITL +20%", skewed[:8], 0.15))
+}
+
+// TestPhysicalHoldout is issue 12's test: the Hopper constants
+// (EfficiencyHopper) were fitted on the 8K and 16K rows of the E2B matrix
+// only (prefill and decode) and are held fixed; the same first-principles
+// profile then predicts the rows it never saw. The fitted rows must be
+// within ±15% (decode TTFT within fittedTTFTTolerance: two of the 16K
+// row's published TTFTs pull in opposite directions, see
+// decodeTTFTTolerance); the held-out rows are printed point by point,
+// honestly, and bounded loosely (holdoutBound) so that a model that stops
+// extrapolating fails.
+func TestPhysicalHoldout(t *testing.T) {
+	cells, prefill := simulateE2B(t, EfficiencyHopper)
+	fitted := e2bFigures(t, cells, prefill, fittedContexts, fittedContexts)
+	bad := logFiguresBy(t, "fitted rows (8K, 16K)", fitted, byFigure(fittedTTFTTolerance))
+	held := e2bFigures(t, cells, prefill, []int{32768, 65536, 126912}, []int{32768, 65536, 126912, 131008})
+	tooFar := logFigures(t, "held-out rows (32K–123K, prefill 32K–128K): prediction error, not refitted", held, holdoutBound)
+	worst, mean := errorSummary(held)
+	t.Logf("held out: %d figures, worst %.1f%%, mean %.1f%%", len(held), 100*worst, 100*mean)
+	require.Empty(t, bad, "the Hopper constants no longer fit the rows they were fitted on")
+	require.Empty(t, tooFar, "the held-out prediction is worse than ±%.0f%%", 100*holdoutBound)
+}
+
+// fittedTTFTTolerance bounds the fitted rows' decode TTFT.
+const fittedTTFTTolerance = 0.20
+
+// holdoutBound bounds the held-out prediction error of TestPhysicalHoldout
+// (the README's table): throughput and time between tokens extrapolate
+// within a few percent, but two contexts cannot teach the fit how
+// attention's efficiency falls on long prompts (the 128K prefill comes out
+// 40% fast) nor pin the published TTFTs' unevenness.
+const holdoutBound = 0.45
+
+// TestPhysicalKVCapacity: a physical profile's KV capacity is the GPU's
+// memory × gpu_memory_utilization minus the weights, in blocks of the
+// model's KV bytes per token, and /metrics' cache_config_info reports it.
+func TestPhysicalKVCapacity(t *testing.T) {
+	p := e2bProfile(t, EfficiencyHopper)
+	shape, err := roofline.NewShape(p.Physical.Config, p.Physical.Dtypes)
+	require.NoError(t, err)
+	free := p.Physical.Hardware.MemoryBytes*p.GPUMemoryUtilization - shape.WeightBytes
+	blocks := math.Floor(free / float64(shape.KVBytesPerToken) / float64(p.BlockSize))
+	require.Equal(t, int(blocks), p.NumGPUBlocks)
+	t.Logf("E2B on H200 NVL at 0.854: %.1f GB of weights, %d KV bytes per token, %d blocks (%.2fM tokens)",
+		shape.WeightBytes/1e9, shape.KVBytesPerToken, p.NumGPUBlocks, float64(p.NumGPUBlocks*p.BlockSize)/1e6)
+	m := newMetrics(p, p.Model, fixedTime)
+	require.Equal(t, itoa(p.NumGPUBlocks), m.cache["num_gpu_blocks"])
+	require.Equal(t, "16", m.cache["block_size"])
+	require.Equal(t, pyFloat(0.854015), m.cache["gpu_memory_utilization"])
+}
+
+// TestProfileE2BConfigCopy: the embedded config is the roofline testdata's.
+func TestProfileE2BConfigCopy(t *testing.T) {
+	b, err := os.ReadFile("../bench/roofline/testdata/gemma-4-e2b-it.json")
+	require.NoError(t, err)
+	require.Equal(t, string(b), string(gemma4E2BConfig))
+	p, err := ProfileByName(ProfileE2BName)
+	require.NoError(t, err)
+	require.Equal(t, e2bProfile(t, EfficiencyE2BH200NVL).NumGPUBlocks, p.NumGPUBlocks)
+}

@@ -1,0 +1,539 @@
+package stub
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"math"
+	"sort"
+)
+
+// decodeSim drives the engine core, the frontend model and a profile's
+// timing on a virtual clock for streaming clients: the fast twin of the
+// whole server for decode workloads, as simServer (sim_test.go) is for
+// judgments. It follows engine.run step for step: requests reach the
+// scheduler at the first step boundary after they are ready, aborts are
+// applied at boundaries, a step's tokens arrive at its end. The network
+// is not modelled (the published runs' clients were local).
+type decodeSim struct {
+	p     Profile
+	t     *timing
+	m     *metrics
+	c     *core
+	fe    *frontendModel
+	now   float64
+	q     simQueue
+	seq   int
+	inbox []inboxEntry
+	abort []*request
+	busy  bool
+	steps int
+
+	// onToken is called for every token a request receives; onDone when
+	// it finishes (any reason, aborts included).
+	onToken func(r *request, at float64)
+	onDone  func(r *request, at float64)
+}
+
+func newDecodeSim(p Profile) *decodeSim {
+	t := newTiming(p, 1)
+	m := newMetrics(p, p.Model, fixedTime)
+	return &decodeSim{p: p, t: t, m: m, c: newCore(p, m), fe: &frontendModel{t: t, m: m, mm: newLRU(p.MMCacheItems)}}
+}
+
+type simAction struct {
+	t   float64
+	seq int
+	fn  func()
+}
+
+type simQueue []simAction
+
+func (q simQueue) Len() int { return len(q) }
+func (q simQueue) Less(i, j int) bool {
+	if q[i].t != q[j].t {
+		return q[i].t < q[j].t
+	}
+	return q[i].seq < q[j].seq
+}
+func (q simQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *simQueue) Push(x any)   { *q = append(*q, x.(simAction)) }
+func (q *simQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// at schedules fn at model time t (never before now).
+func (s *decodeSim) at(t float64, fn func()) {
+	s.seq++
+	heap.Push(&s.q, simAction{t: max(t, s.now), seq: s.seq, fn: fn})
+}
+
+// runUntil executes events up to and including time t (or until stop
+// says so), leaving the clock at t.
+func (s *decodeSim) runUntil(t float64, stop func() bool) {
+	for s.q.Len() > 0 && s.q[0].t <= t {
+		a := heap.Pop(&s.q).(simAction)
+		s.now = a.t
+		a.fn()
+		if stop != nil && stop() {
+			return
+		}
+	}
+	if !math.IsInf(t, 1) {
+		s.now = max(s.now, t)
+	}
+}
+
+// send submits r at model time now: the frontend (serial), the ingest
+// stage, then the scheduler at the next boundary.
+func (s *decodeSim) send(r *request) {
+	load := len(s.inbox) + len(s.c.waiting) + len(s.c.running)
+	start, done := s.fe.reserve(s.now, digestsOf(r.prompt), false, load, len(r.prompt.Tokens))
+	r.arrival = start
+	ready := done + s.t.ingest(len(r.prompt.Tokens), load)
+	s.at(ready, func() {
+		s.inbox = append(s.inbox, inboxEntry{r, s.now})
+		if !s.busy {
+			s.boundary()
+		}
+	})
+}
+
+// cancel withdraws a request at the next boundary, as engine.abort does.
+func (s *decodeSim) cancel(r *request) {
+	s.abort = append(s.abort, r)
+	for i, in := range s.inbox {
+		if in.r == r {
+			s.inbox = append(s.inbox[:i], s.inbox[i+1:]...)
+			break
+		}
+	}
+	if !s.busy {
+		s.boundary()
+	}
+}
+
+func (s *decodeSim) boundary() {
+	for _, r := range s.abort {
+		if s.c.abort(r, s.now) && s.onDone != nil {
+			s.onDone(r, s.now)
+		}
+	}
+	s.abort = s.abort[:0]
+	n := 0
+	keep := s.inbox[:0]
+	for _, in := range s.inbox {
+		if in.ready > s.now {
+			keep = append(keep, in)
+			continue
+		}
+		s.c.add(in.r, s.now+float64(n)*s.t.admitPerRequest)
+		n++
+	}
+	s.inbox = keep
+	if !s.c.hasWork() {
+		s.busy = false
+		return
+	}
+	at := s.now + float64(n)*s.t.admitPerRequest + s.t.schedulePass
+	st := s.c.schedule(at)
+	if st == nil {
+		panic("simulated request does not fit in the KV cache")
+	}
+	s.busy = true
+	s.steps++
+	s.at(at+st.duration(s.t), func() { s.stepEnd(st) })
+}
+
+func (s *decodeSim) stepEnd(st *step) {
+	before := make([]int, len(st.entries))
+	for i, e := range st.entries {
+		before[i] = e.r.generated
+	}
+	done := s.c.complete(st, s.now)
+	if s.onToken != nil {
+		for i, e := range st.entries {
+			if e.r.generated > before[i] {
+				s.onToken(e.r, s.now)
+			}
+		}
+	}
+	if s.onDone != nil {
+		for _, r := range done {
+			s.onDone(r, s.now)
+		}
+	}
+	s.boundary()
+}
+
+// idle runs until nothing is queued or in flight.
+func (s *decodeSim) idle() {
+	s.runUntil(math.Inf(1), nil)
+}
+
+func digestsOf(p prompt) []string {
+	out := make([]string, len(p.Images))
+	for i, im := range p.Images {
+		out[i] = im.Digest
+	}
+	return out
+}
+
+// synthPrompt is a prompt of n text tokens whose ids derive from tag (the
+// same tag, the same prompt: prefix-cache hits), plus images image
+// placeholders blocks of imageTokens each with distinct digests.
+func synthPrompt(tag string, n, images, imageTokens int, blockSize int) (prompt, []uint64) {
+	var p prompt
+	key := newRNG([]byte(tag))
+	for range n {
+		p.Tokens = append(p.Tokens, wordBase+int(key.next()%wordSpan))
+	}
+	for i := range images {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(i))
+		d := newRNG([]byte(tag), []byte("image"), b[:])
+		p.Tokens = append(p.Tokens, TokenImageStart)
+		p.Images = append(p.Images, promptImage{Digest: tag + "#" + itoa(i) + "#" + itoa(int(d.next()%1e9)), Offset: len(p.Tokens), Length: imageTokens})
+		for range imageTokens {
+			p.Tokens = append(p.Tokens, TokenImageSoft)
+		}
+		p.Tokens = append(p.Tokens, TokenImageEnd)
+	}
+	p.Text = tag
+	return p, blockHashes(p, blockSize, "")
+}
+
+// median is numpy's percentile 50 (linear between the middle two).
+func median(xs []float64) float64 {
+	return percentile(xs, 0.5)
+}
+
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	pos := q * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
+
+// ---- The speed matrix method (method.md §1–§6) ----
+
+// matrixCell is one sustained-decode cell as llm-inference-bench reports
+// it.
+type matrixCell struct {
+	Context, C                    int
+	TotalTokS, PerRequestTokS     float64
+	TTFT, ITL                     float64 // p50 over the cell's requests, seconds
+	AvgRunning                    float64
+	Completed, OutputTokens       int
+	Window                        float64
+	Queued                        bool // "Requests queued": waiting seen, or running under 0.95·C
+	PrefillTokS, PrefillTTFT      float64
+	prefillMeasured               bool
+	warmupTimedOut, readinessSeen bool
+}
+
+// matrixRun is the method's parameters.
+type matrixRun struct {
+	Contexts    []int // prompt tokens per row
+	Levels      []int
+	MaxTokens   int     // 4096 on the published pages
+	Duration    float64 // 30 s
+	PrefillOnly []int   // contexts with a prefill row but no decode row (128K)
+}
+
+// runMatrix runs the speed matrix on a fresh server in the tool's order:
+// every context at the first level (whose scouts, cold, are the prefill
+// rows), then the first context at every level, then the rest row by row;
+// 2 s between cells. In a cell every request sends the context's one
+// prompt (the scout warmed it: KV demand is ctx + C × output), C workers
+// keep C streams in flight, the 30 s window starts once nothing waits,
+// every stream has a token and C run, held for 3 s on 1 s scrapes, and
+// tokens are counted inside it; TTFT and time between tokens are p50
+// over every request of the cell, warm-up included.
+func runMatrix(p Profile, m matrixRun) (cells map[[2]int]*matrixCell, prefill map[int]*matrixCell) {
+	s := newDecodeSim(p)
+	cells = map[[2]int]*matrixCell{}
+	prefill = map[int]*matrixCell{}
+	type key = [2]int
+	var order []key
+	for _, ctx := range m.Contexts {
+		order = append(order, key{ctx, m.Levels[0]})
+	}
+	for _, c := range m.Levels[1:] {
+		order = append(order, key{m.Contexts[0], c})
+	}
+	for _, ctx := range m.Contexts[1:] {
+		for _, c := range m.Levels[1:] {
+			order = append(order, key{ctx, c})
+		}
+	}
+	prompts := map[int]prompt{}
+	hashes := map[int][]uint64{}
+	promptFor := func(ctx int) (prompt, []uint64) {
+		if _, ok := prompts[ctx]; !ok {
+			pr, h := synthPrompt("ctx-"+itoa(ctx), ctx, 0, 0, p.BlockSize)
+			prompts[ctx], hashes[ctx] = pr, h
+		}
+		return prompts[ctx], hashes[ctx]
+	}
+	// scout sends one max_tokens=1 request of the context's prompt and
+	// returns its TTFT.
+	scout := func(ctx int) float64 {
+		pr, h := promptFor(ctx)
+		r := &request{prompt: pr, hashes: h, maxTokens: 1}
+		r.gen = generation{}
+		sent := s.now
+		first := math.NaN()
+		s.onToken = func(x *request, at float64) {
+			if x == r && math.IsNaN(first) {
+				first = at
+			}
+		}
+		s.onDone = nil
+		s.send(r)
+		s.runUntil(math.Inf(1), func() bool { return !math.IsNaN(first) })
+		s.idle()
+		return first - sent
+	}
+	for _, ctx := range m.PrefillOnly {
+		_ = ctx // measured after the matrix, below
+	}
+	for _, k := range order {
+		ctx, c := k[0], k[1]
+		cell := &matrixCell{Context: ctx, C: c}
+		cells[k] = cell
+		cold := prefill[ctx] == nil
+		t := scout(ctx)
+		if cold {
+			prefill[ctx] = &matrixCell{Context: ctx, C: 1, PrefillTTFT: t, PrefillTokS: float64(ctx) / t, prefillMeasured: true}
+		}
+		runCell(s, cell, m, promptFor)
+		s.idle()
+		s.runUntil(s.now+2, nil)
+	}
+	for _, ctx := range m.PrefillOnly {
+		t := scout(ctx)
+		prefill[ctx] = &matrixCell{Context: ctx, C: 1, PrefillTTFT: t, PrefillTokS: float64(ctx) / t, prefillMeasured: true}
+		s.runUntil(s.now+2, nil)
+	}
+	return cells, prefill
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// mreq is one client request of a cell.
+type mreq struct {
+	worker        int
+	sent          float64
+	first, last   float64
+	n             int
+	finished, cut bool
+}
+
+func runCell(s *decodeSim, cell *matrixCell, m matrixRun, promptFor func(int) (prompt, []uint64)) {
+	c := cell.C
+	pr, h := promptFor(cell.Context)
+	reqs := map[*request]*mreq{}
+	var all []*mreq
+	current := make([]*request, c)
+	stopped := false
+	measuring := false
+	var start, end, lastUpdate float64
+	windowTokens := 0
+	var sendNew func(w int)
+	sendNew = func(w int) {
+		r := &request{prompt: pr, hashes: h, maxTokens: m.MaxTokens}
+		r.gen = generation{} // ignore_eos: never EOS
+		mr := &mreq{worker: w, sent: s.now, first: math.NaN()}
+		reqs[r] = mr
+		all = append(all, mr)
+		current[w] = r
+		s.send(r)
+	}
+	s.onToken = func(r *request, at float64) {
+		mr := reqs[r]
+		if mr == nil || mr.cut {
+			return
+		}
+		mr.n++
+		if math.IsNaN(mr.first) {
+			mr.first = at
+		}
+		mr.last = at
+		if measuring && at > start && at <= end {
+			windowTokens++
+			lastUpdate = max(lastUpdate, at)
+		}
+	}
+	s.onDone = func(r *request, at float64) {
+		mr := reqs[r]
+		if mr == nil || mr.cut {
+			return
+		}
+		mr.finished = true
+		if !stopped && r.finishReason == "length" {
+			sendNew(mr.worker)
+		}
+	}
+	t0 := s.now
+	for w := range c {
+		sendNew(w)
+	}
+	// Readiness on 1 s scrapes: nothing waiting, every stream has a token,
+	// C running; held for 3 s, checked from 2 s in. Timeouts as the tool's.
+	timeout := 60.0
+	switch {
+	case cell.Context > 64*1024:
+		timeout = 180
+	case cell.Context > 32*1024:
+		timeout = 120
+	}
+	holdSince := math.NaN()
+	var running []float64
+	queued := false
+	for tick := t0 + 1; ; tick++ {
+		s.runUntil(tick, nil)
+		ok := len(s.c.waiting) == 0 && len(s.c.running) >= c
+		for _, r := range current {
+			ok = ok && reqs[r].n > 0
+		}
+		if !ok {
+			holdSince = math.NaN()
+		} else if math.IsNaN(holdSince) {
+			holdSince = tick
+		}
+		if tick-t0 >= 2 && !math.IsNaN(holdSince) && tick-holdSince >= 3 {
+			cell.readinessSeen = true
+			start = tick
+			break
+		}
+		if tick-t0 >= timeout {
+			cell.warmupTimedOut = true
+			start = tick
+			break
+		}
+	}
+	end = start + m.Duration
+	measuring = true
+	for tick := start + 1; tick <= end; tick++ {
+		s.runUntil(tick, nil)
+		running = append(running, float64(len(s.c.running)))
+		queued = queued || len(s.c.waiting) > 0
+	}
+	s.runUntil(end, nil)
+	stopped = true
+	measuring = false
+	for _, r := range current {
+		if mr := reqs[r]; !mr.finished {
+			mr.cut = true
+			s.cancel(r)
+		}
+	}
+	var ttft, itl, perReq []float64
+	completed, out := 0, 0
+	for _, mr := range all {
+		if mr.n > 0 {
+			ttft = append(ttft, mr.first-mr.sent)
+		}
+		if mr.n > 1 {
+			x := (mr.last - mr.first) / float64(mr.n-1)
+			itl = append(itl, x)
+			perReq = append(perReq, 1/x)
+		}
+		if mr.finished && !mr.cut {
+			completed++
+		}
+		out += mr.n
+	}
+	avg := 0.0
+	for _, r := range running {
+		avg += r / float64(len(running))
+	}
+	cell.TTFT, cell.ITL = median(ttft), median(itl)
+	cell.PerRequestTokS = median(perReq)
+	cell.Window = lastUpdate - start
+	if cell.Window > 0 {
+		cell.TotalTokS = float64(windowTokens) / cell.Window
+	}
+	cell.AvgRunning, cell.Completed, cell.OutputTokens = avg, completed, windowTokens
+	cell.Queued = queued || (c > 1 && avg < 0.95*float64(c)) || cell.warmupTimedOut
+}
+
+// ---- The token-throughput method (token-throughput-rtx3090.json) ----
+
+// tokensPoint is one point of the receipt: aggregate and per-request
+// output tok/s and mean batch completion time.
+type tokensPoint struct {
+	Workload                      string
+	C                             int
+	Aggregate, PerRequest, MeanS  float64
+	Runs                          []float64
+	VerifiedTokens, WantPerRepeat int
+}
+
+// tokensRun is the receipt's method: c requests at once, each a short
+// unique prompt (and, for one_image, one unique image), output fixed
+// greedy ignore-EOS tokens; a warm-up batch, then repeats batches each
+// timed from send to the last completion; aggregate = output tokens ÷
+// batch time (over all repeats), per request = aggregate ÷ c.
+type tokensRun struct {
+	PromptTokens, ImageTokens, Output, Repeats int
+}
+
+func runTokens(p Profile, tr tokensRun, workload string, c int) tokensPoint {
+	s := newDecodeSim(p)
+	images := 0
+	if workload == "one_image_per_request" {
+		images = 1
+	}
+	pt := tokensPoint{Workload: workload, C: c, WantPerRepeat: c * tr.Output}
+	seq := 0
+	batch := func() (wall float64, tokens int) {
+		left := c
+		var last float64
+		s.onToken = func(r *request, at float64) { tokens++ }
+		s.onDone = func(r *request, at float64) { left--; last = at }
+		t0 := s.now
+		for range c {
+			seq++
+			pr, h := synthPrompt("unique-"+workload+"-"+itoa(seq), tr.PromptTokens, images, tr.ImageTokens, p.BlockSize)
+			r := &request{prompt: pr, hashes: h, maxTokens: tr.Output}
+			s.send(r)
+		}
+		s.runUntil(math.Inf(1), func() bool { return left == 0 })
+		s.idle()
+		return last - t0, tokens
+	}
+	batch() // warm-up
+	total, totalWall := 0, 0.0
+	for range tr.Repeats {
+		s.runUntil(s.now+1, nil)
+		w, n := batch()
+		pt.Runs = append(pt.Runs, w)
+		total += n
+		totalWall += w
+	}
+	pt.VerifiedTokens = total
+	pt.Aggregate = float64(total) / totalWall
+	pt.PerRequest = pt.Aggregate / float64(c)
+	pt.MeanS = totalWall / float64(tr.Repeats)
+	return pt
+}

@@ -1,0 +1,381 @@
+package stub
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Streaming follows vLLM's chat_completion_stream_generator: status and
+// headers once the request is with the engine; at its first token a role
+// chunk (delta {"role": "assistant", "content": ""}) and the token's
+// content chunk; one chunk per output token after that, the last carrying
+// finish_reason; with stream_options.include_usage a usage-only chunk
+// with an empty choices list; then "data: [DONE]". With
+// continuous_usage_stats (and include_usage) every chunk carries the
+// running usage. A request that fails after the stream started (the
+// engine died, a generation error) gets an error object as its last chunk
+// before [DONE], as vLLM sends it; a client that goes away aborts the
+// request in the engine.
+
+// streamOpts is stream_options.
+type streamOpts struct {
+	IncludeUsage         *bool `json:"include_usage"`
+	ContinuousUsageStats *bool `json:"continuous_usage_stats"`
+}
+
+// streamOptions reads stream_options: an object, or absent. (Setting it
+// without stream is refused before this, as vLLM's validator does.)
+func (r *chatRequest) streamOptions() (streamOpts, *apiError) {
+	var o streamOpts
+	if len(r.StreamOptions) == 0 || string(r.StreamOptions) == "null" {
+		return o, nil
+	}
+	if err := json.Unmarshal(r.StreamOptions, &o); err != nil {
+		return o, validationError("stream_options", "Input should be a valid dictionary or instance of StreamOptions")
+	}
+	return o, nil
+}
+
+func (r *chatRequest) streaming() bool { return r.Stream != nil && *r.Stream }
+
+func (r *chatRequest) ignoreEOS() bool { return r.IgnoreEOS != nil && *r.IgnoreEOS }
+
+func (r *chatRequest) minTokens() int {
+	if r.MinTokens == nil {
+		return 0
+	}
+	return *r.MinTokens
+}
+
+// checkSampling applies SamplingParams' checks that need max_tokens.
+func (r *chatRequest) checkSampling(maxTokens int) *apiError {
+	if n := r.minTokens(); n < 0 {
+		return badRequest("min_tokens", "min_tokens must be greater than or equal to 0, got %d. (parameter=min_tokens, value=%d)", n, n)
+	} else if n > maxTokens {
+		return badRequest("min_tokens", "min_tokens must be less than or equal to max_tokens=%d, got %d. (parameter=min_tokens, value=%d)", maxTokens, n, n)
+	}
+	return nil
+}
+
+// promptTooLong is vLLM's 400 for a prompt that leaves no room to
+// generate when the request names no max_tokens (with max_tokens, the
+// caller's check says prompt plus output).
+func promptTooLong(r *chatRequest, promptTokens, maxLen int) *apiError {
+	if r.MaxTokens != nil || r.MaxCompletionTokens != nil || promptTokens < maxLen {
+		return nil
+	}
+	return badRequest("input_tokens", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=%d)",
+		maxLen, promptTokens, promptTokens)
+}
+
+// generationError is what vLLM answers for a request whose generation
+// failed (finish_reason "error").
+func generationError() *apiError {
+	return &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: "Internal server error"}
+}
+
+// decodeFaults sets what a request generates: its words and natural
+// length from its content, ignore_eos and min_tokens, the loop and
+// stream-error faults, and, for a stream, the engine's progress signal.
+func decodeFaults(r *request, req *chatRequest, f *faultState, maxTokens int) {
+	loop := f != nil && f.Kind == FaultLoop
+	r.gen = newGeneration(contentKey(r.prompt), req.ignoreEOS(), req.minTokens(), loop)
+	if f != nil && f.Kind == FaultStreamError {
+		n := maxTokens
+		if r.gen.eosAt > 0 {
+			n = min(n, r.gen.eosAt)
+		}
+		r.failAt = max(1, (n+1)/2)
+	}
+	if req.streaming() {
+		r.progress = make(chan struct{}, 1)
+	}
+}
+
+// streamCall is one streamed request.
+type streamCall struct {
+	eng   *engine // the engine holding it (data parallel: one of several)
+	rid   string
+	req   *chatRequest
+	topK  int
+	r     *request
+	fault *faultState
+	rt    float64 // the request's network round trip, model seconds
+	ready float64 // model time the engine got it
+}
+
+// Wire shapes, field for field in vLLM's order (pydantic model_dump_json
+// with exclude_unset: fields vLLM sets to None are sent as null).
+type (
+	chunkJSON struct {
+		ID             string          `json:"id"`
+		Object         string          `json:"object"`
+		Created        int64           `json:"created"`
+		Model          string          `json:"model"`
+		Choices        []choiceJSON    `json:"choices"`
+		Usage          *usageJSON      `json:"usage,omitempty"`
+		PromptTokenIDs json.RawMessage `json:"prompt_token_ids,omitempty"`
+	}
+	choiceJSON struct {
+		Index        int             `json:"index"`
+		Delta        deltaJSON       `json:"delta"`
+		Logprobs     json.RawMessage `json:"logprobs"`
+		FinishReason *string         `json:"finish_reason"`
+		StopReason   json.RawMessage `json:"stop_reason,omitempty"`
+		TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
+	}
+	deltaJSON struct {
+		Role    string  `json:"role,omitempty"`
+		Content *string `json:"content,omitempty"`
+	}
+	usageJSON struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	}
+)
+
+var jsonNull = json.RawMessage("null")
+
+// sse writes server-sent events and remembers the first write error (the
+// client went away).
+type sse struct {
+	w   http.ResponseWriter
+	err error
+}
+
+func (s *sse) data(v any) {
+	if s.err != nil {
+		return
+	}
+	b, err := marshal(v)
+	if err != nil {
+		s.err = err
+		return
+	}
+	_, s.err = fmt.Fprintf(s.w, "data: %s\n\n", b)
+}
+
+func (s *sse) done() {
+	if s.err == nil {
+		_, s.err = s.w.Write([]byte("data: [DONE]\n\n"))
+	}
+}
+
+func (s *sse) flush() {
+	if f, ok := s.w.(http.Flusher); ok && s.err == nil {
+		f.Flush()
+	}
+}
+
+// stream serves a submitted request as vLLM's event stream.
+func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
+	ctx := hr.Context()
+	r := c.r
+	opts, _ := c.req.streamOptions()
+	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
+	continuous := usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats
+	eng := c.eng
+	gone := func() { eng.abort(r) }
+
+	if c.fault != nil {
+		switch c.fault.Kind {
+		case FaultSlow:
+			d := c.fault.Delay
+			if d == 0 {
+				d = 30 * time.Second
+			}
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				gone()
+				return
+			}
+		case FaultReset:
+			gone()
+			resetConnection(w)
+			return
+		}
+	}
+	// vLLM's handler returns its StreamingResponse once the engine has the
+	// request, and the server sends the status and headers then.
+	if eng.clock.sleepUntil(ctx, c.ready+c.rt/2) != nil {
+		gone()
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	out := &sse{w: w}
+	out.flush()
+
+	id := "chatcmpl-" + c.rid
+	created := time.Now().Unix()
+	prompt := len(r.prompt.Tokens)
+	chunk := func(choices []choiceJSON, completion int) chunkJSON {
+		ch := chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.model, Choices: choices}
+		if continuous {
+			ch.Usage = &usageJSON{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
+		}
+		return ch
+	}
+	cut := -1 // the truncate fault cuts the stream halfway
+	if c.fault != nil && c.fault.Kind == FaultTruncate {
+		n := r.maxTokens
+		if r.gen.eosAt > 0 {
+			n = min(n, r.gen.eosAt)
+		}
+		cut = max(1, n/2)
+	}
+	sent := 0
+	for {
+		select {
+		case <-r.progress:
+		case <-r.done:
+		case <-ctx.Done():
+			gone()
+			return
+		}
+		// Whether it finished is read with the tokens, under the engine's
+		// lock, so the last token and its finish reason go together.
+		eng.mu.Lock()
+		times := append([]float64(nil), r.times[sent:]...)
+		view := *r
+		eng.mu.Unlock()
+		finished := view.finishReason != "" || view.err != nil
+		for k, at := range times {
+			i := sent + k
+			if eng.clock.sleepUntil(ctx, at+c.rt/2) != nil {
+				gone()
+				return
+			}
+			last := finished && i == view.generated-1 && view.finishReason != "error"
+			if view.finishReason == "error" && i == view.generated-1 {
+				break // the failed step's output is the error, below
+			}
+			choice := choiceJSON{Index: 0, Logprobs: jsonNull, TokenIDs: jsonNull}
+			var text string
+			if i == 0 {
+				first := view
+				first.generated = 1
+				resp := s.answer(c.rid, c.req, c.topK, &first)
+				text = resp.content
+				if resp.logprobs != nil {
+					choice.Logprobs = logprobsJSON(resp.logprobs[:1])
+				}
+				role := chunk([]choiceJSON{{Index: 0, Delta: deltaJSON{Role: "assistant", Content: new(string)}, Logprobs: jsonNull}}, 0)
+				role.PromptTokenIDs = jsonNull
+				out.data(role)
+			} else {
+				tok := r.gen.token(i)
+				text = tokenText(tok)
+				if c.req.logprobs() {
+					choice.Logprobs = logprobsJSON([]contentLogprob{s.continuationLogprob(c.req, c.topK, r.gen.logprobs(i), tok)})
+				}
+			}
+			choice.Delta = deltaJSON{Content: &text}
+			if last {
+				reason := view.finishReason
+				choice.FinishReason = &reason
+				choice.StopReason = jsonNull
+			}
+			out.data(chunk([]choiceJSON{choice}, i+1))
+			if i+1 == cut {
+				out.flush()
+				gone()
+				panic(http.ErrAbortHandler) // the connection drops mid-stream
+			}
+		}
+		sent += len(times)
+		if out.err != nil {
+			gone()
+			return
+		}
+		if finished {
+			switch {
+			case view.err != nil:
+				out.data(map[string]any{"error": map[string]any{"message": view.err.Error(), "type": "InternalServerError", "param": nil, "code": http.StatusInternalServerError}})
+			case view.finishReason == "error":
+				e := generationError()
+				out.data(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": nil, "code": e.Status}})
+			case usage:
+				n := view.generated
+				out.data(chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.model, Choices: []choiceJSON{},
+					Usage: &usageJSON{PromptTokens: prompt, TotalTokens: prompt + n, CompletionTokens: n}})
+			}
+			out.done()
+			out.flush()
+			s.mu.Lock()
+			s.stats.Served++
+			s.mu.Unlock()
+			return
+		}
+		out.flush()
+	}
+}
+
+// resetConnection closes the client's connection with no answer.
+func resetConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler) // no hijacker (HTTP/2): abort the stream
+}
+
+func logprobsJSON(c []contentLogprob) json.RawMessage {
+	b, err := marshal(map[string]any{"content": c})
+	if err != nil {
+		return jsonNull
+	}
+	return b
+}
+
+// continuationLogprob is a generated token's logprobs entry: the sampled
+// token, then the asked ids (logprob_token_ids, de-duplicated, the sampled
+// one not repeated) or the top_logprobs most probable, as vLLM's
+// _make_logprob_dict orders them.
+func (s *Server) continuationLogprob(req *chatRequest, topK int, lps map[int]float64, sampled int) contentLogprob {
+	asIDs := req.ReturnAsTokenIDs != nil && *req.ReturnAsTokenIDs
+	spell := func(id int) string {
+		if asIDs {
+			return "token_id:" + strconv.Itoa(id)
+		}
+		return tokenText(id)
+	}
+	lp := func(id int) float64 {
+		if v, ok := lps[id]; ok {
+			return v
+		}
+		return MinLogprob
+	}
+	cl := contentLogprob{logprobEntry: entry(spell(sampled), lp(sampled)), TopLogprobs: []logprobEntry{}}
+	switch {
+	case len(req.LogprobTokenIDs) > 0:
+		cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(sampled), lp(sampled)))
+		seen := map[int]bool{sampled: true}
+		for _, id := range req.LogprobTokenIDs {
+			if !seen[id] {
+				seen[id] = true
+				cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(id), lp(id)))
+			}
+		}
+	case topK != 0:
+		order := rank(lps)
+		k := topK
+		if k < 0 || k > len(order) {
+			k = len(order)
+		}
+		if lim := s.cfg.profile.MaxLogprobs; lim >= 0 {
+			k = min(k, lim)
+		}
+		for _, t := range order[:k] {
+			cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(t.id), t.lp))
+		}
+	}
+	return cl
+}
