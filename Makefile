@@ -79,23 +79,26 @@ gate-check:
 	VETBENCH_GATE_CHECK=1 VETBENCH_GATE_CHECK_OUT=$(GATE_CHECK_OUT) \
 	  $(GO) test ./cmd/vetbench -count=1 -run '^TestGateOnSlowedTwin$$' -v -timeout 30m
 
-## fuzz: each fuzzer for FUZZTIME (default 60s), one after another, with
-##       minimization capped at FUZZMINIMIZE calls per new input (the 60 s
-##       default leaves no time to fuzz); prints the executions each reached.
-##       The seed corpora (testdata/fuzz) run in `make test` as plain tests.
+## fuzz: each fuzzer for its budget (FUZZTIME, default 60s; FuzzDiff 2x that:
+##       each of its inputs is a whole /metrics parse), one after another,
+##       with minimization capped at FUZZMINIMIZE calls per new input (the
+##       60 s default leaves no time to fuzz); prints the executions each
+##       reached. The seed corpora (testdata/fuzz) run in `make test`.
 FUZZTIME ?= 60s
 FUZZMINIMIZE ?= 200x
+FUZZ_OUT ?= $(or $(OUT),out)/fuzz
 FUZZERS ?= ./receipts:FuzzRead ./receipts/internal/jsontree:FuzzDecode ./receipts/matrix:FuzzMatrixCSV \
-	./bench/scrape:FuzzDiff ./judgments:FuzzScore ./bench/stream:FuzzSSE
+	./bench/scrape:FuzzDiff:2 ./judgments:FuzzScore ./bench/stream:FuzzSSE
 fuzz:
-	@mkdir -p $(OUT)/fuzz
+	@mkdir -p $(FUZZ_OUT)
 	@for t in $(FUZZERS); do \
-	  pkg=$${t%%:*}; name=$${t##*:}; \
-	  echo "== $$name ($$pkg, $(FUZZTIME))"; \
-	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) \
-	    2>&1 | tee $(OUT)/fuzz/$$name.txt | grep -v 'new interesting' || true; \
-	  grep -q '^PASS' $(OUT)/fuzz/$$name.txt || { echo "$$name failed: see $(OUT)/fuzz/$$name.txt"; exit 1; }; \
+	  IFS=: read -r pkg name mult <<<"$$t"; \
+	  budget=$(FUZZTIME); [ -z "$$mult" ] || budget=$$(( $${budget%s} * mult ))s; \
+	  echo "== $$name ($$pkg, $$budget)"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget -fuzzminimizetime $(FUZZMINIMIZE) \
+	    2>&1 | tee $(FUZZ_OUT)/$$name.txt | grep -v 'new interesting' || true; \
+	  grep -q '^PASS' $(FUZZ_OUT)/$$name.txt || { echo "$$name failed: see $(FUZZ_OUT)/$$name.txt"; exit 1; }; \
 	done
-	@echo "== executions in $(FUZZTIME) each"
-	@for t in $(FUZZERS); do name=$${t##*:}; \
-	  printf '%-14s %s\n' $$name "$$(grep -o 'execs: [0-9]*' $(OUT)/fuzz/$$name.txt | tail -1 | cut -d' ' -f2)"; done
+	@echo "== executions reached"
+	@for t in $(FUZZERS); do IFS=: read -r pkg name mult <<<"$$t"; \
+	  printf '%-14s %s\n' $$name "$$(grep -o 'execs: [0-9]*' $(FUZZ_OUT)/$$name.txt | tail -1 | cut -d' ' -f2)"; done

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -406,22 +407,28 @@ func labelMap(m *dto.Metric) map[string]string {
 
 // labelKey renders a label set as {a="x",b="y"}, sorted, leaving out skip.
 func labelKey(lb map[string]string, skip string) string {
-	keys := slices.Sorted(maps.Keys(lb))
-	var b strings.Builder
-	b.WriteByte('{')
-	first := true
-	for _, k := range keys {
-		if k == skip {
-			continue
+	// Hot: every series of both readings passes here (and every input of
+	// FuzzDiff), so no fmt and one buffer.
+	var stack [8]string
+	keys := stack[:0]
+	for k := range lb {
+		if k != skip {
+			keys = append(keys, k)
 		}
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		fmt.Fprintf(&b, "%s=%q", k, lb[k])
 	}
-	b.WriteByte('}')
-	return b.String()
+	slices.Sort(keys)
+	b := make([]byte, 0, 64)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, k...)
+		b = append(b, '=')
+		b = strconv.AppendQuote(b, lb[k])
+	}
+	b = append(b, '}')
+	return string(b)
 }
 
 func unionKeys[V any](a, b map[string]V) []string {
