@@ -31,7 +31,7 @@ func (c *chunked) Read(p []byte) (int, error) {
 // its counts sane. Seeds are in testdata/fuzz/FuzzSSE; inputs are kept
 // small so the fuzzer spends its time on new shapes, not long lines:
 //
-//	go test ./bench/stream -run '^$' -fuzz FuzzSSE -fuzztime 60s -fuzzminimizetime 5s
+//	go test ./bench/stream -run '^$' -fuzz FuzzSSE -fuzztime 60s -fuzzminimizetime 200x
 func FuzzSSE(f *testing.F) {
 	f.Add([]byte(sse(roleChunk(3))+sse(tokenChunk("content", "a", 3, 1, "length"))+sse(usageChunk(3, 1))+sse(done)), uint8(1))
 	f.Add([]byte(": ping\r\ndata: {\"error\": \"Unauthorized\"}\r\n\r\n"), uint8(3))
