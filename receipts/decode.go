@@ -90,8 +90,10 @@ func ReadLimitedFrom(r io.Reader, name string) ([]byte, error) {
 	return data, nil
 }
 
-// asSchemaError turns a jsontree error into a *SchemaError of file.
-func asSchemaError(err error, file string) error {
+// AsSchemaError turns a parse error of a document's reader into a
+// *SchemaError of file (with the field path, line and column when the
+// parser gave them).
+func AsSchemaError(err error, file string) error {
 	var je *jsontree.Error
 	if errors.As(err, &je) {
 		return &SchemaError{File: file, Path: je.Path, Line: je.Line, Column: je.Column, Msg: je.Msg, Err: je.Err}

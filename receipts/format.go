@@ -46,26 +46,26 @@ func OffFormatOf(items []Item) *OffFormat {
 }
 
 // validateOffFormat checks the block against the items it counts.
-func (r *Receipt) validateOffFormat(p *problems) {
+func (r *Receipt) validateOffFormat(p *Problems) {
 	got, want := r.OffFormat, OffFormatOf(r.Items)
 	switch {
 	case got == nil:
 		return // not recorded (older receipts): nothing to check
 	case want == nil:
-		p.add("off_format", "counts %d answers but no item records a sampled token", got.Answers)
+		p.Add("off_format", "counts %d answers but no item records a sampled token", got.Answers)
 		return
 	}
 	if got.Answers != want.Answers || got.Total != want.Total {
-		p.add("off_format", "%d of %d answers, but the items say %d of %d", got.Total, got.Answers, want.Total, want.Answers)
+		p.Add("off_format", "%d of %d answers, but the items say %d of %d", got.Total, got.Answers, want.Total, want.Answers)
 	}
 	for _, q := range sortedKeys(want.ByQuestion) {
 		if got.ByQuestion[q] != want.ByQuestion[q] {
-			p.add(joinKey("off_format.by_question", q), "%d, but the items say %d", got.ByQuestion[q], want.ByQuestion[q])
+			p.Add(joinKey("off_format.by_question", q), "%d, but the items say %d", got.ByQuestion[q], want.ByQuestion[q])
 		}
 	}
 	for _, q := range sortedKeys(got.ByQuestion) {
 		if _, ok := want.ByQuestion[q]; !ok {
-			p.add(joinKey("off_format.by_question", q), "no item answers question %q with a sampled token", q)
+			p.Add(joinKey("off_format.by_question", q), "no item answers question %q with a sampled token", q)
 		}
 	}
 }

@@ -33,10 +33,10 @@ var receiptShape = jsontree.NewShape(reflect.TypeFor[Receipt]())
 func Decode(data []byte, name string) (*Receipt, error) {
 	tree, err := jsontree.Decode(data)
 	if err != nil {
-		return nil, asSchemaError(err, name)
+		return nil, AsSchemaError(err, name)
 	}
 	if err := receiptShape.Check(tree, ""); err != nil {
-		return nil, asSchemaError(err, name)
+		return nil, AsSchemaError(err, name)
 	}
 	var rc Receipt
 	if err := json.Unmarshal(data, &rc); err != nil {

@@ -22,13 +22,18 @@ const maxValidationErrors = 20
 // its path. The error joins one *SchemaError per problem (at most 20).
 func (r *Receipt) Validate() error { return r.validate("") }
 
-type problems struct {
-	file string
+// Problems gathers the validation problems of one document, each a
+// *SchemaError of File, at most 20 listed; every receipt-like document
+// (receipts, token receipts, matrices) reports through it, so every
+// message and path is clipped the same way.
+type Problems struct {
+	File string
 	errs []error
 	more int
 }
 
-func (p *problems) add(path, format string, args ...any) {
+// Add records a problem at path (a field path such as items[3].answers[1]).
+func (p *Problems) Add(path, format string, args ...any) {
 	if len(p.errs) >= maxValidationErrors {
 		p.more++
 		return
@@ -36,35 +41,36 @@ func (p *problems) add(path, format string, args ...any) {
 	// Clipped: a message may quote values of the file, a path a key of
 	// it, and either may be megabytes long.
 	msg := fmt.Sprintf(format, jsontree.ClipArgs(64, args)...)
-	p.errs = append(p.errs, &SchemaError{File: p.file, Path: jsontree.Clip(path, 1024), Msg: jsontree.Clip(msg, 1024)})
+	p.errs = append(p.errs, &SchemaError{File: p.File, Path: jsontree.Clip(path, 1024), Msg: jsontree.Clip(msg, 1024)})
 }
 
-func (p *problems) err() error {
+// Err joins the problems recorded (nil when none).
+func (p *Problems) Err() error {
 	if p.more > 0 {
-		p.errs = append(p.errs, &SchemaError{File: p.file, Msg: fmt.Sprintf("… and %d more problems", p.more)})
+		p.errs = append(p.errs, &SchemaError{File: p.File, Msg: fmt.Sprintf("… and %d more problems", p.more)})
 	}
 	return errors.Join(p.errs...)
 }
 
 func (r *Receipt) validate(file string) error {
-	p := &problems{file: file}
+	p := &Problems{File: file}
 	if r == nil {
-		p.add("", "no receipt")
-		return p.err()
+		p.Add("", "no receipt")
+		return p.Err()
 	}
 	if r.Schema != Schema {
-		p.add("schema", "%q is not %q", r.Schema, Schema)
+		p.Add("schema", "%q is not %q", r.Schema, Schema)
 	}
 	switch r.Source {
 	case SourceVetbench, SourceTypevet:
 	default:
-		p.add("source", "unknown source %q (want %s or %s)", r.Source, SourceVetbench, SourceTypevet)
+		p.Add("source", "unknown source %q (want %s or %s)", r.Source, SourceVetbench, SourceTypevet)
 	}
 	if r.Set == "" {
-		p.add("set", "empty")
+		p.Add("set", "empty")
 	}
 	if !r.Started.IsZero() && !r.Finished.IsZero() && r.Finished.Before(r.Started) {
-		p.add("finished_utc", "%s is before started_utc %s", r.Finished, r.Started)
+		p.Add("finished_utc", "%s is before started_utc %s", r.Finished, r.Started)
 	}
 	r.validateTarget(p)
 	r.validatePins(p)
@@ -74,90 +80,90 @@ func (r *Receipt) validate(file string) error {
 	r.validateItems(p)
 	r.validateOffFormat(p)
 	r.validateStopped(p)
-	return p.err()
+	return p.Err()
 }
 
-func (r *Receipt) validateTarget(p *problems) {
+func (r *Receipt) validateTarget(p *Problems) {
 	switch r.Target.Kind {
 	case TargetLive, TargetContainer, TargetInProcess, TargetTypevet:
 	default:
-		p.add("target.kind", "unknown target kind %q", r.Target.Kind)
+		p.Add("target.kind", "unknown target kind %q", r.Target.Kind)
 	}
 	if bad(r.Target.TimeScale) || r.Target.TimeScale < 0 {
-		p.add("target.time_scale", "%v is not a finite number >= 0", r.Target.TimeScale)
+		p.Add("target.time_scale", "%v is not a finite number >= 0", r.Target.TimeScale)
 	}
 	if r.Target.Endpoint != "" {
 		if u, err := url.Parse(r.Target.Endpoint); err == nil && u.User != nil {
-			p.add("target.endpoint", "holds credentials; receipts never do")
+			p.Add("target.endpoint", "holds credentials; receipts never do")
 		}
 	}
 }
 
-func (r *Receipt) validatePins(p *problems) {
+func (r *Receipt) validatePins(p *Problems) {
 	pins := r.Pins
 	if pins.Model == "" {
-		p.add("pins.model", "empty")
+		p.Add("pins.model", "empty")
 	}
 	if _, err := judgments.ParseMode(pins.ScoringMode); err != nil {
-		p.add("pins.scoring_mode", "%v", err)
+		p.Add("pins.scoring_mode", "%v", err)
 	}
 	if pins.TopLogprobs < 0 || (pins.ScoringMode == string(judgments.ModeTopLogprobs) && pins.TopLogprobs < 1) {
-		p.add("pins.top_logprobs", "%d; top_logprobs mode needs k >= 1", pins.TopLogprobs)
+		p.Add("pins.top_logprobs", "%d; top_logprobs mode needs k >= 1", pins.TopLogprobs)
 	}
 	for _, k := range sortedKeys(pins.Controls) {
 		if pins.Controls[k] < 0 {
-			p.add(joinKey("pins.control_token_ids", k), "negative token id %d", pins.Controls[k])
+			p.Add(joinKey("pins.control_token_ids", k), "negative token id %d", pins.Controls[k])
 		}
 	}
 	if pins.Concurrency < 1 {
-		p.add("pins.concurrency", "%d is below 1", pins.Concurrency)
+		p.Add("pins.concurrency", "%d is below 1", pins.Concurrency)
 	}
 	for i, s := range pins.Served {
 		if s.ID == "" {
-			p.add(joinIndex("pins.served", i)+".id", "empty")
+			p.Add(joinIndex("pins.served", i)+".id", "empty")
 		}
 		if s.MaxModelLen < 0 {
-			p.add(joinIndex("pins.served", i)+".max_model_len", "negative")
+			p.Add(joinIndex("pins.served", i)+".max_model_len", "negative")
 		}
 	}
 	if pins.Fixture.Items < 0 {
-		p.add("pins.fixture.items", "negative")
+		p.Add("pins.fixture.items", "negative")
 	}
 	if s := pins.Fixture.SliceSHA256; s != "" && !isDigest(s) {
-		p.add("pins.fixture.slice_sha256", "%q is not a hex sha256", s)
+		p.Add("pins.fixture.slice_sha256", "%q is not a hex sha256", s)
 	}
 }
 
 func isDigest(s string) bool { return len(s) == 64 && isHex(s) }
 
-func (r *Receipt) validateIdentity(p *problems) {
+func (r *Receipt) validateIdentity(p *Problems) {
 	id := r.Identity
 	if len(id.PromptDigests) == 0 {
-		p.add("identity.prompt_digests", "empty")
+		p.Add("identity.prompt_digests", "empty")
 	}
 	for _, k := range sortedKeys(id.PromptDigests) {
 		if !isDigest(id.PromptDigests[k]) {
-			p.add(joinKey("identity.prompt_digests", k), "%q is not a hex sha256", id.PromptDigests[k])
+			p.Add(joinKey("identity.prompt_digests", k), "%q is not a hex sha256", id.PromptDigests[k])
 		}
 	}
 	for _, k := range sortedKeys(id.FixtureDigests) {
 		if !isDigest(id.FixtureDigests[k]) {
-			p.add(joinKey("identity.fixture_digests", k), "%q is not a hex sha256", id.FixtureDigests[k])
+			p.Add(joinKey("identity.fixture_digests", k), "%q is not a hex sha256", id.FixtureDigests[k])
 		}
 	}
 	if id.Digest != "" {
 		if want := r.IdentityDigest(); id.Digest != want {
-			p.add("identity.digest", "%s does not match the identity fields (computed %s): the receipt was edited", short(id.Digest), short(want))
+			p.Add("identity.digest", "%s does not match the identity fields (computed %s): the receipt was edited", short(id.Digest), short(want))
 		}
 	}
 }
 
-func (r *Receipt) validateThroughput(p *problems) {
+func (r *Receipt) validateThroughput(p *Problems) {
 	t := r.Throughput
 	if t.Concurrency < 1 {
-		p.add("throughput.concurrency", "%d is below 1", t.Concurrency)
+		p.Add("throughput.concurrency", "%d is below 1", t.Concurrency)
 	} else if t.Concurrency != r.Pins.Concurrency {
-		p.add("throughput.concurrency", "%d but pins.concurrency is %d", t.Concurrency, r.Pins.Concurrency)
+		p.Add("throughput.concurrency", "%d but pins.concurrency is %d", t.Concurrency, r.Pins.Concurrency)
 	}
 	type num struct {
 		path string
@@ -173,7 +179,7 @@ func (r *Receipt) validateThroughput(p *problems) {
 		{"throughput.latency_seconds.p99", t.Latency.P99},
 	} {
 		if bad(f.v) || f.v < 0 {
-			p.add(f.path, "%v is not a finite number >= 0", f.v)
+			p.Add(f.path, "%v is not a finite number >= 0", f.v)
 		}
 	}
 	type count struct {
@@ -190,54 +196,54 @@ func (r *Receipt) validateThroughput(p *problems) {
 		{"throughput.latency_seconds.n", t.Latency.N},
 	} {
 		if c.n < 0 {
-			p.add(c.path, "negative (%d)", c.n)
+			p.Add(c.path, "negative (%d)", c.n)
 		}
 	}
 	byClass := 0
 	for _, k := range sortedKeys(t.FailedByClass) {
 		if n := t.FailedByClass[k]; n <= 0 || k == "" {
-			p.add(joinKey("throughput.failed_by_class", k), "%d: want a named class and a count >= 1", n)
+			p.Add(joinKey("throughput.failed_by_class", k), "%d: want a named class and a count >= 1", n)
 		} else {
 			byClass += n
 		}
 	}
 	if t.FailedByClass != nil && byClass != t.Failed {
-		p.add("throughput.failed_by_class", "counts sum to %d, but throughput.failed is %d", byClass, t.Failed)
+		p.Add("throughput.failed_by_class", "counts sum to %d, but throughput.failed is %d", byClass, t.Failed)
 	}
 	if t.Latency.P95 < t.Latency.P50 {
-		p.add("throughput.latency_seconds.p95", "%v is below p50 %v", t.Latency.P95, t.Latency.P50)
+		p.Add("throughput.latency_seconds.p95", "%v is below p50 %v", t.Latency.P95, t.Latency.P50)
 	}
 	if t.Latency.P99 < t.Latency.P95 {
-		p.add("throughput.latency_seconds.p99", "%v is below p95 %v", t.Latency.P99, t.Latency.P95)
+		p.Add("throughput.latency_seconds.p99", "%v is below p95 %v", t.Latency.P99, t.Latency.P95)
 	}
 }
 
-func (r *Receipt) validateServer(p *problems) {
+func (r *Receipt) validateServer(p *Problems) {
 	s := r.Server
 	if s == nil {
 		return
 	}
 	rate := func(path string, v *float64) {
 		if v != nil && (bad(*v) || *v < 0 || *v > 1) {
-			p.add(path, "%v is outside [0,1]", *v)
+			p.Add(path, "%v is outside [0,1]", *v)
 		}
 	}
 	rate("server.prefix_cache_hit_rate", s.PrefixCacheHitRate)
 	rate("server.mm_cache_hit_rate", s.MMCacheHitRate)
 	for _, k := range sortedKeys(s.Counters) {
 		if bad(s.Counters[k]) {
-			p.add(joinKey("server.counters", k), "not finite")
+			p.Add(joinKey("server.counters", k), "not finite")
 		}
 	}
 	for _, k := range sortedKeys(s.Histograms) {
 		h := s.Histograms[k]
 		if bad(h.Count) || h.Count < 0 || bad(h.Sum) || h.Sum < 0 {
-			p.add(joinKey("server.histograms", k), "count %v and sum %v must be finite and >= 0", h.Count, h.Sum)
+			p.Add(joinKey("server.histograms", k), "count %v and sum %v must be finite and >= 0", h.Count, h.Sum)
 		}
 	}
 }
 
-func (r *Receipt) validateStopped(p *problems) {
+func (r *Receipt) validateStopped(p *Problems) {
 	discarded := 0
 	for _, it := range r.Items {
 		if it.Discarded {
@@ -247,79 +253,79 @@ func (r *Receipt) validateStopped(p *problems) {
 	s := r.Stopped
 	if s == nil {
 		if discarded > 0 {
-			p.add("stopped", "null, but %d items are marked discarded", discarded)
+			p.Add("stopped", "null, but %d items are marked discarded", discarded)
 		}
 		if r.Throughput.Discarded != 0 {
-			p.add("throughput.discarded", "%d, but the run did not stop", r.Throughput.Discarded)
+			p.Add("throughput.discarded", "%d, but the run did not stop", r.Throughput.Discarded)
 		}
 		return
 	}
 	switch s.Reason {
 	case StopError, StopCanceled, StopTimeout:
 	default:
-		p.add("stopped.reason", "unknown reason %q (want error, canceled or timeout)", s.Reason)
+		p.Add("stopped.reason", "unknown reason %q (want error, canceled or timeout)", s.Reason)
 	}
 	if s.Item == "" {
-		p.add("stopped.item", "empty")
+		p.Add("stopped.item", "empty")
 	}
 	if s.Index < 0 || (r.Pins.Fixture.Items > 0 && s.Index >= r.Pins.Fixture.Items) {
-		p.add("stopped.index", "%d is outside the slice of %d items", s.Index, r.Pins.Fixture.Items)
+		p.Add("stopped.index", "%d is outside the slice of %d items", s.Index, r.Pins.Fixture.Items)
 	}
 	// typevet drops what finished after the stop; vetbench keeps it
 	// marked, so only vetbench receipts can be checked item by item.
 	if r.Source == SourceVetbench && s.Discarded != discarded {
-		p.add("stopped.discarded", "%d, but %d items are marked discarded", s.Discarded, discarded)
+		p.Add("stopped.discarded", "%d, but %d items are marked discarded", s.Discarded, discarded)
 	}
 	if r.Throughput.Discarded != s.Discarded {
-		p.add("throughput.discarded", "%d, but stopped.discarded is %d", r.Throughput.Discarded, s.Discarded)
+		p.Add("throughput.discarded", "%d, but stopped.discarded is %d", r.Throughput.Discarded, s.Discarded)
 	}
 }
 
-func (r *Receipt) validateItems(p *problems) {
+func (r *Receipt) validateItems(p *Problems) {
 	seen := map[string]int{}
 	// first answer seen per question, to check kinds and labels agree.
 	shapes := map[string]judgments.Answer{}
 	for i, it := range r.Items {
 		path := joinIndex("items", i)
 		if it.ID == "" {
-			p.add(path+".id", "empty")
+			p.Add(path+".id", "empty")
 		} else if j, dup := seen[it.ID]; dup {
-			p.add(path+".id", "duplicate item id %q (also items[%d])", it.ID, j)
+			p.Add(path+".id", "duplicate item id %q (also items[%d])", it.ID, j)
 		} else {
 			seen[it.ID] = i
 		}
 		if bad(it.LatencySeconds) || it.LatencySeconds < 0 {
-			p.add(path+".latency_seconds", "%v is not a finite number >= 0", it.LatencySeconds)
+			p.Add(path+".latency_seconds", "%v is not a finite number >= 0", it.LatencySeconds)
 		}
 		if it.InputTokens < 0 {
-			p.add(path+".input_tokens", "negative (%d)", it.InputTokens)
+			p.Add(path+".input_tokens", "negative (%d)", it.InputTokens)
 		}
 		switch {
 		case it.Error != "" && len(it.Answers) > 0:
-			p.add(path+".answers", "a failed item has no answers (it fails closed)")
+			p.Add(path+".answers", "a failed item has no answers (it fails closed)")
 		case it.Error == "" && !it.Discarded && len(it.Answers) == 0:
-			p.add(path+".answers", "empty, and the item holds no error")
+			p.Add(path+".answers", "empty, and the item holds no error")
 		}
 		if it.ErrorClass != "" && it.Error == "" {
-			p.add(path+".error_class", "%q, but the item holds no error", it.ErrorClass)
+			p.Add(path+".error_class", "%q, but the item holds no error", it.ErrorClass)
 		}
 		for _, q := range sortedKeys(it.Gold) {
 			if q == "" || len(it.Gold[q]) == 0 {
-				p.add(joinKey(path+".gold", q), "empty")
+				p.Add(joinKey(path+".gold", q), "empty")
 			}
 		}
 		qs := map[string]bool{}
 		for j, a := range it.Answers {
 			apath := joinIndex(path+".answers", j)
 			if qs[a.Question] {
-				p.add(apath+".question", "duplicate question %q", a.Question)
+				p.Add(apath+".question", "duplicate question %q", a.Question)
 			}
 			qs[a.Question] = true
 			validateAnswer(p, apath, a)
 			if first, ok := shapes[a.Question]; !ok {
 				shapes[a.Question] = a
 			} else if first.Kind != a.Kind || !slices.Equal(first.Labels, a.Labels) {
-				p.add(apath, "question %q is a %s with labels %v here but a %s with labels %v in an earlier item", a.Question, a.Kind, a.Labels, first.Kind, first.Labels)
+				p.Add(apath, "question %q is a %s with labels %v here but a %s with labels %v in an earlier item", a.Question, a.Kind, a.Labels, first.Kind, first.Labels)
 			}
 		}
 	}
@@ -330,67 +336,67 @@ func (r *Receipt) validateItems(p *problems) {
 // It is compared on its label (level) and value only.
 func ValueOnly(a judgments.Answer) bool { return len(a.Probabilities) == 0 }
 
-func validateAnswer(p *problems, path string, a judgments.Answer) {
+func validateAnswer(p *Problems, path string, a judgments.Answer) {
 	if a.Question == "" {
-		p.add(path+".question", "empty")
+		p.Add(path+".question", "empty")
 	}
 	switch a.Kind {
 	case judgments.Noul, judgments.Choice, judgments.Score:
 	default:
-		p.add(path+".kind", "unknown kind %q", a.Kind)
+		p.Add(path+".kind", "unknown kind %q", a.Kind)
 		return
 	}
 	if len(a.Labels) < 2 {
-		p.add(path+".labels", "%d labels, want at least 2", len(a.Labels))
+		p.Add(path+".labels", "%d labels, want at least 2", len(a.Labels))
 		return
 	}
 	labels := map[string]int{}
 	for i, l := range a.Labels {
 		if l == "" {
-			p.add(joinIndex(path+".labels", i), "empty label")
+			p.Add(joinIndex(path+".labels", i), "empty label")
 		}
 		if _, dup := labels[l]; dup {
-			p.add(joinIndex(path+".labels", i), "duplicate label %q", l)
+			p.Add(joinIndex(path+".labels", i), "duplicate label %q", l)
 		}
 		labels[l] = i
 	}
 	switch a.Kind {
 	case judgments.Noul:
 		if !slices.Equal(a.Labels, []string{"false", "true"}) {
-			p.add(path+".labels", "%v; a noul has labels [false true]", a.Labels)
+			p.Add(path+".labels", "%v; a noul has labels [false true]", a.Labels)
 		}
 	case judgments.Score:
 		for i, l := range a.Labels {
 			if l != strconv.Itoa(i) {
-				p.add(joinIndex(path+".labels", i), "%q; score levels are \"0\"..\"%d\"", l, len(a.Labels)-1)
+				p.Add(joinIndex(path+".labels", i), "%q; score levels are \"0\"..\"%d\"", l, len(a.Labels)-1)
 				break
 			}
 		}
 	}
 	_, labelOK := labels[a.Label]
 	if !labelOK {
-		p.add(path+".label", "%q is not one of the labels %v", a.Label, a.Labels)
+		p.Add(path+".label", "%q is not one of the labels %v", a.Label, a.Labels)
 	}
 	if a.PromptTokens < 0 {
-		p.add(path+".prompt_tokens", "negative (%d)", a.PromptTokens)
+		p.Add(path+".prompt_tokens", "negative (%d)", a.PromptTokens)
 	}
 	if bad(a.Confidence) || a.Confidence < 0 || a.Confidence > 1 {
-		p.add(path+".confidence", "%v is outside [0,1]", a.Confidence)
+		p.Add(path+".confidence", "%v is outside [0,1]", a.Confidence)
 	}
 	if ValueOnly(a) {
 		if a.Kind != judgments.Score {
-			p.add(path+".probabilities", "empty; only a score may be recorded by value alone")
+			p.Add(path+".probabilities", "empty; only a score may be recorded by value alone")
 			return
 		}
 		if hi := float64(len(a.Labels) - 1); bad(a.Value) || a.Value < 0 || a.Value > hi {
-			p.add(path+".value", "%v is outside [0,%v]", a.Value, hi)
+			p.Add(path+".value", "%v is outside [0,%v]", a.Value, hi)
 		}
 		return
 	}
 	ok := true
 	for _, l := range a.Labels {
 		if _, has := a.Probabilities[l]; !has {
-			p.add(path+".probabilities", "no entry for label %q", l)
+			p.Add(path+".probabilities", "no entry for label %q", l)
 			ok = false
 		}
 	}
@@ -398,11 +404,11 @@ func validateAnswer(p *problems, path string, a judgments.Answer) {
 	for _, l := range sortedKeys(a.Probabilities) {
 		v := a.Probabilities[l]
 		if _, has := labels[l]; !has {
-			p.add(joinKey(path+".probabilities", l), "not one of the labels %v", a.Labels)
+			p.Add(joinKey(path+".probabilities", l), "not one of the labels %v", a.Labels)
 			ok = false
 		}
 		if bad(v) || v < 0 || v > 1 {
-			p.add(joinKey(path+".probabilities", l), "%v is not a probability in [0,1]", v)
+			p.Add(joinKey(path+".probabilities", l), "%v is not a probability in [0,1]", v)
 			ok = false
 			continue
 		}
@@ -413,22 +419,22 @@ func validateAnswer(p *problems, path string, a judgments.Answer) {
 		return
 	}
 	if math.Abs(sum-1) > SumTolerance {
-		p.add(path+".probabilities", "sum to %v, not 1 within %g", sum, SumTolerance)
+		p.Add(path+".probabilities", "sum to %v, not 1 within %g", sum, SumTolerance)
 	}
 	if labelOK && a.Probabilities[a.Label] < top {
-		p.add(path+".label", "%q (p=%v) is not the argmax of its probabilities (max %v)", a.Label, a.Probabilities[a.Label], top)
+		p.Add(path+".label", "%q (p=%v) is not the argmax of its probabilities (max %v)", a.Label, a.Probabilities[a.Label], top)
 	}
 	if math.Abs(a.Confidence-top) > 1e-9 {
-		p.add(path+".confidence", "%v, but the top probability is %v", a.Confidence, top)
+		p.Add(path+".confidence", "%v, but the top probability is %v", a.Confidence, top)
 	}
 	switch a.Kind {
 	case judgments.Noul:
 		if math.Abs(a.Value-a.Probabilities["true"]) > 1e-9 {
-			p.add(path+".value", "%v, but P(true) is %v", a.Value, a.Probabilities["true"])
+			p.Add(path+".value", "%v, but P(true) is %v", a.Value, a.Probabilities["true"])
 		}
 	case judgments.Choice:
 		if labelOK && math.Abs(a.Value-a.Probabilities[a.Label]) > 1e-9 {
-			p.add(path+".value", "%v, but the winner's probability is %v", a.Value, a.Probabilities[a.Label])
+			p.Add(path+".value", "%v, but the winner's probability is %v", a.Value, a.Probabilities[a.Label])
 		}
 	case judgments.Score:
 		want := 0.0
@@ -436,7 +442,7 @@ func validateAnswer(p *problems, path string, a judgments.Answer) {
 			want += float64(i) * a.Probabilities[l]
 		}
 		if math.Abs(a.Value-want) > 1e-6 {
-			p.add(path+".value", "%v, but the expected level is %v", a.Value, want)
+			p.Add(path+".value", "%v, but the expected level is %v", a.Value, want)
 		}
 	}
 	validateLogprobs(p, path, a)
@@ -444,7 +450,7 @@ func validateAnswer(p *problems, path string, a judgments.Answer) {
 
 // validateLogprobs checks raw logprobs, when recorded, against the
 // probabilities they were turned into (softmax over the candidates).
-func validateLogprobs(p *problems, path string, a judgments.Answer) {
+func validateLogprobs(p *Problems, path string, a judgments.Answer) {
 	if len(a.Logprobs) == 0 {
 		return
 	}
@@ -452,17 +458,17 @@ func validateLogprobs(p *problems, path string, a judgments.Answer) {
 	for _, l := range sortedKeys(a.Logprobs) {
 		v := a.Logprobs[l]
 		if _, has := a.Probabilities[l]; !has {
-			p.add(joinKey(path+".logprobs", l), "not one of the labels %v", a.Labels)
+			p.Add(joinKey(path+".logprobs", l), "not one of the labels %v", a.Labels)
 			return
 		}
 		if bad(v) {
-			p.add(joinKey(path+".logprobs", l), "not finite")
+			p.Add(joinKey(path+".logprobs", l), "not finite")
 			return
 		}
 		top = max(top, v)
 	}
 	if len(a.Logprobs) != len(a.Labels) {
-		p.add(path+".logprobs", "%d entries for %d labels", len(a.Logprobs), len(a.Labels))
+		p.Add(path+".logprobs", "%d entries for %d labels", len(a.Logprobs), len(a.Labels))
 		return
 	}
 	sum := 0.0
@@ -472,7 +478,7 @@ func validateLogprobs(p *problems, path string, a judgments.Answer) {
 	for _, l := range sortedKeys(a.Logprobs) {
 		want := math.Exp(a.Logprobs[l]-top) / sum
 		if math.Abs(want-a.Probabilities[l]) > SumTolerance {
-			p.add(joinKey(path+".probabilities", l), "%v, but its logprob gives %v", a.Probabilities[l], want)
+			p.Add(joinKey(path+".probabilities", l), "%v, but its logprob gives %v", a.Probabilities[l], want)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/internal/docfile"
-	"github.com/vetbench/vetbench/receipts/internal/jsontree"
 )
 
 // Marshal sets the identity digest when empty, validates m and returns its
@@ -90,11 +89,7 @@ func ReadFile(path string) (*Matrix, error) {
 // Decode parses and validates a JSON matrix held in memory.
 func Decode(data []byte, name string) (*Matrix, error) {
 	if _, err := docfile.Parse(data, reflect.TypeFor[Matrix]()); err != nil {
-		var je *jsontree.Error
-		if errors.As(err, &je) {
-			return nil, &receipts.SchemaError{File: name, Path: je.Path, Line: je.Line, Column: je.Column, Msg: je.Msg}
-		}
-		return nil, &receipts.SchemaError{File: name, Msg: err.Error()}
+		return nil, receipts.AsSchemaError(err, name)
 	}
 	var m Matrix
 	if err := json.Unmarshal(data, &m); err != nil {

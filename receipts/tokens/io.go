@@ -11,7 +11,6 @@ import (
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/internal/docfile"
-	"github.com/vetbench/vetbench/receipts/internal/jsontree"
 )
 
 // Marshal sets the identity digest when empty, validates r and returns
@@ -94,7 +93,7 @@ func ReadFile(path string) (*Receipt, error) {
 // are due), then the figures against their recomputation.
 func Decode(data []byte, name string) (*Receipt, error) {
 	if _, err := docfile.Parse(data, reflect.TypeFor[Receipt]()); err != nil {
-		return nil, schemaError(err, name)
+		return nil, receipts.AsSchemaError(err, name)
 	}
 	var r Receipt
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -104,15 +103,6 @@ func Decode(data []byte, name string) (*Receipt, error) {
 		return nil, err
 	}
 	return &r, nil
-}
-
-// schemaError turns a parse error into a *receipts.SchemaError of file.
-func schemaError(err error, file string) error {
-	var je *jsontree.Error
-	if errors.As(err, &je) {
-		return &receipts.SchemaError{File: file, Path: je.Path, Line: je.Line, Column: je.Column, Msg: je.Msg}
-	}
-	return &receipts.SchemaError{File: file, Msg: err.Error()}
 }
 
 // ReadBaseline reads a token-throughput baseline at path in either format:

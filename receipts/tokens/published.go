@@ -94,11 +94,11 @@ func DecodePublished(data []byte, name string) ([]*Receipt, error) {
 // ParsePublished parses and validates the published format as it is.
 func ParsePublished(data []byte, name string) (*Published, error) {
 	if err := docfile.CheckDepth(data); err != nil {
-		return nil, schemaError(err, name)
+		return nil, receipts.AsSchemaError(err, name)
 	}
 	tree, err := jsontree.Decode(data)
 	if err != nil {
-		return nil, schemaError(err, name)
+		return nil, receipts.AsSchemaError(err, name)
 	}
 	obj, ok := tree.(*jsontree.Object)
 	if !ok {
@@ -107,7 +107,7 @@ func ParsePublished(data []byte, name string) (*Published, error) {
 	profile := map[string]string{}
 	if v, has := obj.Get("profile"); has {
 		if err := flatten(v, "profile", "", profile); err != nil {
-			return nil, schemaError(err, name)
+			return nil, receipts.AsSchemaError(err, name)
 		}
 		rest := &jsontree.Object{Values: map[string]any{}}
 		for _, k := range obj.Keys {
@@ -120,10 +120,10 @@ func ParsePublished(data []byte, name string) (*Published, error) {
 	}
 	t := reflect.TypeFor[Published]()
 	if err := jsontree.CheckShape(tree, t, ""); err != nil {
-		return nil, schemaError(err, name)
+		return nil, receipts.AsSchemaError(err, name)
 	}
 	if err := docfile.RequireFields(tree, t, ""); err != nil {
-		return nil, schemaError(err, name)
+		return nil, receipts.AsSchemaError(err, name)
 	}
 	var pub Published
 	if err := json.Unmarshal(data, &pub); err != nil {
@@ -165,54 +165,54 @@ func flatten(v any, path, prefix string, out map[string]string) error {
 }
 
 func (pub *Published) validate(file string) error {
-	p := &problems{file: file}
+	p := &receipts.Problems{File: file}
 	if len(pub.Records) == 0 {
-		p.add("records", "empty")
+		p.Add("records", "empty")
 	}
 	seen := map[Key]int{}
 	for i, rec := range pub.Records {
 		path := fmt.Sprintf("records[%d]", i)
 		w, known := publishedWorkloads[rec.Workload]
 		if !known {
-			p.add(path+".workload", "unknown workload %q (want text or one_image_per_request)", rec.Workload)
+			p.Add(path+".workload", "unknown workload %q (want text or one_image_per_request)", rec.Workload)
 		}
 		if rec.Concurrency < 1 {
-			p.add(path+".concurrency", "%d is below 1", rec.Concurrency)
+			p.Add(path+".concurrency", "%d is below 1", rec.Concurrency)
 		}
 		if rec.Repeats < 1 {
-			p.add(path+".repeats", "%d is below 1", rec.Repeats)
+			p.Add(path+".repeats", "%d is below 1", rec.Repeats)
 		}
 		if rec.OutputTokensPerRequest < 1 {
-			p.add(path+".output_tokens_per_request", "%d is below 1", rec.OutputTokensPerRequest)
+			p.Add(path+".output_tokens_per_request", "%d is below 1", rec.OutputTokensPerRequest)
 		}
 		k := Key{Workload: w, Concurrency: rec.Concurrency, OutputTokens: rec.OutputTokensPerRequest}
 		if j, dup := seen[k]; dup && known {
-			p.add(path, "the same point as records[%d] (%s)", j, k)
+			p.Add(path, "the same point as records[%d] (%s)", j, k)
 		}
 		seen[k] = i
 		if len(rec.Runs) != rec.Repeats {
-			p.add(path+".runs", "%d runs for %d repeats", len(rec.Runs), rec.Repeats)
+			p.Add(path+".runs", "%d runs for %d repeats", len(rec.Runs), rec.Repeats)
 		}
 		gen, wall, peak := 0, 0.0, 0.0
 		for j, run := range rec.Runs {
 			rp := fmt.Sprintf("%s.runs[%d]", path, j)
 			if full := rec.Concurrency * rec.OutputTokensPerRequest; run.GeneratedTokens != full {
-				p.add(rp+".generated_tokens", "%d, but %d requests of %d tokens make %d", run.GeneratedTokens, rec.Concurrency, rec.OutputTokensPerRequest, full)
+				p.Add(rp+".generated_tokens", "%d, but %d requests of %d tokens make %d", run.GeneratedTokens, rec.Concurrency, rec.OutputTokensPerRequest, full)
 			}
 			if bad(run.WallSeconds) || run.WallSeconds <= 0 {
-				p.add(rp+".wall_seconds", "%v is not a finite number > 0", run.WallSeconds)
+				p.Add(rp+".wall_seconds", "%v is not a finite number > 0", run.WallSeconds)
 			} else if !near(run.OutputTokS, float64(run.GeneratedTokens)/run.WallSeconds) {
-				p.add(rp+".output_tok_s", "%v, but generated_tokens ÷ wall_seconds is %v", run.OutputTokS, float64(run.GeneratedTokens)/run.WallSeconds)
+				p.Add(rp+".output_tok_s", "%v, but generated_tokens ÷ wall_seconds is %v", run.OutputTokS, float64(run.GeneratedTokens)/run.WallSeconds)
 			}
 			if bad(run.GPUMemoryMiBAfter) || run.GPUMemoryMiBAfter < 0 {
-				p.add(rp+".gpu_memory_mib_after", "%v is not a finite number >= 0", run.GPUMemoryMiBAfter)
+				p.Add(rp+".gpu_memory_mib_after", "%v is not a finite number >= 0", run.GPUMemoryMiBAfter)
 			}
 			gen += run.GeneratedTokens
 			wall += run.WallSeconds
 			peak = max(peak, run.GPUMemoryMiBAfter)
 		}
 		if rec.TotalVerifiedOutputTokens != gen {
-			p.add(path+".total_verified_output_tokens", "%d, but the runs generated %d", rec.TotalVerifiedOutputTokens, gen)
+			p.Add(path+".total_verified_output_tokens", "%d, but the runs generated %d", rec.TotalVerifiedOutputTokens, gen)
 		}
 		if len(rec.Runs) == 0 || wall <= 0 || rec.Concurrency < 1 || rec.OutputTokensPerRequest < 1 {
 			continue
@@ -231,11 +231,11 @@ func (pub *Published) validate(file string) error {
 			{"peak_observed_gpu_memory_mib", rec.PeakObservedGPUMemoryMiB, peak, "the runs' peak"},
 		} {
 			if !near(c.got, c.want) {
-				p.add(path+"."+c.name, "%v, but %s is %v", c.got, c.how, c.want)
+				p.Add(path+"."+c.name, "%v, but %s is %v", c.got, c.how, c.want)
 			}
 		}
 	}
-	return p.err()
+	return p.Err()
 }
 
 // receipt maps one validated record.

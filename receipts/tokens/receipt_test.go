@@ -217,3 +217,17 @@ func TestDecodeNamesFileLineAndField(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Positive(t, se.Line, "a syntax error has a line")
 }
+
+// A hand-edited receipt can quote megabytes back in its error: the message
+// is clipped as a judgments receipt's is (receipts.Problems).
+func TestValidationMessagesAreClipped(t *testing.T) {
+	t.Parallel()
+	r := sample()
+	r.Source = strings.Repeat("x", 1<<20)
+	err := r.Validate()
+	var se *receipts.SchemaError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "source", se.Path)
+	require.Less(t, len(err.Error()), 4096, "a 1 MiB value is not echoed whole")
+
+}

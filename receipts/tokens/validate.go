@@ -2,7 +2,6 @@ package tokens
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -10,170 +9,146 @@ import (
 	"github.com/vetbench/vetbench/receipts"
 )
 
-// maxProblems caps how many problems one error lists.
-const maxProblems = 20
-
 // relTolerance is how far a stored figure may sit from its recomputation
 // (float rounding of another writer, never an edit).
 const relTolerance = 1e-9
-
-type problems struct {
-	file string
-	errs []error
-	more int
-}
-
-func (p *problems) add(path, format string, args ...any) {
-	if len(p.errs) >= maxProblems {
-		p.more++
-		return
-	}
-	p.errs = append(p.errs, &receipts.SchemaError{File: p.file, Path: path, Msg: fmt.Sprintf(format, args...)})
-}
-
-func (p *problems) err() error {
-	if p.more > 0 {
-		p.errs = append(p.errs, &receipts.SchemaError{File: p.file, Msg: fmt.Sprintf("… and %d more problems", p.more)})
-	}
-	return errors.Join(p.errs...)
-}
 
 // Validate reports what makes a receipt unusable, naming each field by its
 // path; the error joins one *receipts.SchemaError per problem.
 func (r *Receipt) Validate() error { return r.validate("") }
 
 func (r *Receipt) validate(file string) error {
-	p := &problems{file: file}
+	p := &receipts.Problems{File: file}
 	if r == nil {
-		p.add("", "no receipt")
-		return p.err()
+		p.Add("", "no receipt")
+		return p.Err()
 	}
 	if r.Schema != Schema {
-		p.add("schema", "%q is not %q", r.Schema, Schema)
+		p.Add("schema", "%q is not %q", r.Schema, Schema)
 	}
 	switch r.Source {
 	case SourceVetbench, SourcePublished:
 	default:
-		p.add("source", "unknown source %q (want %s or %s)", r.Source, SourceVetbench, SourcePublished)
+		p.Add("source", "unknown source %q (want %s or %s)", r.Source, SourceVetbench, SourcePublished)
 	}
 	if !r.Started.IsZero() && !r.Finished.IsZero() && r.Finished.Before(r.Started) {
-		p.add("finished_utc", "%s is before started_utc %s", r.Finished, r.Started)
+		p.Add("finished_utc", "%s is before started_utc %s", r.Finished, r.Started)
 	}
 	validateTarget(p, "target", r.Target)
 	r.validateIdentity(p)
 	r.validatePoint(p)
 	r.validateRuns(p)
 	r.validateSummary(p)
-	return p.err()
+	return p.Err()
 }
 
 // validateTarget checks a receipts.Target the way receipts does.
-func validateTarget(p *problems, path string, t receipts.Target) {
+func validateTarget(p *receipts.Problems, path string, t receipts.Target) {
 	switch t.Kind {
 	case receipts.TargetLive, receipts.TargetContainer, receipts.TargetInProcess:
 	default:
-		p.add(path+".kind", "unknown target kind %q", t.Kind)
+		p.Add(path+".kind", "unknown target kind %q", t.Kind)
 	}
 	if bad(t.TimeScale) || t.TimeScale < 0 {
-		p.add(path+".time_scale", "%v is not a finite number >= 0", t.TimeScale)
+		p.Add(path+".time_scale", "%v is not a finite number >= 0", t.TimeScale)
 	}
 	if t.Endpoint != "" {
 		if u, err := url.Parse(t.Endpoint); err != nil {
-			p.add(path+".endpoint", "not a URL")
+			p.Add(path+".endpoint", "not a URL")
 		} else if u.User != nil || u.RawQuery != "" {
-			p.add(path+".endpoint", "holds credentials or a query; receipts never do")
+			p.Add(path+".endpoint", "holds credentials or a query; receipts never do")
 		}
 	}
 }
 
-func (r *Receipt) validateIdentity(p *problems) {
+func (r *Receipt) validateIdentity(p *receipts.Problems) {
 	id := r.Identity
 	if id.PromptDigest != "" && !isDigest(id.PromptDigest) {
-		p.add("identity.prompt_digest", "%q is not a hex sha256", id.PromptDigest)
+		p.Add("identity.prompt_digest", "%q is not a hex sha256", id.PromptDigest)
 	}
 	switch id.CacheIsolation {
 	case "", CacheUniquePrompts, CacheReset, CacheSharedPrompts:
 	default:
-		p.add("identity.cache_isolation", "unknown %q (want %s, %s or %s)", id.CacheIsolation, CacheUniquePrompts, CacheReset, CacheSharedPrompts)
+		p.Add("identity.cache_isolation", "unknown %q (want %s, %s or %s)", id.CacheIsolation, CacheUniquePrompts, CacheReset, CacheSharedPrompts)
 	}
 	if id.Digest != "" {
 		if want := r.IdentityDigest(); id.Digest != want {
-			p.add("identity.digest", "%.12s does not match the identity fields (computed %.12s): the receipt was edited", id.Digest, want)
+			p.Add("identity.digest", "%.12s does not match the identity fields (computed %.12s): the receipt was edited", id.Digest, want)
 		}
 	}
 }
 
-func (r *Receipt) validatePoint(p *problems) {
+func (r *Receipt) validatePoint(p *receipts.Problems) {
 	pt := r.Point
 	switch pt.Workload {
 	case WorkloadText, WorkloadOneImage:
 	default:
-		p.add("point.workload", "unknown workload %q (want %s or %s)", pt.Workload, WorkloadText, WorkloadOneImage)
+		p.Add("point.workload", "unknown workload %q (want %s or %s)", pt.Workload, WorkloadText, WorkloadOneImage)
 	}
 	if pt.Concurrency < 1 {
-		p.add("point.concurrency", "%d is below 1", pt.Concurrency)
+		p.Add("point.concurrency", "%d is below 1", pt.Concurrency)
 	}
 	if pt.OutputTokens < 1 {
-		p.add("point.output_tokens", "%d is below 1", pt.OutputTokens)
+		p.Add("point.output_tokens", "%d is below 1", pt.OutputTokens)
 	}
 	if pt.Repeats < 1 {
-		p.add("point.repeats", "%d is below 1", pt.Repeats)
+		p.Add("point.repeats", "%d is below 1", pt.Repeats)
 	}
 	want := pt.Repeats
 	if s := r.Stopped; s != nil {
 		switch s.Reason {
 		case "error", "canceled", "timeout":
 		default:
-			p.add("stopped.reason", "unknown reason %q (want error, canceled or timeout)", s.Reason)
+			p.Add("stopped.reason", "unknown reason %q (want error, canceled or timeout)", s.Reason)
 		}
 		if s.Runs < 0 || s.Runs > pt.Repeats {
-			p.add("stopped.runs", "%d is outside [0, repeats %d]", s.Runs, pt.Repeats)
+			p.Add("stopped.runs", "%d is outside [0, repeats %d]", s.Runs, pt.Repeats)
 		}
 		want = s.Runs
 	}
 	switch {
 	case len(r.Runs) == want:
 	case r.Stopped != nil:
-		p.add("runs", "%d runs, but stopped.runs is %d", len(r.Runs), want)
+		p.Add("runs", "%d runs, but stopped.runs is %d", len(r.Runs), want)
 	default:
-		p.add("runs", "%d runs, but the point asked %d repeats and did not stop", len(r.Runs), pt.Repeats)
+		p.Add("runs", "%d runs, but the point asked %d repeats and did not stop", len(r.Runs), pt.Repeats)
 	}
 }
 
-func (r *Receipt) validateRuns(p *problems) {
+func (r *Receipt) validateRuns(p *receipts.Problems) {
 	pt := r.Point
 	for i, run := range r.Runs {
 		path := fmt.Sprintf("runs[%d]", i)
 		if bad(run.WallSeconds) || run.WallSeconds <= 0 {
-			p.add(path+".wall_seconds", "%v is not a finite number > 0", run.WallSeconds)
+			p.Add(path+".wall_seconds", "%v is not a finite number > 0", run.WallSeconds)
 		}
 		for _, c := range []struct {
 			name string
 			n    int
 		}{{"generated_tokens", run.GeneratedTokens}, {"verified_tokens", run.VerifiedTokens}, {"failed", run.Failed}, {"short", run.Short}} {
 			if c.n < 0 {
-				p.add(path+"."+c.name, "negative (%d)", c.n)
+				p.Add(path+"."+c.name, "negative (%d)", c.n)
 			}
 		}
 		if run.VerifiedTokens > run.GeneratedTokens {
-			p.add(path+".verified_tokens", "%d is more than generated_tokens %d", run.VerifiedTokens, run.GeneratedTokens)
+			p.Add(path+".verified_tokens", "%d is more than generated_tokens %d", run.VerifiedTokens, run.GeneratedTokens)
 		}
 		if run.WallSeconds > 0 && !near(run.OutputTokS, float64(run.GeneratedTokens)/run.WallSeconds) {
-			p.add(path+".output_tok_s", "%v, but generated_tokens ÷ wall_seconds is %v", run.OutputTokS, float64(run.GeneratedTokens)/run.WallSeconds)
+			p.Add(path+".output_tok_s", "%v, but generated_tokens ÷ wall_seconds is %v", run.OutputTokS, float64(run.GeneratedTokens)/run.WallSeconds)
 		}
 		if m := run.GPUMemoryMiBAfter; m != nil && (bad(*m) || *m < 0) {
-			p.add(path+".gpu_memory_mib_after", "%v is not a finite number >= 0", *m)
+			p.Add(path+".gpu_memory_mib_after", "%v is not a finite number >= 0", *m)
 		}
 		switch r.Source {
 		case SourcePublished:
 			if len(run.Requests) > 0 {
-				p.add(path+".requests", "a published point has no request samples")
+				p.Add(path+".requests", "a published point has no request samples")
 			}
 			if full := pt.Concurrency * pt.OutputTokens; pt.Concurrency > 0 && run.GeneratedTokens != full {
-				p.add(path+".generated_tokens", "%d, but %d requests of %d tokens make %d", run.GeneratedTokens, pt.Concurrency, pt.OutputTokens, full)
+				p.Add(path+".generated_tokens", "%d, but %d requests of %d tokens make %d", run.GeneratedTokens, pt.Concurrency, pt.OutputTokens, full)
 			}
 			if run.VerifiedTokens != run.GeneratedTokens || run.Failed != 0 || run.Short != 0 {
-				p.add(path+".verified_tokens", "a published run is verified whole: %d verified of %d, %d failed, %d short", run.VerifiedTokens, run.GeneratedTokens, run.Failed, run.Short)
+				p.Add(path+".verified_tokens", "a published run is verified whole: %d verified of %d, %d failed, %d short", run.VerifiedTokens, run.GeneratedTokens, run.Failed, run.Short)
 			}
 		case SourceVetbench:
 			r.validateRequests(p, path, run)
@@ -181,30 +156,30 @@ func (r *Receipt) validateRuns(p *problems) {
 	}
 }
 
-func (r *Receipt) validateRequests(p *problems, path string, run Run) {
+func (r *Receipt) validateRequests(p *receipts.Problems, path string, run Run) {
 	pt := r.Point
 	if len(run.Requests) != pt.Concurrency {
-		p.add(path+".requests", "%d requests, but the run sends %d at once", len(run.Requests), pt.Concurrency)
+		p.Add(path+".requests", "%d requests, but the run sends %d at once", len(run.Requests), pt.Concurrency)
 	}
 	for j, q := range run.Requests {
 		qp := fmt.Sprintf("%s.requests[%d]", path, j)
 		if q.OutputTokens < 0 {
-			p.add(qp+".output_tokens", "negative (%d)", q.OutputTokens)
+			p.Add(qp+".output_tokens", "negative (%d)", q.OutputTokens)
 		}
 		if q.PromptTokens < 0 {
-			p.add(qp+".prompt_tokens", "negative (%d)", q.PromptTokens)
+			p.Add(qp+".prompt_tokens", "negative (%d)", q.PromptTokens)
 		}
 		if bad(q.E2ESeconds) || q.E2ESeconds < 0 {
-			p.add(qp+".e2e_seconds", "%v is not a finite number >= 0", q.E2ESeconds)
+			p.Add(qp+".e2e_seconds", "%v is not a finite number >= 0", q.E2ESeconds)
 		}
 		if v := q.TTFTSeconds; v != nil && (bad(*v) || *v < 0 || *v > q.E2ESeconds) {
-			p.add(qp+".ttft_seconds", "%v is outside [0, e2e_seconds %v]", *v, q.E2ESeconds)
+			p.Add(qp+".ttft_seconds", "%v is outside [0, e2e_seconds %v]", *v, q.E2ESeconds)
 		}
 		if v := q.ITLSeconds; v != nil && (bad(*v) || *v < 0) {
-			p.add(qp+".itl_seconds", "%v is not a finite number >= 0", *v)
+			p.Add(qp+".itl_seconds", "%v is not a finite number >= 0", *v)
 		}
 		if (q.Error == "") != (q.ErrorClass == "") {
-			p.add(qp+".error_class", "%q with error %q: both or neither", q.ErrorClass, q.Error)
+			p.Add(qp+".error_class", "%q with error %q: both or neither", q.ErrorClass, q.Error)
 		}
 	}
 	want := NewRun(pt, run.WallSeconds, run.Requests)
@@ -218,12 +193,12 @@ func (r *Receipt) validateRequests(p *problems, path string, run Run) {
 		{"short", run.Short, want.Short},
 	} {
 		if c.got != c.want {
-			p.add(path+"."+c.name, "%d, but its requests give %d", c.got, c.want)
+			p.Add(path+"."+c.name, "%d, but its requests give %d", c.got, c.want)
 		}
 	}
 }
 
-func (r *Receipt) validateSummary(p *problems) {
+func (r *Receipt) validateSummary(p *receipts.Problems) {
 	got, want := r.Summary, Summarize(r.Point, r.Runs)
 	ints := []struct {
 		name      string
@@ -236,7 +211,7 @@ func (r *Receipt) validateSummary(p *problems) {
 	}
 	for _, c := range ints {
 		if c.got != c.want {
-			p.add("summary."+c.name, "%d, but the runs give %d", c.got, c.want)
+			p.Add("summary."+c.name, "%d, but the runs give %d", c.got, c.want)
 		}
 	}
 	floats := []struct {
@@ -250,14 +225,14 @@ func (r *Receipt) validateSummary(p *problems) {
 	}
 	for _, c := range floats {
 		if !near(c.got, c.want) {
-			p.add("summary."+c.name, "%v, but the runs give %v", c.got, c.want)
+			p.Add("summary."+c.name, "%v, but the runs give %v", c.got, c.want)
 		}
 	}
 	switch {
 	case (got.PeakGPUMemoryMiB == nil) != (want.PeakGPUMemoryMiB == nil):
-		p.add("summary.peak_observed_gpu_memory_mib", "present on one side only: the runs give %v", fmtPtr(want.PeakGPUMemoryMiB))
+		p.Add("summary.peak_observed_gpu_memory_mib", "present on one side only: the runs give %v", fmtPtr(want.PeakGPUMemoryMiB))
 	case got.PeakGPUMemoryMiB != nil && !near(*got.PeakGPUMemoryMiB, *want.PeakGPUMemoryMiB):
-		p.add("summary.peak_observed_gpu_memory_mib", "%v, but the runs' peak is %v", *got.PeakGPUMemoryMiB, *want.PeakGPUMemoryMiB)
+		p.Add("summary.peak_observed_gpu_memory_mib", "%v, but the runs' peak is %v", *got.PeakGPUMemoryMiB, *want.PeakGPUMemoryMiB)
 	}
 	for _, d := range []struct {
 		name      string
@@ -270,7 +245,7 @@ func (r *Receipt) validateSummary(p *problems) {
 		{"request_output_tok_s", got.RequestOutputTokS, want.RequestOutputTokS},
 	} {
 		if !sameDist(d.got, d.want) {
-			p.add("summary."+d.name, "%s, but the requests give %s", fmtDist(d.got), fmtDist(d.want))
+			p.Add("summary."+d.name, "%s, but the requests give %s", fmtDist(d.got), fmtDist(d.want))
 		}
 	}
 }
