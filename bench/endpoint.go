@@ -16,8 +16,8 @@ type Endpoint struct {
 	// spreads its judgments over BaseURL and these (Balancer), scrapes
 	// each, and its receipts show each one's figures and the total.
 	Replicas []string
-	Model   string // empty: the first model the server lists
-	APIKey  string // sent as a bearer token; never recorded
+	Model    string // empty: the first model the server lists
+	APIKey   string // sent as a bearer token; never recorded
 	// Target is how receipts record it (kind, endpoint without credentials,
 	// twin profile, time scale, replay, ...).
 	Target receipts.Target
