@@ -22,6 +22,10 @@ import (
 // model from the same build, so their answers would not be one experiment.
 var ErrReplicaDrift = errors.New("endpoints differ")
 
+// ErrSeveralEndpoints: a measurement of one server's figures (token
+// throughput, the speed matrix) was given several endpoints.
+var ErrSeveralEndpoints = errors.New("several endpoints")
+
 // replica is one of the endpoints a session spreads its judgments over.
 type replica struct {
 	base   string // no trailing slash

@@ -8,8 +8,10 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/matrix"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/target"
+	"github.com/vetbench/vetbench/bench/tokens"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/stub"
@@ -145,4 +147,14 @@ func TestReplicasWithEngines(t *testing.T) {
 	require.Equal(t, float64(rec.Endpoints[0].Throughput.Requests), reqs)
 	require.Nil(t, rec.Endpoints[1].Server.Engines, "one engine: none listed")
 	require.Equal(t, float64(rec.Throughput.Requests), rec.Server.Counters["request_success"])
+}
+
+// The token benchmark and the speed matrix measure one server: several
+// endpoints are refused before anything is asked of them.
+func TestOneServerMeasurementsRefuseReplicas(t *testing.T) {
+	ep := bench.Endpoint{BaseURL: "http://127.0.0.1:1", Replicas: []string{"http://127.0.0.1:2"}, Target: receipts.Target{Kind: receipts.TargetLive}}
+	_, err := tokens.NewRunner(t.Context(), ep, testConfig())
+	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
+	_, err = matrix.NewRunner(t.Context(), ep, testConfig())
+	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
 }
