@@ -147,7 +147,7 @@ func (s *Session) resetCaches(ctx context.Context, ctl *http.Client) (receipts.C
 		all.Requested = all.Requested && r.Requested
 		all.Prefix, all.MM, all.Encoder = all.Prefix && r.Prefix, all.MM && r.MM, all.Encoder && r.Encoder
 		if r.Note != "" {
-			notes = append(notes, judgments.RedactURL(s.bases()[i])+": "+r.Note)
+			notes = append(notes, stripURL(s.bases()[i])+": "+r.Note)
 		}
 	}
 	all.Note = strings.Join(notes, "; ")
@@ -193,7 +193,7 @@ func (s *Session) windowServer(before, after []scrape.Snapshot, reset receipts.C
 			srv.CacheReset = &receipts.CacheReset{Arm: reset.Arm, Note: reset.Note}
 		}
 		parts[i] = &srv
-		names[i] = judgments.RedactURL(s.bases()[i])
+		names[i] = stripURL(s.bases()[i])
 	}
 	total := tally.SumServers(names, parts)
 	total.CacheReset = &reset
@@ -234,7 +234,7 @@ func (s *Session) endpointFigures(set fixtures.Set, o Outcome, c int, bal *Balan
 	for i, part := range split {
 		_, tp, _ := figures(set, part, c)
 		rc := audit.Reconcile(clientCounts(part, tp), parts[i])
-		out[i] = receipts.EndpointFigures{Endpoint: judgments.RedactURL(s.bases()[i]), Throughput: tp, Server: parts[i], Reconciliation: &rc}
+		out[i] = receipts.EndpointFigures{Endpoint: stripURL(s.bases()[i]), Throughput: tp, Server: parts[i], Reconciliation: &rc}
 	}
 	return out, ""
 }

@@ -1,7 +1,9 @@
 package bench_test
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,9 +28,14 @@ func replicated(t *testing.T, set fixtures.Set, cfg config.Config, each [][]stub
 		tg, err := target.InProcess(append(append([]stub.Option{stub.WithDevMode(true)}, shared...), extra...)...)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = tg.Close() })
-		if i == 0 {
+		switch i {
+		case 0:
 			ep = tg.Endpoint
-		} else {
+		case 1:
+			// User info in a URL given by hand (config refuses it): never
+			// in a receipt.
+			ep.Replicas = append(ep.Replicas, strings.Replace(tg.Endpoint.BaseURL, "://", "://u:sk-secret@", 1))
+		default:
 			ep.Replicas = append(ep.Replicas, tg.Endpoint.BaseURL)
 		}
 	}
@@ -99,6 +106,9 @@ func TestMeasureReplicas(t *testing.T) {
 	back, err := receipts.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, rec.Endpoints, back.Endpoints)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "sk-secret")
 	bad := rec.Clone()
 	bad.Endpoints[1].Throughput.Judgments++
 	require.ErrorContains(t, bad.Validate(), "the endpoints' judgments add up to 31, the total is 30")
