@@ -16,6 +16,7 @@ import (
 	"github.com/vetbench/vetbench/bench/tokens"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/speed"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -167,4 +168,20 @@ func TestOneServerMeasurementsRefuseReplicas(t *testing.T) {
 	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
 	_, err = matrix.NewRunner(t.Context(), ep, testConfig())
 	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
+}
+
+// bench.txt says how many endpoints a run spread over (the gate lists a
+// change of it); one endpoint's output says nothing, as before.
+func TestSpeedConfigEndpoints(t *testing.T) {
+	tg, err := target.InProcessReplicas(3)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tg.Close() })
+	cfg, err := bench.SpeedConfig(t.Context(), tg.Endpoint, testConfig(), nil)
+	require.NoError(t, err)
+	require.Equal(t, "3", cfg[speed.KeyEndpoints])
+	one := tg.Endpoint
+	one.Replicas = nil
+	cfg, err = bench.SpeedConfig(t.Context(), one, testConfig(), nil)
+	require.NoError(t, err)
+	require.NotContains(t, cfg, speed.KeyEndpoints)
 }
