@@ -73,7 +73,12 @@ func countWord(n int) string {
 
 // newClient is the session's client in mode m.
 func (s *Session) newClient(model string, m judgments.Mode) *judgments.Client {
-	return judgments.NewClient(s.Endpoint.BaseURL,
+	return s.newClientAt(s.Endpoint.BaseURL, model, m)
+}
+
+// newClientAt is the session's client of the endpoint at base.
+func (s *Session) newClientAt(base, model string, m judgments.Mode) *judgments.Client {
+	return judgments.NewClient(base,
 		judgments.WithModel(model),
 		judgments.WithAPIKey(s.Endpoint.APIKey),
 		judgments.WithHTTPClient(s.hc),

@@ -12,8 +12,12 @@ import (
 // elsewhere (bench/target); bench only measures.
 type Endpoint struct {
 	BaseURL string // no trailing slash
-	Model   string // empty: the first model the server lists
-	APIKey  string // sent as a bearer token; never recorded
+	// Replicas are further base URLs serving the same model: a session
+	// spreads its judgments over BaseURL and these (Balancer), scrapes
+	// each, and its receipts show each one's figures and the total.
+	Replicas []string
+	Model    string // empty: the first model the server lists
+	APIKey   string // sent as a bearer token; never recorded
 	// Target is how receipts record it (kind, endpoint without credentials,
 	// twin profile, time scale, replay, ...).
 	Target receipts.Target
@@ -36,7 +40,24 @@ func (e Endpoint) Receipt() receipts.Target {
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	r.Endpoint = u.String()
+	if len(e.Replicas) > 0 && len(r.Endpoints) == 0 {
+		r.Endpoints = []string{r.Endpoint}
+		for _, raw := range e.Replicas {
+			r.Endpoints = append(r.Endpoints, stripURL(raw))
+		}
+	}
 	return r
+}
+
+// stripURL is raw without user info, query or fragment; "" when it does
+// not parse (nothing rather than a secret).
+func stripURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 func (e Endpoint) authorize(req *http.Request) {

@@ -39,6 +39,9 @@ func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fix
 		out[speed.KeySlowdown] = strconv.FormatFloat(cfg.Twin.Slowdown, 'g', -1, 64)
 		out[speed.KeyTwinFaults] = strings.Join(cfg.Twin.Faults, ";")
 	}
+	if n := len(ep.Replicas) + 1; n > 1 {
+		out[speed.KeyEndpoints] = strconv.Itoa(n)
+	}
 	if len(sets) > 0 {
 		fix := make([]string, len(sets))
 		for i, set := range sets {

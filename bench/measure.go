@@ -65,6 +65,9 @@ type Session struct {
 
 	hc       *http.Client
 	idPrefix string
+	// replicas are the endpoints judgments are spread over, the first
+	// endpoint first; nil for one (replicas.go).
+	replicas []replica
 
 	// Test seams (export_test.go): the pool's and sampler's clock, the
 	// pool's held hook, and a wrapper around the judge in the window.
@@ -114,6 +117,9 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 	if err := s.checkTokenIDs(ctx, hc, model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", kind, err)
 	}
+	if err := s.addReplicas(ctx, model); err != nil {
+		return nil, fmt.Errorf("%s target: %w", kind, err)
+	}
 	return s, nil
 }
 
@@ -140,12 +146,11 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	c := max(p.Concurrency, 1)
 	rec := s.receipt(c)
 	ctl := s.controlClient()
-	auth := s.Endpoint.authorize
-	base := s.Endpoint.BaseURL
 
-	// Warmup: connections, server-side compilation; outside the window.
-	for range p.Warmup {
-		if _, err := s.Client.Judge(ctx, s.Set.Spec, s.Controls, s.Set.Cases[0].Item); err != nil {
+	// Warmup: connections, server-side compilation; outside the window
+	// (at each endpoint).
+	for i := range p.Warmup * len(s.judges()) {
+		if _, err := s.judges()[i%len(s.judges())].Judge(ctx, s.Set.Spec, s.Controls, s.Set.Cases[0].Item); err != nil {
 			if down := s.down(ctx); down != nil {
 				// Nothing was measured and nothing can be: no receipt.
 				return nil, fmt.Errorf("%w: warmup: %w; %w", ErrStopped, err, down)
@@ -158,9 +163,10 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	}
 
 	reset := probe.WarmArm()
+	var resets []receipts.CacheReset
 	if p.Arm != receipts.ArmWarm {
 		var err error
-		reset, err = probe.ResetCaches(ctx, ctl, base, auth)
+		reset, resets, err = s.resetCaches(ctx, ctl)
 		if err != nil {
 			if down := s.down(ctx); down != nil {
 				return nil, fmt.Errorf("reset caches: %w; %w", err, down)
@@ -169,8 +175,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		}
 	}
 
-	metricsURL := base + "/metrics"
-	before, _ := scrape.Fetch(ctx, ctl, metricsURL, scrape.WithAuthorize(auth))
+	before := s.scrapeAll(ctx, ctl)
 	var sopts []audit.SamplerOption
 	if s.clock != nil {
 		sopts = append(sopts, audit.WithClock(s.clock))
@@ -181,7 +186,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	if report != nil {
 		pool.Progress = func(done, failed int, elapsed time.Duration) { report(done, failed, elapsed, false) }
 	}
-	var judge Judge = s.Client
+	judge, bal := s.windowJudge()
 	if s.wrap != nil {
 		judge = s.wrap(judge)
 	}
@@ -198,7 +203,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	}
 	// The closing scrape must happen even after Ctrl-C: what was measured
 	// is kept. The control client's timeout bounds it.
-	after, _ := scrape.Fetch(context.WithoutCancel(ctx), ctl, metricsURL, scrape.WithAuthorize(auth))
+	after := s.scrapeAll(context.WithoutCancel(ctx), ctl)
 
 	items, tp, stopped := figures(s.Set, o, c)
 	rec.Items, rec.Throughput, rec.Stopped = items, tp, stopped
@@ -206,26 +211,26 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	rec.Finished = time.Now().UTC()
 
 	// Diff records a failed reading in Status and Problems; never guessed.
-	server := scrape.Diff(before, after)
-	server.CacheReset = &reset
+	server, parts := s.windowServer(before, after, reset, resets)
 	rec.Server = &server
-	if rec.Identity.CacheConfig = scrape.CacheConfig(before); rec.Identity.CacheConfig == nil {
-		rec.Identity.CacheConfig = scrape.CacheConfig(after)
+	if rec.Identity.CacheConfig = scrape.CacheConfig(before[0]); rec.Identity.CacheConfig == nil {
+		rec.Identity.CacheConfig = scrape.CacheConfig(after[0])
 	}
 	if p.Arm != receipts.ArmWarm && !reset.Prefix {
 		rec.Warnings = append(rec.Warnings, "cold arm, but the prefix cache was not reset: "+reset.Note)
 	}
 
 	var timed []float64
-	unanswered := 0
 	for _, r := range o.Results {
 		timed = append(timed, r.Latency().Seconds())
-		unanswered += r.Judgment.Requests - len(r.Judgment.Answers)
 	}
 	ll := audit.LittlesLaw(occ, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(timed), MeanLatencySeconds: tally.LatencyOf(timed).Mean})
-	rc := audit.Reconcile(audit.ClientCounts{Requests: tp.Requests, PromptTokens: tp.PromptTokens, Unanswered: unanswered,
-		CachedTokens: cachedTokens(o)}, rec.Server)
+	rc := audit.Reconcile(clientCounts(o, tp), rec.Server)
 	rec.Checks = &receipts.Checks{LittlesLaw: &ll, Reconciliation: &rc}
+	var split string
+	if rec.Endpoints, split = s.endpointFigures(s.Set, o, c, bal, parts); split != "" {
+		rec.Warnings = append(rec.Warnings, split)
+	}
 	if s.Config.GPUHourlyUSD > 0 && tp.Judgments > 0 {
 		cost, err := audit.CostOf(s.Config.GPUHourlyUSD, tp)
 		switch {
@@ -256,7 +261,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		rec.Warnings = append(rec.Warnings, warn)
 	}
 	if tp.Failed > 0 || (stopped != nil && stopped.Reason != receipts.StopCanceled) {
-		if down := s.downAfter(ctx, after.Err); down != nil {
+		if down := s.downAfter(ctx, scrapeErr(after)); down != nil {
 			rec.Warnings = append(rec.Warnings, down.Error()+": no later point can be measured")
 			if err == nil {
 				err = down
@@ -297,14 +302,22 @@ func (s *Session) down(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	err := probe.Health(ctx, s.controlClient(), s.Endpoint.BaseURL, s.Endpoint.authorize)
-	switch {
-	case err == nil || ctx.Err() != nil:
-		return nil
-	case errors.Is(err, probe.ErrEngineDead):
-		return fmt.Errorf("%w: %w", ErrServerDown, err)
+	// With several endpoints, one down is down: the balancer would keep
+	// sending it judgments.
+	for _, base := range s.bases() {
+		err := probe.Health(ctx, s.controlClient(), base, s.Endpoint.authorize)
+		if len(s.replicas) > 0 && err != nil {
+			err = fmt.Errorf("endpoint %s: %w", judgments.RedactURL(base), err)
+		}
+		switch {
+		case err == nil || ctx.Err() != nil:
+			continue
+		case errors.Is(err, probe.ErrEngineDead):
+			return fmt.Errorf("%w: %w", ErrServerDown, err)
+		}
+		return fmt.Errorf("%w: %s: %w", ErrServerDown, errclass.Of(err), err)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrServerDown, errclass.Of(err), err)
+	return nil
 }
 
 // downAfter is down, unless the closing scrape already found nothing

@@ -268,6 +268,11 @@ func openSuite() {
 			return
 		}
 		shared.target, shared.err = target.Open(context.Background(), shared.cfg)
+		if shared.err == nil {
+			if eps := shared.target.Endpoint.Receipt().Endpoints; len(eps) > 1 {
+				note("judgments spread over %d endpoints: %s (receipts hold each one's figures)", len(eps), strings.Join(eps, ", "))
+			}
+		}
 	})
 }
 

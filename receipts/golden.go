@@ -12,7 +12,7 @@ import (
 
 // Normalize returns a deep copy of r holding only what must be stable
 // between two runs of the same experiment: run id, times, the target
-// endpoint, latencies, throughput rates, server figures, self-checks,
+// endpoints and each one's figures, latencies, throughput rates, server figures, self-checks,
 // cost and warnings are dropped. Counts (judgments, requests, prompt
 // tokens) and every answer stay. Goldens hold normalized receipts.
 func Normalize(r *Receipt) *Receipt {
@@ -22,7 +22,9 @@ func Normalize(r *Receipt) *Receipt {
 	n := *r.Clone()
 	n.RunID = ""
 	n.Started, n.Finished = time.Time{}, time.Time{}
-	n.Target.Endpoint = ""
+	n.Target.Endpoint, n.Target.Endpoints = "", nil
+	// Which endpoint answered what depends on timing: not stable.
+	n.Endpoints = nil
 	t := n.Throughput
 	n.Throughput = Throughput{
 		Concurrency:   t.Concurrency,

@@ -41,6 +41,11 @@ type Receipt struct {
 	Server *Server `json:"server,omitempty"`
 	// Checks are the run's self-checks (Little's law, reconciliation).
 	Checks *Checks `json:"checks,omitempty"`
+	// Endpoints are the figures of each endpoint when the judgments were
+	// spread over several (replicas); nil for one. Throughput, Server and
+	// Checks above are then the totals, and the endpoints' counts add up
+	// to them (receipts/tally.SumServers).
+	Endpoints []EndpointFigures `json:"endpoints,omitempty"`
 	// Cost per 1,000 judgments, when an hourly GPU price was stated.
 	Cost    *Cost    `json:"cost,omitempty"`
 	Quality *Quality `json:"quality,omitempty"`
@@ -57,6 +62,9 @@ type Receipt struct {
 type Target struct {
 	Kind     TargetKind `json:"kind"`
 	Endpoint string     `json:"endpoint,omitempty"`
+	// Endpoints lists every base URL the judgments were spread over, the
+	// first being Endpoint; nil for one endpoint.
+	Endpoints []string `json:"endpoints,omitempty"`
 	// Profile and TimeScale describe the twin; TimeScale > 1 means the twin
 	// ran faster than real time and speeds are not real-time figures.
 	Profile   string  `json:"profile,omitempty"`
@@ -284,6 +292,18 @@ const (
 	// ArmWarm does not: the caches are as earlier traffic left them.
 	ArmWarm Arm = "warm"
 )
+
+// EndpointFigures are one endpoint's share of a window spread over several:
+// the judgments it answered (rates over the window's whole wall time, so the
+// endpoints' rates add up to the total), its own /metrics deltas and its
+// reconciliation.
+type EndpointFigures struct {
+	// Endpoint is the base URL, without credentials.
+	Endpoint       string          `json:"endpoint"`
+	Throughput     Throughput      `json:"throughput"`
+	Server         *Server         `json:"server,omitempty"`
+	Reconciliation *Reconciliation `json:"reconciliation,omitempty"`
+}
 
 // Checks are the run's measurement self-checks.
 type Checks struct {

@@ -77,6 +77,7 @@ func (r *Receipt) validate(file string) error {
 	r.validateIdentity(p)
 	r.validateThroughput(p)
 	r.validateServer(p)
+	r.validateEndpoints(p)
 	r.validateItems(p)
 	r.validateOffFormat(p)
 	r.validateStopped(p)
@@ -95,6 +96,11 @@ func (r *Receipt) validateTarget(p *Problems) {
 	if r.Target.Endpoint != "" {
 		if u, err := url.Parse(r.Target.Endpoint); err == nil && u.User != nil {
 			p.Add("target.endpoint", "holds credentials; receipts never do")
+		}
+	}
+	for i, e := range r.Target.Endpoints {
+		if u, err := url.Parse(e); err == nil && u.User != nil {
+			p.add(joinIndex("target.endpoints", i), "holds credentials; receipts never do")
 		}
 	}
 }

@@ -84,6 +84,10 @@ type Config struct {
 // Target is a live server; an empty Endpoint selects the twin.
 type Target struct {
 	Endpoint string // base URL without a trailing slash
+	// Replicas are further base URLs serving the same model (replicas, or
+	// data-parallel servers not behind one router): the judgments are
+	// spread over Endpoint and these. Empty for one endpoint.
+	Replicas []string
 	// Model is sent in requests; empty means the first model the server lists.
 	Model string
 	// APIKey is sent as a bearer token, never recorded, and only ever read
@@ -107,6 +111,18 @@ type Twin struct {
 	// Faults are fault specs as stub.ParseFault reads them, to see how a
 	// run fails; bench/target parses them.
 	Faults []string
+	// Replicas is how many twins to start (default 1); several are
+	// measured as several endpoints, each with its own engine and caches.
+	Replicas int
+}
+
+// Endpoints are every base URL of the target, Endpoint first; nil for the
+// twin.
+func (t Target) Endpoints() []string {
+	if t.Endpoint == "" {
+		return nil
+	}
+	return append([]string{t.Endpoint}, t.Replicas...)
 }
 
 // Defaults.
@@ -122,7 +138,7 @@ var (
 // Default is the configuration nothing has been said about.
 func Default() Config {
 	return Config{
-		Twin:           Twin{TimeScale: 1, Slowdown: 1},
+		Twin:           Twin{TimeScale: 1, Slowdown: 1, Replicas: 1},
 		Sets:           append([]string(nil), DefaultSets...),
 		Levels:         append([]int(nil), DefaultLevels...),
 		Arms:           append([]receipts.Arm(nil), DefaultArms...),

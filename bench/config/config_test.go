@@ -30,7 +30,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, judgments.DefaultTopLogprobs, c.TopLogprobs)
 	require.Equal(t, 120*time.Second, c.RequestTimeout)
 	require.Equal(t, 1, c.Warmup)
-	require.Equal(t, Twin{TimeScale: 1, Slowdown: 1}, c.Twin)
+	require.Equal(t, Twin{TimeScale: 1, Slowdown: 1, Replicas: 1}, c.Twin)
 	require.Empty(t, c.Target)
 	require.Equal(t, sets.Options{}, c.Fixtures)
 
@@ -75,7 +75,7 @@ func TestEnv(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Config{
 		Target:          Target{Endpoint: "http://gpu-box:8000", Model: "google/gemma-4-31B-it", APIKey: "sk-secret"},
-		Twin:            Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}},
+		Twin:            Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}, Replicas: 1},
 		Sets:            []string{"faces"},
 		Fixtures:        sets.Options{Seed: 7, Size: 30, LFWDir: "/data/lfw", CEDARDir: "/data/cedar", TypevetIDs: true},
 		Levels:          []int{1, 32},
@@ -286,7 +286,7 @@ typevet_ids = true
 	require.NoError(t, err)
 	require.Equal(t, Config{
 		Target:          Target{Endpoint: "http://gpu-box:8000", Model: "google/gemma-4-31B-it"},
-		Twin:            Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}},
+		Twin:            Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}, Replicas: 1},
 		Sets:            []string{"checks", "faces"},
 		Fixtures:        sets.Options{Seed: 7, Size: 3, LFWDir: "/data/lfw", TypevetIDs: true},
 		Levels:          []int{1, 16},
@@ -328,7 +328,7 @@ func TestFileErrors(t *testing.T) {
 		want          []string
 	}{
 		{"unknown key", "levles = [1]\n", []string{`unknown key "levles" (top-level keys: `, "levels", "[twin]"}},
-		{"unknown key in a table", "[twin]\nprofil = \"fast\"\n", []string{`unknown key "twin.profil" (keys of [twin]: placement, profile, time_scale, slowdown, faults)`}},
+		{"unknown key in a table", "[twin]\nprofil = \"fast\"\n", []string{`unknown key "twin.profil" (keys of [twin]: placement, profile, time_scale, slowdown, faults, replicas)`}},
 		{"unknown table", "[twn]\nprofile = \"fast\"\n", []string{`unknown table [twn] (key "twn.profile")`}},
 		{"api key", "[target]\napi_key = \"sk-secret\"\n", []string{"target.api_key: the API key is never read from a file; set VETBENCH_API_KEY"}},
 		{"force", "force = true\n", []string{"force: never kept in a file"}},

@@ -47,8 +47,8 @@ func File(path string) Source {
 			}
 			if err != nil {
 				shown := values[key]
-				if str, ok := shown.(string); ok && s.redact != nil {
-					shown = s.redact(str)
+				if s.redact != nil {
+					shown = redactValue(shown, s.redact)
 				}
 				errs = append(errs, fmt.Errorf("%s: %s = %s: %w", path, key, showValue(shown), err))
 			}
@@ -56,6 +56,22 @@ func File(path string) Source {
 		c.File = path
 		return errors.Join(errs...)
 	}
+}
+
+// redactValue is a file value fit for an error: a string redacted, and so
+// is each string of an array (a list of endpoints).
+func redactValue(v any, redact func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return redact(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactValue(e, redact)
+		}
+		return out
+	}
+	return v
 }
 
 // readFile parses the file into dotted keys ("twin.profile") and values.

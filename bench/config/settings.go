@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ const (
 	EnvStubTimeScale   = "VETBENCH_STUB_TIME_SCALE"
 	EnvStubSlowdown    = "VETBENCH_STUB_SLOWDOWN"
 	EnvStubFaults      = "VETBENCH_STUB_FAULTS"
+	EnvStubReplicas    = "VETBENCH_STUB_REPLICAS"
 	EnvScoring         = "VETBENCH_SCORING"
 	EnvTopLogprobs     = "VETBENCH_TOP_LOGPROBS"
 	EnvSets            = "VETBENCH_SETS"
@@ -83,24 +83,14 @@ func (s setting) in(scope Scope) bool {
 // with the same set functions as the environment and the flags.
 func settings() []setting {
 	return append([]setting{
-		{env: EnvEndpoint, key: "target.endpoint", redact: judgments.RedactURL, set: func(c *Config, v string) error {
-			v = strings.TrimRight(strings.TrimSpace(v), "/")
-			// url.Parse's error quotes the URL: never shown.
-			u, err := url.Parse(v)
-			switch {
-			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-				return errors.New("want a base URL such as http://gpu-box:8000")
-			case u.User != nil:
-				return fmt.Errorf("a base URL holds no credentials: give the key in %s", EnvAPIKey)
-			case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-				// Paths are appended to the base URL: a query would swallow
-				// them (…/?token=x/v1/models), and a token there belongs in
-				// the key.
-				return fmt.Errorf("a base URL has no query or fragment (a token goes in %s)", EnvAPIKey)
-			}
-			c.Target.Endpoint = v
-			return nil
-		}, show: func(c *Config) string { return tomlString(judgments.RedactURL(c.Target.Endpoint)) }},
+		{env: EnvEndpoint, flag: "endpoint", key: "target.endpoint", sep: ",", redact: redactURLs,
+			usage: "comma-separated base `URLs` of live servers serving one model; several spread the judgments (" + EnvEndpoint + ")",
+			set:   setEndpoints, show: func(c *Config) string {
+				if len(c.Target.Replicas) == 0 {
+					return tomlString(judgments.RedactURL(c.Target.Endpoint))
+				}
+				return tomlStrings(strings.Split(redactURLs(strings.Join(c.Target.Endpoints(), ",")), ","))
+			}},
 		{env: EnvModel, key: "target.model", set: text(func(c *Config) *string { return &c.Target.Model }),
 			show: func(c *Config) string { return tomlString(c.Target.Model) }},
 		// The API key has no flag (it would show in the process list) and
@@ -148,6 +138,14 @@ func settings() []setting {
 			}
 			return nil
 		}, show: func(c *Config) string { return tomlStrings(c.Twin.Faults) }},
+		{env: EnvStubReplicas, key: "twin.replicas", set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 || n > MaxReplicas {
+				return fmt.Errorf("want a number of twins from 1 to %d", MaxReplicas)
+			}
+			c.Twin.Replicas = n
+			return nil
+		}, show: func(c *Config) string { return strconv.Itoa(c.Twin.Replicas) }},
 		{env: EnvScoring, key: "scoring", set: func(c *Config, v string) error {
 			m, err := judgments.ParseMode(strings.TrimSpace(v))
 			if err != nil {

@@ -35,6 +35,30 @@ func runContainer(ctx context.Context, opts []stub.Option) (baseURL string, stop
 	return base, func() error { return ctr.Terminate(context.Background()) }, nil
 }
 
+// runContainers starts n twins; more than one run on one network
+// (container.RunReplicas).
+func runContainers(ctx context.Context, n int, opts []stub.Option) (baseURLs []string, stop func() error, err error) {
+	if n == 1 {
+		base, stop, err := runContainer(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []string{base}, stop, nil
+	}
+	reps, err := container.RunReplicas(ctx, n, container.WithStub(opts...))
+	if err != nil {
+		if reps != nil {
+			_ = reps.Terminate(context.WithoutCancel(ctx))
+		}
+		return nil, nil, fmt.Errorf("start %d twin containers: %w", n, err)
+	}
+	bases, err := reps.BaseURLs(ctx)
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("twin container addresses: %w", err), reps.Terminate(context.WithoutCancel(ctx)))
+	}
+	return bases, func() error { return reps.Terminate(context.Background()) }, nil
+}
+
 // LogContainersTo sends testcontainers' log lines (connecting to Docker,
 // building, starting and stopping the twin's container) to w instead of
 // stderr, which go test merges into the stream of benchmark lines. The

@@ -54,7 +54,7 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 	case receipts.TargetContainer:
 		return Container(ctx, cfg.Twin, twin...)
 	case receipts.TargetInProcess:
-		return InProcess(twin...)
+		return InProcessReplicas(cfg.Twin.Replicas, twin...)
 	case "":
 	default:
 		return nil, fmt.Errorf("twin placement %q: want container or inprocess", cfg.Twin.Placement)
@@ -70,7 +70,7 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 		}
 		why = err
 	}
-	t, err := InProcess(twin...)
+	t, err := InProcessReplicas(cfg.Twin.Replicas, twin...)
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +81,11 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 // Live is a running server at t.Endpoint.
 func Live(t config.Target) *Target {
 	return &Target{Endpoint: bench.Endpoint{
-		BaseURL: t.Endpoint,
-		Model:   t.Model,
-		APIKey:  t.APIKey,
-		Target:  receipts.Target{Kind: receipts.TargetLive},
+		BaseURL:  t.Endpoint,
+		Replicas: t.Replicas,
+		Model:    t.Model,
+		APIKey:   t.APIKey,
+		Target:   receipts.Target{Kind: receipts.TargetLive},
 	}}
 }
 
@@ -104,21 +105,59 @@ func InProcess(opts ...stub.Option) (*Target, error) {
 	}, nil
 }
 
+// InProcessReplicas serves n twins (1 when n < 1) in this process, each on
+// a loopback port of its own with its own engine and caches: the endpoint's
+// Replicas are the second and later ones.
+func InProcessReplicas(n int, opts ...stub.Option) (*Target, error) {
+	t, err := InProcess(opts...)
+	if err != nil || n <= 1 {
+		return t, err
+	}
+	closers := []func() error{t.close}
+	for i := 1; i < n; i++ {
+		rs, err := stub.Start(opts...)
+		if err != nil {
+			for _, c := range closers {
+				_ = c()
+			}
+			return nil, fmt.Errorf("start in-process twin %d of %d: %w", i+1, n, err)
+		}
+		t.Endpoint.Replicas = append(t.Endpoint.Replicas, rs.URL())
+		closers = append(closers, rs.Close)
+	}
+	t.close = closeAll(closers)
+	return t, nil
+}
+
+// closeAll runs every closer, joining their errors.
+func closeAll(closers []func() error) func() error {
+	return func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
+	}
+}
+
 // Container runs the twin in a container built on the spot (see
-// stub/container). tw names the profile and time scale for the receipt;
-// opts configure the twin.
+// stub/container); tw.Replicas > 1 runs that many on one network, each
+// an endpoint. tw names the profile and time scale for the receipt; opts
+// configure the twin.
 func Container(ctx context.Context, tw config.Twin, opts ...stub.Option) (*Target, error) {
-	base, stop, err := runContainer(ctx, opts)
+	bases, stop, err := runContainers(ctx, max(tw.Replicas, 1), opts)
 	if err != nil {
 		return nil, err
 	}
+	base := bases[0]
 	profile := tw.Profile
 	if profile == "" {
 		profile = stub.ProfileFast().Name
 	}
 	return &Target{
 		Endpoint: bench.Endpoint{
-			BaseURL: base,
+			BaseURL:  base,
+			Replicas: bases[1:],
 			// Model: empty, the first model the twin lists.
 			Target: receipts.Target{Kind: receipts.TargetContainer, Profile: profile, TimeScale: tw.TimeScale},
 		},

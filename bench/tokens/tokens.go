@@ -98,6 +98,11 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config, opts .
 	if ep.Target.Kind == "" {
 		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the receipts")
 	}
+	if len(ep.Replicas) > 0 {
+		// Its figures are one server's (a C-stream point, a cell): spread
+		// over several they would describe none of them.
+		return nil, fmt.Errorf("%w: the token benchmark measures one endpoint, %d given (measure a router URL, or each replica in turn)", bench.ErrSeveralEndpoints, len(ep.Replicas)+1)
+	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	auth := authorize(ep.APIKey)
 	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)

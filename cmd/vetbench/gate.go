@@ -292,7 +292,7 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 			return nil, failed, err
 		}
 		c := cfg
-		c.Target.Endpoint = t.endpoint
+		c.Target.Endpoint, c.Target.Replicas = t.endpoint, nil
 		if t.endpoint == "" {
 			c.Twin.Placement = receipts.TargetInProcess
 		}

@@ -176,11 +176,30 @@ func pointSummary(label string, r *receipts.Receipt, path string, scale float64)
 			fmt.Fprintf(&b, "  %s prefix-hit %s (%.0f requests)", e, ratio(info.PrefixCacheHitRate), info.RequestSuccess)
 		}
 	}
+	for _, e := range r.Endpoints {
+		b.WriteString("\n    " + endpointSummary(e, scale))
+	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "\n    warning: %s", w)
 	}
 	fmt.Fprintf(&b, "\n    receipt: %s", path)
 	return b.String()
+}
+
+// endpointSummary is one endpoint's share of a point spread over several.
+func endpointSummary(e receipts.EndpointFigures, scale float64) string {
+	t := e.Throughput
+	line := fmt.Sprintf("endpoint %s: %d judgments  %.2f judgments/s  p50 %.3fs", e.Endpoint, t.Judgments, t.JudgmentsPerSecond/scale, t.Latency.P50*scale)
+	if s := e.Server; s != nil {
+		line += "  prefix-hit " + ratio(s.PrefixCacheHitRate)
+		if len(s.Engines) > 1 {
+			line += fmt.Sprintf(" (%d engines)", len(s.Engines))
+		}
+	}
+	if rc := e.Reconciliation; rc != nil && !rc.OK {
+		line += "  reconciliation: " + rc.Verdict
+	}
+	return line
 }
 
 func ratio(p *float64) string {

@@ -168,3 +168,19 @@ func TestPointSummaryTimeScale(t *testing.T) {
 	got = pointSummary("", rec, "r.json", 10)
 	require.Contains(t, got, "n=140  failed 136  discarded 2 (134 http_500, 2 timeout)  [model time, twin ×10;")
 }
+
+// A point spread over several endpoints shows each one's share under the
+// total line, in model time on a time-scaled twin.
+func TestPointSummaryEndpoints(t *testing.T) {
+	hit := 0.5
+	rec := &receipts.Receipt{Set: "checks", Throughput: receipts.Throughput{Concurrency: 4, JudgmentsPerSecond: 30, Judgments: 30},
+		Endpoints: []receipts.EndpointFigures{
+			{Endpoint: "http://a:8000", Throughput: receipts.Throughput{Judgments: 20, JudgmentsPerSecond: 20, Latency: receipts.Latency{P50: 0.1}},
+				Server: &receipts.Server{PrefixCacheHitRate: &hit, Engines: map[string]receipts.EngineInfo{"0": {}, "1": {}}}},
+			{Endpoint: "http://b:8000", Throughput: receipts.Throughput{Judgments: 10, JudgmentsPerSecond: 10},
+				Reconciliation: &receipts.Reconciliation{Verdict: "shared server or lost requests"}},
+		}}
+	got := pointSummary("", rec, "r.json", 10)
+	require.Contains(t, got, "\n    endpoint http://a:8000: 20 judgments  2.00 judgments/s  p50 1.000s  prefix-hit 0.500 (2 engines)\n")
+	require.Contains(t, got, "\n    endpoint http://b:8000: 10 judgments  1.00 judgments/s  p50 0.000s  reconciliation: shared server or lost requests\n")
+}

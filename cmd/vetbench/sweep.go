@@ -93,7 +93,11 @@ func openSweep(ctx context.Context, cmd, label string, cfg config.Config, dir *r
 		fmt.Fprintf(e.stderr, "vetbench: configuration lines incomplete: %v\n", err)
 	}
 	s.lines = metrics.NewWriter(s.benchTxt, configPairs(sc)...)
-	line := fmt.Sprintf("target: %s %s", ep.Target.Kind, ep.Receipt().Endpoint)
+	shown := ep.Receipt().Endpoint
+	if eps := ep.Receipt().Endpoints; len(eps) > 1 {
+		shown = fmt.Sprintf("%d endpoints: %s", len(eps), strings.Join(eps, ", "))
+	}
+	line := fmt.Sprintf("target: %s %s", ep.Target.Kind, shown)
 	if label != "" {
 		line = label + " " + line
 	}

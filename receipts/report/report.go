@@ -136,6 +136,9 @@ func Build(base, cand *Run, opt Options) (*Report, error) {
 	for _, set := range b.sets() {
 		b.rep.Sections = append(b.rep.Sections, b.setSection(set))
 	}
+	if s, ok := b.endpointsSection(); ok {
+		b.rep.Sections = append(b.rep.Sections, s)
+	}
 	if s, ok := b.tokensSection(); ok {
 		b.rep.Sections = append(b.rep.Sections, s)
 	}

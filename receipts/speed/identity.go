@@ -30,6 +30,9 @@ const (
 	KeyServerFlags = "server-flags"
 	KeySlowdown    = "slowdown"    // the twin slowed on purpose
 	KeyTwinFaults  = "twin-faults" // faults injected into the twin
+	// KeyEndpoints is how many endpoints the judgments were spread over,
+	// recorded when more than one (an output without it measured one).
+	KeyEndpoints = "endpoints"
 
 	// KeyIdentity is the digest of the identity keys (IdentityDigest).
 	KeyIdentity = "identity"
@@ -39,8 +42,11 @@ const (
 // neither list (goos, cpu, pkg, …) are ignored, as benchstat is told to.
 var (
 	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness}
-	ChangeKeys   = []string{KeyServerBuild, KeyServerFlags, KeySlowdown, KeyTwinFaults}
+	ChangeKeys   = []string{KeyServerBuild, KeyServerFlags, KeySlowdown, KeyTwinFaults, KeyEndpoints}
 )
+
+// unstated is what a change key means where an output does not record it.
+var unstated = map[string]string{KeyEndpoints: "1"}
 
 // IdentityDigest is the short hex sha256 over the identity keys cfg holds.
 func IdentityDigest(cfg map[string]string) string {
@@ -92,6 +98,13 @@ func CheckIdentity(base, cand *Samples) IdentityCheck {
 		for _, k := range keys {
 			b, inB := base.config[k]
 			a, inC := cand.config[k]
+			if v, ok := unstated[k]; ok && inB != inC {
+				if !inB {
+					b, inB = []string{v}, true
+				} else {
+					a, inC = []string{v}, true
+				}
+			}
 			switch {
 			case len(b) > 1:
 				*into = append(*into, fmt.Sprintf("%s: the baseline mixes %s", k, strings.Join(b, ", ")))

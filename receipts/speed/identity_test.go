@@ -111,3 +111,19 @@ func TestConfigLines(t *testing.T) {
 	require.Equal(t, speed.IdentityDigest(twin("fast")), speed.IdentityDigest(slow))
 	require.NotEqual(t, speed.IdentityDigest(twin("fast")), speed.IdentityDigest(twin("h100-gemma4-31b")))
 }
+
+// How many endpoints a run spread over is a change, listed: an output that
+// does not say measured one.
+func TestGateListsEndpoints(t *testing.T) {
+	t.Parallel()
+	three := twin("fast")
+	three[speed.KeyEndpoints] = "3"
+	rep := speed.Decide(withConfig(t, 4, base, twin("fast")), withConfig(t, 5, base, three), speed.DefaultPolicy())
+	require.Equal(t, []string{"endpoints: 1 → 3"}, rep.Identity.Changed)
+	require.Empty(t, rep.Identity.Differs)
+	rep = speed.Decide(withConfig(t, 4, base, three), withConfig(t, 5, base, twin("fast")), speed.DefaultPolicy())
+	require.Equal(t, []string{"endpoints: 3 → 1"}, rep.Identity.Changed)
+	rep = speed.Decide(withConfig(t, 4, base, three), withConfig(t, 5, base, three), speed.DefaultPolicy())
+	require.Empty(t, rep.Identity.Changed)
+	require.Equal(t, speed.IdentityDigest(twin("fast")), speed.IdentityDigest(three), "not part of the identity")
+}

@@ -30,6 +30,12 @@ func Merge(recs []*receipts.Receipt) *receipts.Receipt {
 		_ = HitRates(srv)
 	}
 	out.Server = srv
+	if len(recs) > 1 {
+		// Each pass's endpoints add up to that pass; the last pass's would
+		// not add up to the pooled totals, and which judgments an
+		// endpoint took differs from pass to pass.
+		out.Endpoints = nil
+	}
 	return &out
 }
 
