@@ -5,7 +5,7 @@ import "net/url"
 // validateEndpoints checks the per-endpoint block of a window spread over
 // several endpoints: no credentials, finite figures, and counts that add
 // up to the totals (every judgment went to exactly one endpoint).
-func (r *Receipt) validateEndpoints(p *problems) {
+func (r *Receipt) validateEndpoints(p *Problems) {
 	if len(r.Endpoints) == 0 {
 		return
 	}
@@ -13,9 +13,9 @@ func (r *Receipt) validateEndpoints(p *problems) {
 	for i, e := range r.Endpoints {
 		path := joinIndex("endpoints", i)
 		if e.Endpoint == "" {
-			p.add(path+".endpoint", "empty")
+			p.Add(path+".endpoint", "empty")
 		} else if u, err := url.Parse(e.Endpoint); err == nil && u.User != nil {
-			p.add(path+".endpoint", "holds credentials; receipts never do")
+			p.Add(path+".endpoint", "holds credentials; receipts never do")
 		}
 		t := e.Throughput
 		for _, f := range []struct {
@@ -23,7 +23,7 @@ func (r *Receipt) validateEndpoints(p *problems) {
 			v    float64
 		}{{"wall_seconds", t.WallSeconds}, {"judgments_per_second", t.JudgmentsPerSecond}, {"images_per_second", t.ImagesPerSecond}} {
 			if bad(f.v) || f.v < 0 {
-				p.add(path+".throughput."+f.name, "%v is not a finite number >= 0", f.v)
+				p.Add(path+".throughput."+f.name, "%v is not a finite number >= 0", f.v)
 			}
 		}
 		if s := e.Server; s != nil {
@@ -32,7 +32,7 @@ func (r *Receipt) validateEndpoints(p *problems) {
 				v    *float64
 			}{{"prefix_cache_hit_rate", s.PrefixCacheHitRate}, {"mm_cache_hit_rate", s.MMCacheHitRate}} {
 				if h.v != nil && (bad(*h.v) || *h.v < 0 || *h.v > 1) {
-					p.add(path+".server."+h.name, "%v is outside [0,1]", *h.v)
+					p.Add(path+".server."+h.name, "%v is outside [0,1]", *h.v)
 				}
 			}
 		}
@@ -49,7 +49,7 @@ func (r *Receipt) validateEndpoints(p *problems) {
 	}{{"judgments", judgments, t.Judgments}, {"requests", requests, t.Requests}, {"failed", failed, t.Failed},
 		{"discarded", discarded, t.Discarded}, {"prompt_tokens", tokens, t.PromptTokens}} {
 		if c.sum != c.total {
-			p.add("endpoints", "the endpoints' %s add up to %d, the total is %d", c.name, c.sum, c.total)
+			p.Add("endpoints", "the endpoints' %s add up to %d, the total is %d", c.name, c.sum, c.total)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (r *Receipt) validateTarget(p *Problems) {
 	}
 	for i, e := range r.Target.Endpoints {
 		if u, err := url.Parse(e); err == nil && u.User != nil {
-			p.add(joinIndex("target.endpoints", i), "holds credentials; receipts never do")
+			p.Add(joinIndex("target.endpoints", i), "holds credentials; receipts never do")
 		}
 	}
 }
