@@ -30,6 +30,14 @@ func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fix
 		speed.KeyTokens:      fmt.Sprintf("output=%d", cfg.Tokens.OutputTokens),
 		speed.KeyMatrix:      fmt.Sprintf("duration=%s output=%d targeting=%s", cfg.Matrix.Duration, cfg.Matrix.OutputTokens, cfg.Matrix.Targeting),
 	}
+	// Recorded only when said, so that closed-loop outputs without an SLO
+	// keep the identity they had before open loops existed.
+	if cfg.OpenLoop.On() {
+		out[speed.KeyLoad] = fmt.Sprintf("open burstiness=%g max-concurrency=%d seed=%d", cfg.OpenLoop.Shape(), cfg.OpenLoop.MaxConcurrency, cfg.OpenLoop.Seed)
+	}
+	if cfg.SLO.Latency > 0 {
+		out[speed.KeySLO] = "latency=" + cfg.SLO.Latency.String() // the target goodput changes no figure
+	}
 	if t.Kind == receipts.TargetLive || t.Kind == receipts.TargetTypevet {
 		out[speed.KeyTarget] = "live"
 	} else {

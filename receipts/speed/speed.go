@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -213,6 +214,12 @@ type Policy struct {
 	// differs (IdentityCheck.Differs), listing what differs, instead of
 	// refusing.
 	AllowIdentityDrift bool `json:"allow_identity_drift"`
+	// Floors are absolute targets, whatever the baseline did: unit → the
+	// least median the candidate must reach on every benchmark reporting
+	// it, for units where higher is better (a stated SLO goodput:
+	// "goodput": 0.95). A floor no candidate benchmark reports leaves the
+	// gate without a verdict: a stated target is never passed unchecked.
+	Floors map[string]float64 `json:"floors,omitempty"`
 }
 
 // Policy defaults: a candidate fails on a change of more than 5% in the
@@ -415,11 +422,40 @@ func Decide(base, cand *Samples, p Policy) *Report {
 			rep.Metrics = append(rep.Metrics, m)
 		}
 	}
+	floors(cand, p, thr, rep)
 	if rep.Gated == 0 && len(rep.Problems) == 0 {
 		rep.Problems = append(rep.Problems, "nothing to gate: no benchmark metric with a known direction is present on both sides (declare units with `Unit <unit> better=higher|lower`)")
 	}
 	rep.Passed = len(rep.Failures) == 0 && len(rep.Problems) == 0
 	return rep
+}
+
+// floors holds the candidate to the policy's absolute targets: a
+// benchmark whose median is below its unit's floor fails.
+func floors(cand *Samples, p Policy, thr *benchmath.Thresholds, rep *Report) {
+	units := slices.Sorted(maps.Keys(p.Floors))
+	for _, unit := range units {
+		floor := p.Floors[unit]
+		if cand.units.GetBetter(unit) <= 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("floor on %s: the candidate does not declare it better=higher", unit))
+			continue
+		}
+		seen := false
+		for _, bench := range cand.names {
+			v, ok := cand.values[bench][unit]
+			if !ok {
+				continue
+			}
+			seen = true
+			center := summarize(cand.units.GetAssumption(unit), benchmath.NewSample(slices.Clone(v), thr), p.Confidence).Center
+			if center < floor {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: candidate %s, below the stated target %s", bench, unit, fmtVal(center), fmtVal(floor)))
+			}
+		}
+		if !seen {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("floor on %s: no candidate benchmark reports it (was the target it counts against stated in the run?)", unit))
+		}
+	}
 }
 
 // significance marks which compared metrics are significant: p < alpha,
