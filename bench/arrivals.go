@@ -29,7 +29,7 @@ type Arrivals struct {
 	// Burstiness is the gamma shape; 0 means 1 (Poisson), +Inf constant.
 	Burstiness float64
 	// Seed seeds the schedule's random numbers (PCG).
-	Seed uint64
+	Seed int64
 }
 
 // ErrArrivals is a process that cannot make a schedule.
@@ -64,7 +64,7 @@ func (a Arrivals) Schedule(n int) ([]time.Duration, error) {
 		return nil, nil
 	}
 	shape := a.Shape()
-	rng := rand.New(rand.NewPCG(a.Seed, 0x76657462656e6368)) // "vetbench"
+	rng := rand.New(rand.NewPCG(uint64(a.Seed), 0x76657462656e6368)) // "vetbench"
 	cum := make([]float64, n)
 	sum := 0.0
 	for i := range cum {

@@ -178,7 +178,14 @@ func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set 
 	open := p.Arrivals != nil
 	c := p.slots(len(set.Cases))
 	out := make(chan Result, c)
+	// The closed loop hands an item out only when a worker is free. An
+	// open loop's arrivals never wait for one: they join the client queue
+	// (this buffer, first in first out) on schedule, and workers take them
+	// from it as slots free up.
 	next := make(chan job)
+	if open {
+		next = make(chan job, len(set.Cases))
+	}
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
@@ -193,8 +200,7 @@ func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set 
 			var at time.Time
 			if open {
 				// The arrival happens on schedule whether or not a slot is
-				// free: from here on the judgment waits in the client queue
-				// (this hand-off blocks while every slot is busy).
+				// free: from here on the judgment waits in the client queue.
 				at = p.arrival(origin, i)
 				if !p.sleepUntil(ctx, stop, at) {
 					return

@@ -225,7 +225,7 @@ type Load struct {
 	// in the client queue. 0 = no cap.
 	MaxConcurrency int `json:"max_concurrency"`
 	// Seed is the schedule's seed: the same seed, the same arrivals.
-	Seed uint64 `json:"seed"`
+	Seed int64 `json:"seed"`
 }
 
 // Load modes.

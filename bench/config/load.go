@@ -24,7 +24,7 @@ type OpenLoop struct {
 	// the client queue. 0 = no cap.
 	MaxConcurrency int
 	// Seed seeds the arrival schedule (recorded in the receipt).
-	Seed uint64
+	Seed int64
 }
 
 // On says whether the run is an open loop.
@@ -121,13 +121,13 @@ func loadSettings() []setting {
 			}, show: func(c *Config) string { return strconv.Itoa(c.OpenLoop.MaxConcurrency) }},
 		{env: EnvLoadSeed, flag: "load-seed", key: "load.seed", usage: "open loop: `seed` of the arrival schedule (" + EnvLoadSeed + ")", def: "0",
 			set: func(c *Config, v string) error {
-				n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-				if err != nil {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil || n < 0 {
 					return errors.New("want a whole number >= 0")
 				}
 				c.OpenLoop.Seed = n
 				return nil
-			}, show: func(c *Config) string { return strconv.FormatUint(c.OpenLoop.Seed, 10) }},
+			}, show: func(c *Config) string { return strconv.FormatInt(c.OpenLoop.Seed, 10) }},
 		{env: EnvSLO, flag: "slo", key: "slo.latency", usage: "per-judgment latency `target` (e.g. 2s) goodput is counted against (" + EnvSLO + ")",
 			set: func(c *Config, v string) error {
 				d, err := time.ParseDuration(strings.TrimSpace(v))
