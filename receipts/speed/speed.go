@@ -245,6 +245,11 @@ func (p Policy) Validate() error {
 	case !(p.Confidence > 0 && p.Confidence < 1):
 		return fmt.Errorf("speed policy: confidence %v, want in (0,1)", p.Confidence)
 	}
+	for unit, f := range p.Floors {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("speed policy: floor on %s is %v, want a finite number", unit, f)
+		}
+	}
 	return nil
 }
 
@@ -433,27 +438,28 @@ func Decide(base, cand *Samples, p Policy) *Report {
 // floors holds the candidate to the policy's absolute targets: a
 // benchmark whose median is below its unit's floor fails.
 func floors(cand *Samples, p Policy, thr *benchmath.Thresholds, rep *Report) {
-	units := slices.Sorted(maps.Keys(p.Floors))
-	for _, unit := range units {
+	for _, unit := range slices.Sorted(maps.Keys(p.Floors)) {
 		floor := p.Floors[unit]
-		if cand.units.GetBetter(unit) <= 0 {
+		var reporting []string
+		for _, bench := range cand.names {
+			if _, ok := cand.values[bench][unit]; ok {
+				reporting = append(reporting, bench)
+			}
+		}
+		switch {
+		case len(reporting) == 0:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("floor on %s: no candidate benchmark reports it (was the target it counts against stated in the run?)", unit))
+			continue
+		case cand.units.GetBetter(unit) <= 0:
 			rep.Problems = append(rep.Problems, fmt.Sprintf("floor on %s: the candidate does not declare it better=higher", unit))
 			continue
 		}
-		seen := false
-		for _, bench := range cand.names {
-			v, ok := cand.values[bench][unit]
-			if !ok {
-				continue
-			}
-			seen = true
+		for _, bench := range reporting {
+			v := cand.values[bench][unit]
 			center := summarize(cand.units.GetAssumption(unit), benchmath.NewSample(slices.Clone(v), thr), p.Confidence).Center
 			if center < floor {
 				rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: candidate %s, below the stated target %s", bench, unit, fmtVal(center), fmtVal(floor)))
 			}
-		}
-		if !seen {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("floor on %s: no candidate benchmark reports it (was the target it counts against stated in the run?)", unit))
 		}
 	}
 }
