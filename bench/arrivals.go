@@ -182,3 +182,17 @@ func (p Point) Describe() string {
 	}
 	return s + " " + string(arm)
 }
+
+// MaxLagShare is how late, as a share of the mean inter-arrival time 1/rate,
+// the client may offer its judgments (p99) before the receipt warns that
+// the load offered was not the load stated.
+const MaxLagShare = 0.05
+
+// lagWarning says when the client fell behind its arrival schedule.
+func lagWarning(lag *receipts.Latency, rate float64) string {
+	if lag == nil || lag.N == 0 || rate <= 0 || lag.P99 <= MaxLagShare/rate {
+		return ""
+	}
+	return fmt.Sprintf("open loop: the client offered judgments late against the schedule (p99 %.3gs, mean %.3gs, more than %g%% of the %.3gs between arrivals): the offered rate was below %g/s at times (a busy client machine?)",
+		lag.P99, lag.Mean, 100*MaxLagShare, 1/rate, rate)
+}

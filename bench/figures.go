@@ -27,16 +27,17 @@ func figuresWith(set fixtures.Set, o Outcome, t tally.Tally) ([]receipts.Item, r
 	for _, r := range o.Results {
 		c := set.Cases[r.Index]
 		it := receipts.Item{
-			ID:             c.ID,
-			Group:          c.Group,
-			Gold:           c.Gold,
-			Answers:        r.Judgment.Answers,
-			LatencySeconds: r.Latency().Seconds(),
-			QueueSeconds:   r.Queued().Seconds(),
-			InputTokens:    r.Judgment.PromptTokens,
+			ID:                c.ID,
+			Group:             c.Group,
+			Gold:              c.Gold,
+			Answers:           r.Judgment.Answers,
+			LatencySeconds:    r.Latency().Seconds(),
+			QueueSeconds:      r.Queued().Seconds(),
+			ArrivalLagSeconds: r.Lag().Seconds(),
+			InputTokens:       r.Judgment.PromptTokens,
 		}
 		// Every 200 answer reached the server, whatever became of its judgment.
-		j := tally.Judgment{LatencySeconds: it.LatencySeconds, QueueSeconds: it.QueueSeconds, Images: len(c.Images), Requests: len(r.Judgment.Answers)}
+		j := tally.Judgment{LatencySeconds: it.LatencySeconds, QueueSeconds: it.QueueSeconds, LagSeconds: it.ArrivalLagSeconds, Images: len(c.Images), Requests: len(r.Judgment.Answers)}
 		for _, a := range r.Judgment.Answers {
 			j.PromptTokens += a.PromptTokens
 		}

@@ -264,6 +264,9 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		if !llr.OK {
 			rec.Warnings = append(rec.Warnings, "little's law (response time): "+strings.Join(llr.Problems, "; "))
 		}
+		if w := lagWarning(tp.ArrivalLag, p.Rate); w != "" {
+			rec.Warnings = append(rec.Warnings, w)
+		}
 	}
 	if s.Config.GPUHourlyUSD > 0 && tp.Judgments > 0 {
 		cost, err := audit.CostOf(s.Config.GPUHourlyUSD, tp)

@@ -38,6 +38,7 @@ func TestOpenLoopUncapped(t *testing.T) {
 		for i, r := range o.Results {
 			require.Equal(t, open.Add(time.Duration(i+1)*100*time.Millisecond), r.Arrival, "judgment %d arrives on schedule", i)
 			require.Zero(t, r.Queued())
+			require.Zero(t, r.Lag(), "the client kept to its schedule")
 			require.Equal(t, 50*time.Millisecond, r.Latency())
 		}
 		require.Equal(t, 1050*time.Millisecond, o.Wall)
@@ -138,4 +139,14 @@ func TestOpenLoopCanceled(t *testing.T) {
 		require.Zero(t, occ.InFlightAtClose, "every arrival left the system")
 		require.Equal(t, 3, occ.Ends)
 	})
+}
+
+// A client that offers judgments late against the schedule is told in the
+// receipt: the load offered was not the load stated.
+func TestLagWarning(t *testing.T) {
+	require.Empty(t, lagWarning(nil, 10))
+	require.Empty(t, lagWarning(&receipts.Latency{N: 5, P99: 0.005}, 10), "5 ms late at 100 ms apart is within 5%")
+	w := lagWarning(&receipts.Latency{N: 5, Mean: 0.002, P99: 0.006}, 10)
+	require.Contains(t, w, "offered judgments late")
+	require.Contains(t, w, "p99 0.006s")
 }

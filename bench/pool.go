@@ -28,12 +28,25 @@ type Result struct {
 	Index    int
 	Judgment judgments.Judgment
 	Err      error
-	// Arrival is when the judgment arrived (open loop: its scheduled
-	// arrival; closed loop: Start, as it starts the moment it is handed
-	// out). Start is when its first request began, End when its last ended.
-	Arrival time.Time
-	Start   time.Time
-	End     time.Time
+	// Arrival is when the judgment arrived: in an open loop when the client
+	// offered it, which is its Scheduled time unless the client fell
+	// behind its schedule; in a closed loop Start, as a judgment starts the
+	// moment it is handed out. Start is when its first request began, End
+	// when its last ended.
+	Scheduled time.Time
+	Arrival   time.Time
+	Start     time.Time
+	End       time.Time
+}
+
+// Lag is how late the client offered an open loop's judgment against its
+// schedule (timer wake-up, a busy machine): load the server was promised
+// and did not get on time. 0 in a closed loop.
+func (r Result) Lag() time.Duration {
+	if r.Scheduled.IsZero() {
+		return 0
+	}
+	return r.Arrival.Sub(r.Scheduled)
 }
 
 // Latency is the judgment's service time: all its questions' requests, from
@@ -117,8 +130,8 @@ func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls ju
 // job is one judgment handed to a worker: its index and when it arrived
 // (zero in a closed loop).
 type job struct {
-	index   int
-	arrival time.Time
+	index              int
+	scheduled, arrival time.Time
 }
 
 // slots is how many workers the pool runs: Concurrency, at least 1 in a
@@ -197,18 +210,26 @@ func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set 
 			defer p.Observer.Drain()
 		}
 		for i := range set.Cases {
-			var at time.Time
+			var jb job
 			if open {
 				// The arrival happens on schedule whether or not a slot is
 				// free: from here on the judgment waits in the client queue.
-				at = p.arrival(origin, i)
-				if !p.sleepUntil(ctx, stop, at) {
+				// It arrives when the feeder wakes (at its schedule or
+				// after), the moment the system sampler counts it in, so
+				// that L = λW holds over the response time; how late that
+				// was is its Lag.
+				jb.scheduled = p.arrival(origin, i)
+				if !p.sleepUntil(ctx, stop, jb.scheduled) {
 					return
+				}
+				if jb.arrival = p.now(); jb.arrival.Before(jb.scheduled) {
+					jb.arrival = jb.scheduled // a clock that did not move (a test's)
 				}
 				p.systemStart()
 			}
+			jb.index = i
 			select {
-			case next <- job{index: i, arrival: at}:
+			case next <- jb:
 			case <-stop:
 				if open {
 					p.systemEnd() // it arrived, and leaves unserved
@@ -249,7 +270,7 @@ func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set 
 				r := Result{Index: i, Start: p.now()}
 				r.Arrival = r.Start
 				if open {
-					r.Arrival = jb.arrival
+					r.Scheduled, r.Arrival = jb.scheduled, jb.arrival
 				}
 				r.Judgment, r.Err = j.Judge(ctx, set.Spec, controls, set.Cases[i].Item)
 				r.End = p.now()

@@ -183,6 +183,10 @@ type Throughput struct {
 	// in a closed loop, where a judgment starts as it is handed out.
 	ClientQueue *Latency `json:"client_queue_seconds,omitempty"`
 	Response    *Latency `json:"response_seconds,omitempty"`
+	// ArrivalLag is how late the client offered an open loop's judgments
+	// against their schedule (the schedule's time → arrival); near 0 when
+	// the client kept up.
+	ArrivalLag *Latency `json:"arrival_lag_seconds,omitempty"`
 	// SLO is goodput against a stated latency target; nil when none was
 	// stated.
 	SLO *SLO `json:"slo,omitempty"`
@@ -255,7 +259,10 @@ type Item struct {
 	// QueueSeconds is an open loop's wait in the client queue before the
 	// first request (arrival → start); LatencySeconds follows it.
 	QueueSeconds float64 `json:"queue_seconds,omitempty"`
-	InputTokens  int     `json:"input_tokens"`
+	// ArrivalLagSeconds is how late the client offered it against its
+	// schedule (open loop).
+	ArrivalLagSeconds float64 `json:"arrival_lag_seconds,omitempty"`
+	InputTokens       int     `json:"input_tokens"`
 	// Error is set when the judgment failed, also when it is discarded
 	// (it finished after a stop); such an item has no answers (it failed
 	// closed). ErrorClass names the failure (judgments/errclass).

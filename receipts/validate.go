@@ -230,7 +230,8 @@ func (r *Receipt) validateLoad(p *problems) {
 			p.add("pins.load.rate", "%v: an open loop has a finite rate > 0", l.Rate)
 		}
 	}
-	for name, q := range map[string]*Latency{"throughput.client_queue_seconds": r.Throughput.ClientQueue, "throughput.response_seconds": r.Throughput.Response} {
+	for name, q := range map[string]*Latency{"throughput.client_queue_seconds": r.Throughput.ClientQueue, "throughput.response_seconds": r.Throughput.Response,
+		"throughput.arrival_lag_seconds": r.Throughput.ArrivalLag} {
 		if q != nil && (bad(q.Mean) || q.Mean < 0 || q.P50 < 0 || q.P95 < q.P50 || q.P99 < q.P95) {
 			p.add(name, "%+v: want finite figures >= 0 with p50 <= p95 <= p99", *q)
 		}
@@ -250,6 +251,9 @@ func (r *Receipt) validateLoad(p *problems) {
 	for i, it := range r.Items {
 		if bad(it.QueueSeconds) || it.QueueSeconds < 0 {
 			p.add(joinIndex("items", i)+".queue_seconds", "%v is not a finite number >= 0", it.QueueSeconds)
+		}
+		if bad(it.ArrivalLagSeconds) || it.ArrivalLagSeconds < 0 {
+			p.add(joinIndex("items", i)+".arrival_lag_seconds", "%v is not a finite number >= 0", it.ArrivalLagSeconds)
 		}
 	}
 }

@@ -25,7 +25,10 @@ type Judgment struct {
 	// queue before it (arrival → start).
 	LatencySeconds float64
 	QueueSeconds   float64
-	Images         int
+	// LagSeconds is how late the client offered it against an open loop's
+	// schedule.
+	LagSeconds float64
+	Images     int
 	// Requests answered with HTTP 200 and the prompt tokens they report:
 	// they reached the server whatever became of the judgment.
 	Requests     int
@@ -55,6 +58,7 @@ type Tally struct {
 	t      receipts.Throughput
 	lat    []float64
 	queue  []float64 // in the same order as lat
+	lag    []float64 // likewise
 	closed bool
 	out    receipts.Throughput
 }
@@ -75,6 +79,7 @@ func (t *Tally) Add(j Judgment) {
 		t.t.Images += j.Images
 		t.lat = append(t.lat, j.LatencySeconds)
 		t.queue = append(t.queue, j.QueueSeconds)
+		t.lag = append(t.lag, j.LagSeconds)
 	}
 }
 
@@ -97,6 +102,7 @@ func (t *Tally) AddPass(tp receipts.Throughput, items []receipts.Item) {
 		if it.Error == "" && !it.Discarded {
 			t.lat = append(t.lat, it.LatencySeconds)
 			t.queue = append(t.queue, it.QueueSeconds)
+			t.lag = append(t.lag, it.ArrivalLagSeconds)
 		}
 	}
 }
@@ -165,8 +171,8 @@ func (t *Tally) Close() receipts.Throughput {
 		for i, l := range t.lat {
 			response[i] = t.queue[i] + l
 		}
-		q, r := LatencyOf(t.queue), LatencyOf(response)
-		out.ClientQueue, out.Response = &q, &r
+		q, r, l := LatencyOf(t.queue), LatencyOf(response), LatencyOf(t.lag)
+		out.ClientQueue, out.Response, out.ArrivalLag = &q, &r, &l
 	}
 	if t.SLOSeconds > 0 {
 		out.SLO = t.goodput(response, out)

@@ -170,11 +170,11 @@ func ExampleTally() {
 func TestGoodput(t *testing.T) {
 	tl := Tally{Concurrency: 2, WallSeconds: 4, OpenLoop: true, SLOSeconds: 1, GoodputTarget: 0.5}
 	for _, j := range []Judgment{
-		{LatencySeconds: 0.5},                    // good
-		{LatencySeconds: 0.5, QueueSeconds: 0.6}, // 1.1 s from arrival: late
-		{LatencySeconds: 0.9, QueueSeconds: 0.1}, // exactly 1 s: good
-		{LatencySeconds: 0.1, Failed: true},      // failed: counted, never good
-		{LatencySeconds: 0.1, Discarded: true},   // a stop's: not counted
+		{LatencySeconds: 0.5}, // good
+		{LatencySeconds: 0.5, QueueSeconds: 0.6, LagSeconds: 0.002}, // 1.1 s from arrival: late
+		{LatencySeconds: 0.9, QueueSeconds: 0.1},                    // exactly 1 s: good
+		{LatencySeconds: 0.1, Failed: true},                         // failed: counted, never good
+		{LatencySeconds: 0.1, Discarded: true},                      // a stop's: not counted
 	} {
 		tl.Add(j)
 	}
@@ -185,6 +185,7 @@ func TestGoodput(t *testing.T) {
 	require.InDelta(t, 0.6, tp.ClientQueue.P99, 1e-12)
 	require.InDelta(t, 1.1, tp.Response.P99, 1e-12)
 	require.InDelta(t, 0.9, tp.Latency.P99, 1e-12, "service time, queue excluded")
+	require.InDelta(t, 0.002, tp.ArrivalLag.P99, 1e-12, "the client was late once")
 
 	items := []receipts.Item{{LatencySeconds: 0.5}, {LatencySeconds: 0.5, QueueSeconds: 0.6}, {LatencySeconds: 0.9, QueueSeconds: 0.1}, {LatencySeconds: 0.1, Error: "x"}}
 	r := &receipts.Receipt{Throughput: tp, Items: items}
