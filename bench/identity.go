@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/probe"
@@ -35,8 +36,19 @@ func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fix
 	if cfg.OpenLoop.On() {
 		out[speed.KeyLoad] = fmt.Sprintf("open burstiness=%g max-concurrency=%d seed=%d", cfg.OpenLoop.Shape(), cfg.OpenLoop.MaxConcurrency, cfg.OpenLoop.Seed)
 	}
-	if cfg.SLO.Latency > 0 {
-		out[speed.KeySLO] = "latency=" + cfg.SLO.Latency.String() // the target goodput changes no figure
+	// The targets change the goodput figure; the stated goodput changes
+	// only the verdict, and is left out.
+	var targets []string
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"latency", cfg.SLO.Latency}, {"ttft", cfg.SLO.TTFT}, {"tpot", cfg.SLO.TPOT}} {
+		if t.d > 0 {
+			targets = append(targets, t.name+"="+t.d.String())
+		}
+	}
+	if len(targets) > 0 {
+		out[speed.KeySLO] = strings.Join(targets, " ")
 	}
 	if t.Kind == receipts.TargetLive || t.Kind == receipts.TargetTypevet {
 		out[speed.KeyTarget] = "live"

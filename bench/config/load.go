@@ -44,8 +44,13 @@ type SLO struct {
 	// Latency is the per-judgment target (response time: client queue and
 	// service); 0 = none.
 	Latency time.Duration
-	// Goodput is the share (0..1] of finished judgments that must be within
-	// Latency; 0 = none stated (goodput is still reported).
+	// TTFT and TPOT are a token run's per-request targets (time to first
+	// token; time per output token after the first, vllm bench serve's
+	// TPOT); 0 = none. A request is good when it meets every one given.
+	TTFT, TPOT time.Duration
+	// Goodput is the share (0..1] of finished judgments (token runs:
+	// requests) that must be within the targets; 0 = none stated (goodput
+	// is still reported).
 	Goodput float64
 }
 
@@ -57,6 +62,8 @@ const (
 	EnvLoadSeed       = "VETBENCH_LOAD_SEED"
 	EnvSLO            = "VETBENCH_SLO"
 	EnvSLOGoodput     = "VETBENCH_SLO_GOODPUT"
+	EnvSLOTTFT        = "VETBENCH_SLO_TTFT"
+	EnvSLOTPOT        = "VETBENCH_SLO_TPOT"
 )
 
 // DefaultBurstiness is a Poisson process, vllm bench serve's default.
@@ -129,20 +136,12 @@ func loadSettings() []setting {
 				return nil
 			}, show: func(c *Config) string { return strconv.FormatInt(c.OpenLoop.Seed, 10) }},
 		{env: EnvSLO, flag: "slo", key: "slo.latency", usage: "per-judgment latency `target` (e.g. 2s) goodput is counted against (" + EnvSLO + ")",
-			set: func(c *Config, v string) error {
-				d, err := time.ParseDuration(strings.TrimSpace(v))
-				if err != nil || d <= 0 {
-					return errors.New("want a positive duration such as 2s or 750ms")
-				}
-				c.SLO.Latency = d
-				return nil
-			}, show: func(c *Config) string {
-				if c.SLO.Latency == 0 {
-					return ""
-				}
-				return tomlString(c.SLO.Latency.String())
-			}},
-		{env: EnvSLOGoodput, flag: "slo-goodput", key: "slo.goodput", usage: "`share` of judgments that must be within -slo, 0..1 or a percentage; a point below it fails (" + EnvSLOGoodput + ")",
+			set: duration(func(c *Config) *time.Duration { return &c.SLO.Latency }), show: showDuration(func(c *Config) time.Duration { return c.SLO.Latency })},
+		{env: EnvSLOTTFT, flag: "slo-ttft", key: "slo.ttft", scopes: []Scope{ScopeTokens}, usage: "token runs: per-request time-to-first-token `target` (e.g. 500ms) goodput is counted against (" + EnvSLOTTFT + ")",
+			set: duration(func(c *Config) *time.Duration { return &c.SLO.TTFT }), show: showDuration(func(c *Config) time.Duration { return c.SLO.TTFT })},
+		{env: EnvSLOTPOT, flag: "slo-tpot", key: "slo.tpot", scopes: []Scope{ScopeTokens}, usage: "token runs: per-request time-per-output-token `target` (e.g. 50ms) goodput is counted against (" + EnvSLOTPOT + ")",
+			set: duration(func(c *Config) *time.Duration { return &c.SLO.TPOT }), show: showDuration(func(c *Config) time.Duration { return c.SLO.TPOT })},
+		{env: EnvSLOGoodput, flag: "slo-goodput", scopes: []Scope{ScopeRun, ScopeTokens}, key: "slo.goodput", usage: "`share` of judgments that must be within -slo, 0..1 or a percentage; a point below it fails (" + EnvSLOGoodput + ")",
 			set: func(c *Config, v string) error {
 				v = strings.TrimSpace(v)
 				scale := 1.0
@@ -164,11 +163,33 @@ func loadSettings() []setting {
 	}
 }
 
+// duration parses a positive duration into a field.
+func duration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return errors.New("want a positive duration such as 2s or 750ms")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// showDuration writes a duration field back; 0 (unset) is left out.
+func showDuration(field func(*Config) time.Duration) func(*Config) string {
+	return func(c *Config) string {
+		if d := field(c); d != 0 {
+			return tomlString(d.String())
+		}
+		return ""
+	}
+}
+
 // checkLoad refuses what the settings cannot mean together: a goodput
-// target without the latency target it counts against.
+// target without a target it counts against.
 func checkLoad(c *Config) error {
-	if c.SLO.Goodput > 0 && c.SLO.Latency == 0 {
-		return fmt.Errorf("%s is set but %s is not: a goodput target needs the latency target it counts against", EnvSLOGoodput, EnvSLO)
+	if c.SLO.Goodput > 0 && c.SLO.Latency == 0 && c.SLO.TTFT == 0 && c.SLO.TPOT == 0 {
+		return fmt.Errorf("%s is set but neither %s, %s nor %s is: a goodput target needs the latency target it counts against", EnvSLOGoodput, EnvSLO, EnvSLOTTFT, EnvSLOTPOT)
 	}
 	return nil
 }

@@ -23,12 +23,14 @@ seed = 3
 
 [slo]
 latency = "2s"
+ttft = "500ms"
+tpot = "40ms"
 goodput = 0.9
 `)
 	c, err := Load(File(path))
 	require.NoError(t, err)
 	require.Equal(t, OpenLoop{Rates: []float64{2, 8}, Burstiness: 0.5, MaxConcurrency: 16, Seed: 3}, c.OpenLoop)
-	require.Equal(t, SLO{Latency: 2 * time.Second, Goodput: 0.9}, c.SLO)
+	require.Equal(t, SLO{Latency: 2 * time.Second, TTFT: 500 * time.Millisecond, TPOT: 40 * time.Millisecond, Goodput: 0.9}, c.SLO)
 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -40,7 +42,7 @@ goodput = 0.9
 	require.True(t, math.IsInf(c.OpenLoop.Burstiness, 1), "inf is a constant process")
 	require.Equal(t, int64(11), c.OpenLoop.Seed)
 	require.Equal(t, 16, c.OpenLoop.MaxConcurrency, "the file stands where nothing overrides it")
-	require.Equal(t, SLO{Latency: 750 * time.Millisecond, Goodput: 0.95}, c.SLO)
+	require.Equal(t, SLO{Latency: 750 * time.Millisecond, TTFT: 500 * time.Millisecond, TPOT: 40 * time.Millisecond, Goodput: 0.95}, c.SLO)
 
 	// settings.toml says it all again, inf included.
 	var b bytes.Buffer
@@ -74,5 +76,7 @@ func TestLoadSettingsErrors(t *testing.T) {
 	_, err = Load(Env(env(map[string]string{EnvRate: "2,2"})))
 	require.ErrorContains(t, err, "rate 2 given twice")
 	_, err = Load(Env(env(map[string]string{EnvSLOGoodput: "0.95"})))
-	require.ErrorContains(t, err, "VETBENCH_SLO_GOODPUT is set but VETBENCH_SLO is not")
+	require.ErrorContains(t, err, "VETBENCH_SLO_GOODPUT is set but neither VETBENCH_SLO, VETBENCH_SLO_TTFT nor VETBENCH_SLO_TPOT is")
+	_, err = Load(Env(env(map[string]string{EnvSLOGoodput: "0.95", EnvSLOTPOT: "40ms"})))
+	require.NoError(t, err, "a token run's target is one")
 }
