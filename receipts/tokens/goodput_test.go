@@ -39,3 +39,13 @@ func TestSummarizeGoodput(t *testing.T) {
 	}
 	require.Nil(t, Summarize(samplePoint, reqs).Goodput)
 }
+
+// An edited goodput is caught: Validate recomputes it from the requests.
+func TestValidateGoodput(t *testing.T) {
+	r := sample()
+	r.Point.SLO = &SLO{TTFTMs: 250}
+	r.Summary = Summarize(r.Point, r.Runs)
+	require.NoError(t, r.Validate())
+	r.Summary.Goodput.Within++
+	require.ErrorContains(t, r.Validate(), "summary.goodput")
+}
