@@ -198,7 +198,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		system = audit.NewSampler(0, sopts...)
 		pool.System = system
 	}
-	report := s.progress(c, p.Arm)
+	report := s.progress(c, p.Rate, p.Arm)
 	if report != nil {
 		pool.Progress = func(done, failed int, elapsed time.Duration) { report(done, failed, elapsed, false) }
 	}
