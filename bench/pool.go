@@ -1,11 +1,11 @@
 // Package bench measures judgments against an Endpoint: a closed-loop pool
 // keeps c judgments in flight (or, open loop, judgments arrive at a stated
-// rate and wait in the client for one of at most c slots), the measured window is bracketed by /metrics
-// scrapes, the figures come from receipts/tally, and everything lands in a
-// receipt. Choosing and starting what is measured (a live vLLM, the twin) is
-// bench/target's job, so this package links neither the twin nor Docker. Its
-// tests are the benchmark suite (BenchmarkJudgments) and the stability tests
-// (TestStability).
+// rate and wait in the client for one of at most c slots), the measured
+// window is bracketed by /metrics scrapes, the figures come from
+// receipts/tally, and everything lands in a receipt. Choosing and starting
+// what is measured (a live vLLM, the twin) is bench/target's job, so this
+// package links neither the twin nor Docker. Its tests are the benchmark
+// suite (BenchmarkJudgments) and the stability tests (TestStability).
 package bench
 
 import (
@@ -28,11 +28,11 @@ type Result struct {
 	Index    int
 	Judgment judgments.Judgment
 	Err      error
-	// Arrival is when the judgment arrived: in an open loop when the client
-	// offered it, which is its Scheduled time unless the client fell
-	// behind its schedule; in a closed loop Start, as a judgment starts the
-	// moment it is handed out. Start is when its first request began, End
-	// when its last ended.
+	// Scheduled is an open loop's arrival time by its schedule (zero in a
+	// closed loop). Arrival is when the judgment arrived: in an open loop
+	// when the client offered it, Scheduled unless the client fell behind;
+	// in a closed loop Start, as a judgment starts the moment it is handed
+	// out. Start is when its first request began, End when its last ended.
 	Scheduled time.Time
 	Arrival   time.Time
 	Start     time.Time
