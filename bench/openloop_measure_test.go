@@ -62,6 +62,17 @@ func TestMeasureOpenLoop(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rec.Pins.Load, back.Pins.Load)
 	require.Equal(t, rec.Throughput.SLO, back.Throughput.SLO)
+
+	// Without a cap every arrival starts at once, and the receipt (c 0)
+	// is still a valid one.
+	un := bench.Point{Rate: 400}
+	rec, err = sess.Measure(t.Context(), un)
+	require.NoError(t, err)
+	require.Equal(t, 0, rec.Pins.Load.MaxConcurrency)
+	require.Equal(t, 0, rec.Throughput.Concurrency)
+	path = bench.ReceiptPath(t.TempDir(), "faces", un)
+	require.Equal(t, "faces_rate400.json", filepath.Base(path))
+	require.NoError(t, receipts.WriteFile(path, rec))
 }
 
 // slowSome is a judge that takes slow of the fake clock's time on the

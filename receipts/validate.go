@@ -109,7 +109,8 @@ func (r *Receipt) validatePins(p *problems) {
 			p.add(joinKey("pins.control_token_ids", k), "negative token id %d", pins.Controls[k])
 		}
 	}
-	if pins.Concurrency < 1 {
+	// An open loop's concurrency is its cap, 0 for none.
+	if open := pins.Load != nil && pins.Load.Mode == LoadOpen; pins.Concurrency < 1 && !(open && pins.Concurrency == 0) {
 		p.add("pins.concurrency", "%d is below 1", pins.Concurrency)
 	}
 	for i, s := range pins.Served {
