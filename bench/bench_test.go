@@ -16,7 +16,9 @@ import (
 )
 
 // BenchmarkJudgments measures every set at every concurrency level
-// (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS, see bench/config). One op is one pass over
+// (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS, see bench/config), or,
+// for an open loop, at every arrival rate (VETBENCH_RATE in place of the
+// levels). One op is one pass over
 // the set; the reported figures cover the measured windows of all passes
 // (warmup, cache resets and /metrics reads are outside them), so ns/op is
 // hidden. Every pass's receipt is written to the run directory (receipts/,
@@ -30,61 +32,66 @@ import (
 func BenchmarkJudgments(b *testing.B) {
 	s := getSuite(b)
 	for _, name := range s.cfg.Sets {
-		for _, c := range s.cfg.Levels {
-			for _, arm := range s.cfg.Arms {
-				point := metrics.PointName(name, c, arm, len(s.cfg.Arms) > 1)
-				b.Run(point, func(b *testing.B) {
-					if down := s.serverDown(); down != nil {
-						b.Fatalf("not measured: %v", down)
+		// Levels × arms, or for an open loop (VETBENCH_RATE) rates × arms.
+		for _, p := range bench.Points(s.cfg) {
+			point := p.Name(name, len(s.cfg.Arms) > 1)
+			b.Run(point, func(b *testing.B) {
+				if down := s.serverDown(); down != nil {
+					b.Fatalf("not measured: %v", down)
+				}
+				ctx := s.context(b)
+				sess := s.session(b, name)
+				var recs []*receipts.Receipt
+				var failed error
+				for b.Loop() {
+					if failed != nil {
+						continue // b.Loop must run out; nothing more is measured
 					}
-					ctx := s.context(b)
-					sess := s.session(b, name)
-					p := bench.Point{Concurrency: c, Arm: arm, Warmup: s.cfg.Warmup}
-					var recs []*receipts.Receipt
-					var failed error
-					for b.Loop() {
-						if failed != nil {
-							continue // b.Loop must run out; nothing more is measured
-						}
-						rec, err := sess.Measure(ctx, p)
-						var path string
-						var werr error
-						if rec != nil {
-							path, werr = s.writeReceipt(name, p, rec)
-						}
-						switch {
-						case werr != nil || rec == nil:
-							b.Fatal(errors.Join(err, werr))
-						case err != nil:
-							failed = fmt.Errorf("%w (receipt written to %s)", err, path)
-							waitOut(b)
-						}
-						// L = λW itself must hold; the pool-health figures beside it
-						// (saturation, idle share) stay warnings in the receipt.
-						if ll := rec.Checks; ll != nil && ll.LittlesLaw != nil && ll.LittlesLaw.RelError > audit.Tolerance && failed == nil {
-							b.Errorf("Little's law does not hold: %v", ll.LittlesLaw.Problems)
-						}
-						recs = append(recs, rec)
+					rec, err := sess.Measure(ctx, p)
+					var path string
+					var werr error
+					if rec != nil {
+						path, werr = s.writeReceipt(name, p, rec)
 					}
-					b.ReportMetric(0, "ns/op")
-					ms := metrics.FromReceipt(tally.Merge(recs))
-					if moved, ok := movedAgainstGolden(s, name, c, recs[len(recs)-1]); ok {
+					switch {
+					case werr != nil || rec == nil:
+						b.Fatal(errors.Join(err, werr))
+					case err != nil:
+						failed = fmt.Errorf("%w (receipt written to %s)", err, path)
+						waitOut(b)
+					}
+					// L = λW itself must hold; the pool-health figures beside it
+					// (saturation, idle share) stay warnings in the receipt.
+					if ll := rec.Checks; ll != nil && ll.LittlesLaw != nil && ll.LittlesLaw.RelError > audit.Tolerance && failed == nil {
+						b.Errorf("Little's law does not hold: %v", ll.LittlesLaw.Problems)
+					}
+					// An open loop's, over the response time (client queue included).
+					if ll := rec.Checks; ll != nil && ll.LittlesLawResponse != nil && ll.LittlesLawResponse.RelError > audit.Tolerance && failed == nil {
+						b.Errorf("Little's law (response time) does not hold: %v", ll.LittlesLawResponse.Problems)
+					}
+					recs = append(recs, rec)
+				}
+				b.ReportMetric(0, "ns/op")
+				ms := metrics.FromReceipt(tally.Merge(recs))
+				// Goldens are closed-loop points'.
+				if p.Rate == 0 {
+					if moved, ok := movedAgainstGolden(s, name, p.Concurrency, recs[len(recs)-1]); ok {
 						ms = append(ms, metrics.Moved(moved))
 					}
-					metrics.Report(b, ms)
-					// bench.txt gets the line go test prints, unless the
-					// benchmark failed (go test prints none then either); a
-					// point that did not pass (failed) still has its line.
-					if !b.Failed() {
-						if err := s.signals.Write(func() error { return s.lines.Write(point, len(recs), ms) }); err != nil {
-							b.Fatalf("bench.txt: %v", err)
-						}
+				}
+				metrics.Report(b, ms)
+				// bench.txt gets the line go test prints, unless the
+				// benchmark failed (go test prints none then either); a
+				// point that did not pass (failed) still has its line.
+				if !b.Failed() {
+					if err := s.signals.Write(func() error { return s.lines.Write(point, len(recs), ms) }); err != nil {
+						b.Fatalf("bench.txt: %v", err)
 					}
-					if failed != nil {
-						s.fail(b.Name(), failed)
-					}
-				})
-			}
+				}
+				if failed != nil {
+					s.fail(b.Name(), failed)
+				}
+			})
 		}
 	}
 }

@@ -16,20 +16,28 @@ import (
 // error when they failed), so nothing measured is lost; only kept ones count
 // in the figures (receipts/tally).
 func figures(set fixtures.Set, o Outcome, concurrency int) ([]receipts.Item, receipts.Throughput, *receipts.Stopped) {
+	return figuresWith(set, o, tally.Tally{Concurrency: concurrency})
+}
+
+// figuresWith is figures with a tally set up for the point (open loop, SLO);
+// its WallSeconds is the outcome's.
+func figuresWith(set fixtures.Set, o Outcome, t tally.Tally) ([]receipts.Item, receipts.Throughput, *receipts.Stopped) {
 	var items []receipts.Item
-	t := tally.Tally{Concurrency: concurrency, WallSeconds: o.Wall.Seconds()}
+	t.WallSeconds = o.Wall.Seconds()
 	for _, r := range o.Results {
 		c := set.Cases[r.Index]
 		it := receipts.Item{
-			ID:             c.ID,
-			Group:          c.Group,
-			Gold:           c.Gold,
-			Answers:        r.Judgment.Answers,
-			LatencySeconds: r.Latency().Seconds(),
-			InputTokens:    r.Judgment.PromptTokens,
+			ID:                c.ID,
+			Group:             c.Group,
+			Gold:              c.Gold,
+			Answers:           r.Judgment.Answers,
+			LatencySeconds:    r.Latency().Seconds(),
+			QueueSeconds:      r.Queued().Seconds(),
+			ArrivalLagSeconds: r.Lag().Seconds(),
+			InputTokens:       r.Judgment.PromptTokens,
 		}
 		// Every 200 answer reached the server, whatever became of its judgment.
-		j := tally.Judgment{LatencySeconds: it.LatencySeconds, Images: len(c.Images), Requests: len(r.Judgment.Answers)}
+		j := tally.Judgment{LatencySeconds: it.LatencySeconds, QueueSeconds: it.QueueSeconds, LagSeconds: it.ArrivalLagSeconds, Images: len(c.Images), Requests: len(r.Judgment.Answers)}
 		for _, a := range r.Judgment.Answers {
 			j.PromptTokens += a.PromptTokens
 		}

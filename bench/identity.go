@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/probe"
@@ -29,6 +30,25 @@ func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fix
 		speed.KeyServerFlags: cfg.ServerFlags,
 		speed.KeyTokens:      fmt.Sprintf("output=%d", cfg.Tokens.OutputTokens),
 		speed.KeyMatrix:      fmt.Sprintf("duration=%s output=%d targeting=%s", cfg.Matrix.Duration, cfg.Matrix.OutputTokens, cfg.Matrix.Targeting),
+	}
+	// Recorded only when said, so that closed-loop outputs without an SLO
+	// keep the identity they had before open loops existed.
+	if cfg.OpenLoop.On() {
+		out[speed.KeyLoad] = fmt.Sprintf("open burstiness=%g max-concurrency=%d seed=%d", cfg.OpenLoop.Shape(), cfg.OpenLoop.MaxConcurrency, cfg.OpenLoop.Seed)
+	}
+	// The targets change the goodput figure; the stated goodput changes
+	// only the verdict, and is left out.
+	var targets []string
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"latency", cfg.SLO.Latency}, {"ttft", cfg.SLO.TTFT}, {"tpot", cfg.SLO.TPOT}} {
+		if t.d > 0 {
+			targets = append(targets, t.name+"="+t.d.String())
+		}
+	}
+	if len(targets) > 0 {
+		out[speed.KeySLO] = strings.Join(targets, " ")
 	}
 	if t.Kind == receipts.TargetLive || t.Kind == receipts.TargetTypevet {
 		out[speed.KeyTarget] = "live"

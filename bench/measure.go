@@ -21,6 +21,7 @@ import (
 	"github.com/vetbench/vetbench/judgments/errclass"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/quality"
+	"github.com/vetbench/vetbench/receipts/slo"
 	"github.com/vetbench/vetbench/receipts/tally"
 )
 
@@ -125,7 +126,13 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 
 // Point is one measured point of a sweep.
 type Point struct {
+	// Concurrency is the closed loop's judgments in flight; in an open
+	// loop (Rate > 0) the cap on them, 0 for none.
 	Concurrency int
+	// Rate, when > 0, makes the point an open loop: judgments arrive at
+	// Rate per second (Session.Config.OpenLoop gives the burstiness and
+	// the seed; see Arrivals) and wait in the client for a slot.
+	Rate float64
 	// Arm is cold (reset the server's caches before the window, when the
 	// server allows it; also when empty) or warm (keep whatever the caches
 	// hold).
@@ -144,7 +151,16 @@ type Point struct {
 // and a warmup that failed on a server that is down yields no receipt.
 func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, error) {
 	c := max(p.Concurrency, 1)
+	var schedule []time.Duration
+	if p.Rate > 0 {
+		var err error
+		if schedule, err = s.arrivals(p).Schedule(len(s.Set.Cases)); err != nil {
+			return nil, err
+		}
+		c = max(p.Concurrency, 0) // the cap; 0 = none
+	}
 	rec := s.receipt(c)
+	rec.Pins.Load = s.loadPins(p)
 	ctl := s.controlClient()
 
 	// Warmup: connections, server-side compilation; outside the window
@@ -181,8 +197,13 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		sopts = append(sopts, audit.WithClock(s.clock))
 	}
 	sampler := audit.NewSampler(c, sopts...)
-	pool := Pool{Concurrency: c, StopOnError: !s.Config.ContinueOnError, Observer: sampler, clock: s.clock, held: s.held}
-	report := s.progress(c, p.Arm)
+	pool := Pool{Concurrency: c, Arrivals: schedule, StopOnError: !s.Config.ContinueOnError, Observer: sampler, clock: s.clock, held: s.held}
+	var system *audit.Sampler // an open loop's: queued or in service
+	if schedule != nil {
+		system = audit.NewSampler(0, sopts...)
+		pool.System = system
+	}
+	report := s.progress(c, p.Rate, p.Arm)
 	if report != nil {
 		pool.Progress = func(done, failed int, elapsed time.Duration) { report(done, failed, elapsed, false) }
 	}
@@ -192,6 +213,10 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	}
 	o := pool.Run(ctx, judge, s.Set, s.Controls)
 	occ := sampler.Close()
+	var sysOcc audit.Occupancy
+	if system != nil {
+		sysOcc = system.Close()
+	}
 	if report != nil {
 		failed := 0
 		for _, r := range o.Results {
@@ -205,7 +230,8 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	// is kept. The control client's timeout bounds it.
 	after := s.scrapeAll(context.WithoutCancel(ctx), ctl)
 
-	items, tp, stopped := figures(s.Set, o, c)
+	items, tp, stopped := figuresWith(s.Set, o, tally.Tally{Concurrency: c, OpenLoop: schedule != nil,
+		SLOSeconds: s.Config.SLO.Latency.Seconds(), GoodputTarget: s.Config.SLO.Goodput})
 	rec.Items, rec.Throughput, rec.Stopped = items, tp, stopped
 	rec.OffFormat = receipts.OffFormatOf(items)
 	rec.Finished = time.Now().UTC()
@@ -220,16 +246,32 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		rec.Warnings = append(rec.Warnings, "cold arm, but the prefix cache was not reset: "+reset.Note)
 	}
 
-	var timed []float64
+	var timed, responses []float64
 	for _, r := range o.Results {
 		timed = append(timed, r.Latency().Seconds())
+		responses = append(responses, r.Response().Seconds())
 	}
-	ll := audit.LittlesLaw(occ, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(timed), MeanLatencySeconds: tally.LatencyOf(timed).Mean})
+	open := schedule != nil
+	ll := audit.LittlesLaw(occ, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(timed), MeanLatencySeconds: tally.LatencyOf(timed).Mean,
+		OpenLoop: open, W: "service"})
 	rc := audit.Reconcile(clientCounts(o, tp), rec.Server)
 	rec.Checks = &receipts.Checks{LittlesLaw: &ll, Reconciliation: &rc}
 	var split string
 	if rec.Endpoints, split = s.endpointFigures(s.Set, o, c, bal, parts); split != "" {
 		rec.Warnings = append(rec.Warnings, split)
+	}
+	if open {
+		// Over the whole client: arrivals waiting for a slot count in L,
+		// and W is the response time (arrival → end).
+		llr := audit.LittlesLaw(sysOcc, audit.Window{WallSeconds: tp.WallSeconds, Judgments: len(responses),
+			MeanLatencySeconds: tally.LatencyOf(responses).Mean, OpenLoop: true, W: "response"})
+		rec.Checks.LittlesLawResponse = &llr
+		if !llr.OK {
+			rec.Warnings = append(rec.Warnings, "little's law (response time): "+strings.Join(llr.Problems, "; "))
+		}
+		if w := lagWarning(tp.ArrivalLag, p.Rate); w != "" {
+			rec.Warnings = append(rec.Warnings, w)
+		}
 	}
 	if s.Config.GPUHourlyUSD > 0 && tp.Judgments > 0 {
 		cost, err := audit.CostOf(s.Config.GPUHourlyUSD, tp)
@@ -259,6 +301,16 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		var warn string
 		warn, err = s.failures(tp)
 		rec.Warnings = append(rec.Warnings, warn)
+	}
+	if missed := slo.Check(rec); missed != nil {
+		// The point fails, its receipt and benchmark line kept: what was
+		// measured is what shows the SLO was missed.
+		rec.Warnings = append(rec.Warnings, missed.Error())
+		if err == nil {
+			err = missed
+		} else {
+			err = fmt.Errorf("%w; %w", err, missed)
+		}
 	}
 	if tp.Failed > 0 || (stopped != nil && stopped.Reason != receipts.StopCanceled) {
 		if down := s.downAfter(ctx, scrapeErr(after)); down != nil {
@@ -385,9 +437,16 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 	return rec
 }
 
-// ReceiptPath is where a point's receipt goes: <dir>/<set>_c<N>[_warm].json.
+// ReceiptPath is where a point's receipt goes: <dir>/<set>_c<N>[_warm].json,
+// or for an open loop <dir>/<set>_rate<R>[_max<N>][_warm].json.
 func ReceiptPath(dir, set string, p Point) string {
 	name := fmt.Sprintf("%s_c%d", set, max(p.Concurrency, 1))
+	if p.Rate > 0 {
+		name = fmt.Sprintf("%s_rate%s", set, strconv.FormatFloat(p.Rate, 'g', -1, 64))
+		if p.Concurrency > 0 {
+			name += fmt.Sprintf("_max%d", p.Concurrency)
+		}
+	}
 	if p.Arm == receipts.ArmWarm {
 		name += "_warm"
 	}

@@ -1,10 +1,11 @@
 // Package bench measures judgments against an Endpoint: a closed-loop pool
-// keeps c judgments in flight, the measured window is bracketed by /metrics
-// scrapes, the figures come from receipts/tally, and everything lands in a
-// receipt. Choosing and starting what is measured (a live vLLM, the twin) is
-// bench/target's job, so this package links neither the twin nor Docker. Its
-// tests are the benchmark suite (BenchmarkJudgments) and the stability tests
-// (TestStability).
+// keeps c judgments in flight (or, open loop, judgments arrive at a stated
+// rate and wait in the client for one of at most c slots), the measured
+// window is bracketed by /metrics scrapes, the figures come from
+// receipts/tally, and everything lands in a receipt. Choosing and starting
+// what is measured (a live vLLM, the twin) is bench/target's job, so this
+// package links neither the twin nor Docker. Its tests are the benchmark
+// suite (BenchmarkJudgments) and the stability tests (TestStability).
 package bench
 
 import (
@@ -27,12 +28,38 @@ type Result struct {
 	Index    int
 	Judgment judgments.Judgment
 	Err      error
-	Start    time.Time
-	End      time.Time
+	// Scheduled is an open loop's arrival time by its schedule (zero in a
+	// closed loop). Arrival is when the judgment arrived: in an open loop
+	// when the client offered it, Scheduled unless the client fell behind;
+	// in a closed loop Start, as a judgment starts the moment it is handed
+	// out. Start is when its first request began, End when its last ended.
+	Scheduled time.Time
+	Arrival   time.Time
+	Start     time.Time
+	End       time.Time
 }
 
-// Latency is the judgment's client latency: all its questions' requests.
+// Lag is how late the client offered an open loop's judgment against its
+// schedule (timer wake-up, a busy machine): load the server was promised
+// and did not get on time. 0 in a closed loop.
+func (r Result) Lag() time.Duration {
+	if r.Scheduled.IsZero() {
+		return 0
+	}
+	return r.Arrival.Sub(r.Scheduled)
+}
+
+// Latency is the judgment's service time: all its questions' requests, from
+// the start of the first to the end of the last.
 func (r Result) Latency() time.Duration { return r.End.Sub(r.Start) }
+
+// Queued is the time the judgment waited in the client for a pool slot,
+// from its arrival to the start of its first request (0 in a closed loop).
+func (r Result) Queued() time.Duration { return r.Start.Sub(r.Arrival) }
+
+// Response is the time from arrival to the end of the last request: the
+// client queue and the service time.
+func (r Result) Response() time.Duration { return r.End.Sub(r.Arrival) }
 
 // Observer is told when the measured window opens (Open), when a worker takes a pool slot (Start), frees it after
 // handing its result over (End), and when the last item has been handed out
@@ -47,8 +74,24 @@ type Observer interface {
 
 // Pool is a closed loop: Concurrency judgments in flight, a new one starts
 // as one finishes, items in slice order, questions of one judgment in order.
+//
+// With Arrivals it is an open loop instead: judgment i arrives Arrivals[i]
+// after the window opens, whatever the server does, and waits in the
+// client queue (first come, first served) until one of Concurrency slots is
+// free; Concurrency 0 means no cap, every arrival starts at once. This is
+// `vllm bench serve --request-rate --max-concurrency`'s model (its client
+// semaphore).
 type Pool struct {
 	Concurrency int
+	// Arrivals are the open loop's arrival times, offsets from the window's
+	// opening, one per case in slice order (Arrivals.Schedule); nil is the
+	// closed loop.
+	Arrivals []time.Duration
+	// System, when set, is told Start when a judgment arrives and End when
+	// its slot is freed (with Observer's End): it counts judgments in the
+	// system, the client queue included, for Little's law over the response
+	// time. Only an open loop tells it anything.
+	System Observer
 	// StopOnError ends the run at the first failed judgment in slice order,
 	// as typevet does: no new judgments start, in-flight ones finish.
 	StopOnError bool
@@ -81,16 +124,81 @@ func (p Pool) now() time.Time {
 // judgments and aborts in-flight requests; a caller that stops reading must
 // cancel ctx, and the workers then return without sending what is left.
 func (p Pool) Stream(ctx context.Context, j Judge, set fixtures.Set, controls judgments.Controls) <-chan Result {
-	return p.stream(ctx, ctx.Done(), j, set, controls)
+	return p.stream(ctx, ctx.Done(), j, set, controls, p.now())
+}
+
+// job is one judgment handed to a worker: its index and when it arrived
+// (zero in a closed loop).
+type job struct {
+	index              int
+	scheduled, arrival time.Time
+}
+
+// slots is how many workers the pool runs: Concurrency, at least 1 in a
+// closed loop; in an open loop without a cap, one per case.
+func (p Pool) slots(cases int) int {
+	if p.Arrivals != nil && p.Concurrency <= 0 {
+		return max(cases, 1)
+	}
+	return max(p.Concurrency, 1)
+}
+
+// arrival is case i's arrival time in an open loop; a schedule shorter than
+// the set (a caller's bug) lets the rest arrive with its last.
+func (p Pool) arrival(origin time.Time, i int) time.Time {
+	if len(p.Arrivals) == 0 {
+		return origin
+	}
+	return origin.Add(p.Arrivals[min(i, len(p.Arrivals)-1)])
+}
+
+// sleepUntil waits for at on the pool's clock; false when the run stopped
+// or ctx ended first.
+func (p Pool) sleepUntil(ctx context.Context, stop <-chan struct{}, at time.Time) bool {
+	d := at.Sub(p.now())
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (p Pool) systemStart() {
+	if p.System != nil {
+		p.System.Start()
+	}
+}
+
+func (p Pool) systemEnd() {
+	if p.System != nil {
+		p.System.End()
+	}
 }
 
 // stream is Stream with the channel that releases a blocked send: ctx.Done()
 // for a caller that may stop reading, nil for Run, which reads to the end
 // and must get every result, the aborted ones too.
-func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set fixtures.Set, controls judgments.Controls) <-chan Result {
-	c := max(p.Concurrency, 1)
+//
+// origin is the window's opening, from which an open loop's arrivals count.
+func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set fixtures.Set, controls judgments.Controls, origin time.Time) <-chan Result {
+	open := p.Arrivals != nil
+	c := p.slots(len(set.Cases))
 	out := make(chan Result, c)
-	next := make(chan int)
+	// The closed loop hands an item out only when a worker is free. An
+	// open loop's arrivals never wait for one: they join the client queue
+	// (this buffer, first in first out) on schedule, and workers take them
+	// from it as slots free up.
+	next := make(chan job)
+	if open {
+		next = make(chan job, len(set.Cases))
+	}
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
@@ -102,11 +210,35 @@ func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set 
 			defer p.Observer.Drain()
 		}
 		for i := range set.Cases {
+			var jb job
+			if open {
+				// The arrival happens on schedule whether or not a slot is
+				// free: from here on the judgment waits in the client queue.
+				// It arrives when the feeder wakes (at its schedule or
+				// after), the moment the system sampler counts it in, so
+				// that L = λW holds over the response time; how late that
+				// was is its Lag.
+				jb.scheduled = p.arrival(origin, i)
+				if !p.sleepUntil(ctx, stop, jb.scheduled) {
+					return
+				}
+				if jb.arrival = p.now(); jb.arrival.Before(jb.scheduled) {
+					jb.arrival = jb.scheduled // a clock that did not move (a test's)
+				}
+				p.systemStart()
+			}
+			jb.index = i
 			select {
-			case next <- i:
+			case next <- jb:
 			case <-stop:
+				if open {
+					p.systemEnd() // it arrived, and leaves unserved
+				}
 				return
 			case <-ctx.Done():
+				if open {
+					p.systemEnd()
+				}
 				return
 			}
 		}
@@ -114,21 +246,32 @@ func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set 
 
 	for range c {
 		wg.Go(func() {
-			for i := range next {
+			for jb := range next {
+				i := jb.index
 				// A stop may race with the feeder's last hand-off; never
 				// start a judgment after the run has stopped.
 				select {
 				case <-stop:
+					if open {
+						p.systemEnd()
+					}
 					continue
 				default:
 				}
 				if ctx.Err() != nil {
+					if open {
+						p.systemEnd()
+					}
 					continue
 				}
 				if p.Observer != nil {
 					p.Observer.Start()
 				}
 				r := Result{Index: i, Start: p.now()}
+				r.Arrival = r.Start
+				if open {
+					r.Scheduled, r.Arrival = jb.scheduled, jb.arrival
+				}
 				r.Judgment, r.Err = j.Judge(ctx, set.Spec, controls, set.Cases[i].Item)
 				r.End = p.now()
 				if p.held != nil {
@@ -144,6 +287,9 @@ func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set 
 				}
 				if p.Observer != nil {
 					p.Observer.End()
+				}
+				if open {
+					p.systemEnd()
 				}
 			}
 		})
@@ -170,7 +316,8 @@ type Outcome struct {
 }
 
 // Run runs the pool to the end and gathers the results. Wall time runs from
-// just before the first judgment starts to after the last one ends.
+// just before the first judgment starts (open loop: from the window's
+// opening, which the arrivals count from) to after the last one ends.
 func (p Pool) Run(ctx context.Context, j Judge, set fixtures.Set, controls judgments.Controls) Outcome {
 	start := p.now()
 	if p.Observer != nil {
@@ -181,7 +328,10 @@ func (p Pool) Run(ctx context.Context, j Judge, set fixtures.Set, controls judgm
 	if p.Progress != nil {
 		p.Progress(0, 0, 0)
 	}
-	for r := range p.stream(ctx, nil, j, set, controls) {
+	if p.System != nil && p.Arrivals != nil {
+		p.System.Open()
+	}
+	for r := range p.stream(ctx, nil, j, set, controls, start) {
 		byIndex[r.Index] = &r
 		if done++; r.Err != nil {
 			failed++

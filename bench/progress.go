@@ -11,8 +11,11 @@ import (
 // (Session.OnProgress); the CLI and the benchmark suite render it
 // (bench/progress).
 type Progress struct {
-	Set         string
+	Set string
+	// Concurrency is the closed loop's level; an open loop's cap (0: none)
+	// beside its arrival Rate (0 in a closed loop).
 	Concurrency int
+	Rate        float64
 	Arm         receipts.Arm
 	// Done counts the judgments finished so far, the Failed ones included;
 	// Total is the set's size.
@@ -24,7 +27,7 @@ type Progress struct {
 }
 
 // progress is the point's reporter, nil when nobody listens.
-func (s *Session) progress(c int, arm receipts.Arm) func(done, failed int, elapsed time.Duration, final bool) {
+func (s *Session) progress(c int, rate float64, arm receipts.Arm) func(done, failed int, elapsed time.Duration, final bool) {
 	if s.OnProgress == nil {
 		return nil
 	}
@@ -32,7 +35,7 @@ func (s *Session) progress(c int, arm receipts.Arm) func(done, failed int, elaps
 		arm = receipts.ArmCold
 	}
 	return func(done, failed int, elapsed time.Duration, final bool) {
-		s.OnProgress(Progress{Set: s.Set.Name, Concurrency: c, Arm: arm, Done: done, Failed: failed,
+		s.OnProgress(Progress{Set: s.Set.Name, Concurrency: c, Rate: rate, Arm: arm, Done: done, Failed: failed,
 			Total: len(s.Set.Cases), Elapsed: elapsed, Final: final})
 	}
 }

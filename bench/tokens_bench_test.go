@@ -49,7 +49,7 @@ func BenchmarkTokens(b *testing.B) {
 			point := fmt.Sprintf("workload=%s/c=%d", w, c)
 			b.Run(point, func(b *testing.B) {
 				ctx := s.context(b)
-				p := tokens.PointFrom(s.cfg.Tokens, w, c)
+				p := tokens.PointFrom(s.cfg.Tokens, w, c).WithSLO(s.cfg.SLO)
 				var recs []*rtokens.Receipt
 				for b.Loop() {
 					rec, err := r.Measure(ctx, p)

@@ -97,7 +97,10 @@ type Pins struct {
 	TopLogprobs     int            `json:"top_logprobs,omitempty"`
 	Controls        map[string]int `json:"control_token_ids,omitempty"`
 	Concurrency     int            `json:"concurrency"`
-	Fixture         FixturePins    `json:"fixture"`
+	// Load is how judgments were offered; nil is the closed loop (and all
+	// receipts from before open loops).
+	Load    *Load       `json:"load,omitempty"`
+	Fixture FixturePins `json:"fixture"`
 }
 
 // ServedModel is one entry of /v1/models.
@@ -179,9 +182,69 @@ type Throughput struct {
 	FailedByClass      map[string]int `json:"failed_by_class,omitempty"`
 	JudgmentsPerSecond float64        `json:"judgments_per_second"`
 	ImagesPerSecond    float64        `json:"images_per_second"`
-	Latency            Latency        `json:"latency_seconds"`
-	PromptTokens       int            `json:"prompt_tokens"`
+	// Latency is each kept judgment's service time: from the start of its
+	// first request to the end of its last.
+	Latency      Latency `json:"latency_seconds"`
+	PromptTokens int     `json:"prompt_tokens"`
+	// ClientQueue (arrival → start of the first request) and Response
+	// (arrival → end of the last: queue + service) are an open loop's; nil
+	// in a closed loop, where a judgment starts as it is handed out.
+	ClientQueue *Latency `json:"client_queue_seconds,omitempty"`
+	Response    *Latency `json:"response_seconds,omitempty"`
+	// ArrivalLag is how late the client offered an open loop's judgments
+	// against their schedule (the schedule's time → arrival); near 0 when
+	// the client kept up.
+	ArrivalLag *Latency `json:"arrival_lag_seconds,omitempty"`
+	// SLO is goodput against a stated latency target; nil when none was
+	// stated.
+	SLO *SLO `json:"slo,omitempty"`
 }
+
+// SLO is a window's goodput against a per-judgment latency target. The
+// target applies to the response time (arrival → end; in a closed loop
+// that is the service time); a failed judgment is never within it.
+type SLO struct {
+	// LatencySeconds is the target: a judgment is good when its response
+	// time is at most this.
+	LatencySeconds float64 `json:"latency_seconds"`
+	// Within counts the kept judgments within the target; Of is the
+	// judgments that finished (kept and failed; discarded ones are a stop's).
+	Within int `json:"within"`
+	Of     int `json:"of"`
+	// Goodput is Within ÷ Of (0 when nothing finished); GoodPerSecond is
+	// Within ÷ the window's wall time (vLLM's request_goodput).
+	Goodput       float64 `json:"goodput"`
+	GoodPerSecond float64 `json:"good_per_second"`
+	// Target is the stated goodput the run must reach (0..1; 0 = none
+	// stated) and Met whether it did (nil without a target).
+	Target float64 `json:"target,omitempty"`
+	Met    *bool   `json:"met,omitempty"`
+}
+
+// Load says how judgments were offered: nil or closed loop (c in flight, a
+// new one as one ends), or an open loop at a stated rate.
+type Load struct {
+	// Mode is LoadClosed or LoadOpen.
+	Mode string `json:"mode"`
+	// Rate is the open loop's arrival rate in judgments per second.
+	Rate float64 `json:"rate,omitempty"`
+	// Process is "poisson" (burstiness 1), "gamma" (another burstiness) or
+	// "constant" (burstiness +Inf: every 1/rate).
+	Process string `json:"process,omitempty"`
+	// Burstiness is the gamma shape; left out for a constant process.
+	Burstiness float64 `json:"burstiness,omitempty"`
+	// MaxConcurrency caps the judgments in flight; arrivals beyond it wait
+	// in the client queue. 0 = no cap.
+	MaxConcurrency int `json:"max_concurrency"`
+	// Seed is the schedule's seed: the same seed, the same arrivals.
+	Seed int64 `json:"seed"`
+}
+
+// Load modes.
+const (
+	LoadClosed = "closed_loop"
+	LoadOpen   = "open_loop"
+)
 
 // Latency holds nearest-rank percentiles of per-judgment latency.
 type Latency struct {
@@ -201,7 +264,13 @@ type Item struct {
 	Gold           map[string][]string `json:"gold,omitempty"`
 	Answers        []judgments.Answer  `json:"answers"`
 	LatencySeconds float64             `json:"latency_seconds"`
-	InputTokens    int                 `json:"input_tokens"`
+	// QueueSeconds is an open loop's wait in the client queue before the
+	// first request (arrival → start); LatencySeconds follows it.
+	QueueSeconds float64 `json:"queue_seconds,omitempty"`
+	// ArrivalLagSeconds is how late the client offered it against its
+	// schedule (open loop).
+	ArrivalLagSeconds float64 `json:"arrival_lag_seconds,omitempty"`
+	InputTokens       int     `json:"input_tokens"`
 	// Error is set when the judgment failed, also when it is discarded
 	// (it finished after a stop); such an item has no answers (it failed
 	// closed). ErrorClass names the failure (judgments/errclass).
@@ -307,12 +376,22 @@ type EndpointFigures struct {
 
 // Checks are the run's measurement self-checks.
 type Checks struct {
-	LittlesLaw     *LittlesLaw     `json:"littles_law,omitempty"`
-	Reconciliation *Reconciliation `json:"reconciliation,omitempty"`
+	// LittlesLaw is over the pool's slots: L = judgments in service, W =
+	// service time (start → end).
+	LittlesLaw *LittlesLaw `json:"littles_law,omitempty"`
+	// LittlesLawResponse is an open loop's over the whole client: L =
+	// judgments arrived and not yet done (queued or in service), W =
+	// response time (arrival → end); nil in a closed loop, where the two
+	// are the same.
+	LittlesLawResponse *LittlesLaw     `json:"littles_law_response,omitempty"`
+	Reconciliation     *Reconciliation `json:"reconciliation,omitempty"`
 }
 
 // LittlesLaw compares sampled mean in-flight judgments with throughput × mean latency.
 type LittlesLaw struct {
+	// W names the time W is: "service" (start → end) or "response"
+	// (arrival → end); empty in receipts from before open loops (service).
+	W            string  `json:"w,omitempty"`
 	MeanInFlight float64 `json:"mean_in_flight"`
 	Predicted    float64 `json:"predicted"`
 	RelError     float64 `json:"rel_error"`

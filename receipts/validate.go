@@ -121,7 +121,8 @@ func (r *Receipt) validatePins(p *Problems) {
 			p.Add(joinKey("pins.control_token_ids", k), "negative token id %d", pins.Controls[k])
 		}
 	}
-	if pins.Concurrency < 1 {
+	// An open loop's concurrency is its cap, 0 for none.
+	if open := pins.Load != nil && pins.Load.Mode == LoadOpen; pins.Concurrency < 1 && !(open && pins.Concurrency == 0) {
 		p.Add("pins.concurrency", "%d is below 1", pins.Concurrency)
 	}
 	for i, s := range pins.Served {
@@ -166,9 +167,16 @@ func (r *Receipt) validateIdentity(p *Problems) {
 
 func (r *Receipt) validateThroughput(p *Problems) {
 	t := r.Throughput
-	if t.Concurrency < 1 {
+	open := r.Pins.Load != nil && r.Pins.Load.Mode == LoadOpen
+	switch {
+	case open && t.Concurrency < 0:
+		p.Add("throughput.concurrency", "%d is below 0 (an open loop's cap; 0 = none)", t.Concurrency)
+	case open && t.Concurrency != r.Pins.Load.MaxConcurrency:
+		p.Add("throughput.concurrency", "%d but pins.load.max_concurrency is %d", t.Concurrency, r.Pins.Load.MaxConcurrency)
+	case !open && t.Concurrency < 1:
 		p.Add("throughput.concurrency", "%d is below 1", t.Concurrency)
-	} else if t.Concurrency != r.Pins.Concurrency {
+	}
+	if t.Concurrency != r.Pins.Concurrency {
 		p.Add("throughput.concurrency", "%d but pins.concurrency is %d", t.Concurrency, r.Pins.Concurrency)
 	}
 	type num struct {
@@ -221,6 +229,45 @@ func (r *Receipt) validateThroughput(p *Problems) {
 	}
 	if t.Latency.P99 < t.Latency.P95 {
 		p.Add("throughput.latency_seconds.p99", "%v is below p95 %v", t.Latency.P99, t.Latency.P95)
+	}
+	r.validateLoad(p)
+}
+
+// validateLoad checks the open loop's block and figures and the SLO block.
+func (r *Receipt) validateLoad(p *Problems) {
+	if l := r.Pins.Load; l != nil {
+		switch {
+		case l.Mode != LoadOpen && l.Mode != LoadClosed:
+			p.Add("pins.load.mode", "%q: want %s or %s", l.Mode, LoadOpen, LoadClosed)
+		case l.Mode == LoadOpen && (bad(l.Rate) || !(l.Rate > 0)):
+			p.Add("pins.load.rate", "%v: an open loop has a finite rate > 0", l.Rate)
+		}
+	}
+	for name, q := range map[string]*Latency{"throughput.client_queue_seconds": r.Throughput.ClientQueue, "throughput.response_seconds": r.Throughput.Response,
+		"throughput.arrival_lag_seconds": r.Throughput.ArrivalLag} {
+		if q != nil && (bad(q.Mean) || q.Mean < 0 || q.P50 < 0 || q.P95 < q.P50 || q.P99 < q.P95) {
+			p.Add(name, "%+v: want finite figures >= 0 with p50 <= p95 <= p99", *q)
+		}
+	}
+	if s := r.Throughput.SLO; s != nil {
+		switch {
+		case bad(s.LatencySeconds) || !(s.LatencySeconds > 0):
+			p.Add("throughput.slo.latency_seconds", "%v is not a target > 0", s.LatencySeconds)
+		case s.Within < 0 || s.Within > s.Of:
+			p.Add("throughput.slo.within", "%d of %d", s.Within, s.Of)
+		case bad(s.Goodput) || s.Goodput < 0 || s.Goodput > 1:
+			p.Add("throughput.slo.goodput", "%v is not a share from 0 to 1", s.Goodput)
+		case bad(s.Target) || s.Target < 0 || s.Target > 1:
+			p.Add("throughput.slo.target", "%v is not a share from 0 to 1", s.Target)
+		}
+	}
+	for i, it := range r.Items {
+		if bad(it.QueueSeconds) || it.QueueSeconds < 0 {
+			p.Add(joinIndex("items", i)+".queue_seconds", "%v is not a finite number >= 0", it.QueueSeconds)
+		}
+		if bad(it.ArrivalLagSeconds) || it.ArrivalLagSeconds < 0 {
+			p.Add(joinIndex("items", i)+".arrival_lag_seconds", "%v is not a finite number >= 0", it.ArrivalLagSeconds)
+		}
 	}
 }
 

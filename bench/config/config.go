@@ -79,6 +79,10 @@ type Config struct {
 	// test matrix (see tokens.go).
 	Tokens Tokens
 	Matrix Matrix
+	// OpenLoop is the open-loop load (rates instead of levels), SLO the
+	// stated latency target and goodput (see load.go).
+	OpenLoop OpenLoop
+	SLO      SLO
 }
 
 // Target is a live server; an empty Endpoint selects the twin.
@@ -189,6 +193,9 @@ func apply(sources []Source) (Config, error) {
 		if err := s(&c); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := checkLoad(&c); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration: %w", errors.Join(errs...))

@@ -350,7 +350,7 @@ func settings() []setting {
 			c.Fixtures.TypevetIDs = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.Fixtures.TypevetIDs) }},
-	}, append(tokenSettings(), matrixSettings()...)...)
+	}, append(append(tokenSettings(), matrixSettings()...), loadSettings()...)...)
 }
 
 // text sets a string field, trimmed.

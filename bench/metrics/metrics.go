@@ -28,6 +28,10 @@ const (
 	OffFormat       = "off-format"       // answers whose sampled token was no candidate (a count)
 	FailedItems     = "failed-items"     // judgments that failed in the window (a count)
 	DiscardedItems  = "discarded-items"  // judgments that finished after a stop, counted nowhere (a count)
+	// Open loop and SLO (reported only when the receipt has them).
+	ClientQueueSec = "client-queue-sec" // mean wait in the client queue (arrival → first request)
+	Goodput        = "goodput"          // share of finished judgments within the stated SLO latency
+	GoodPerSec     = "good-judgments/s" // judgments within the SLO ÷ wall time
 )
 
 // Directions of benchstat's better= key.
@@ -70,6 +74,9 @@ func Units() []Unit {
 		{Name: OffFormat, Better: Lower, Exact: true},
 		{Name: FailedItems, Better: Lower, Exact: true},
 		{Name: DiscardedItems, Better: Lower, Exact: true},
+		{Name: ClientQueueSec, Better: Lower},
+		{Name: Goodput, Better: Higher},
+		{Name: GoodPerSec, Better: Higher},
 	}
 }
 
@@ -108,6 +115,15 @@ func FromReceipt(r *receipts.Receipt) []Metric {
 	}
 	if tp.Latency.N > 0 {
 		out = append(out, Metric{tp.Latency.P50, P50Sec}, Metric{tp.Latency.P95, P95Sec}, Metric{tp.Latency.P99, P99Sec})
+	}
+	if q := tp.ClientQueue; q != nil && q.N > 0 {
+		out = append(out, Metric{q.Mean, ClientQueueSec})
+	}
+	if slo := tp.SLO; slo != nil && slo.Of > 0 {
+		out = append(out, Metric{slo.Goodput, Goodput})
+		if tp.WallSeconds > 0 {
+			out = append(out, Metric{slo.GoodPerSecond, GoodPerSec})
+		}
 	}
 	if o := r.OffFormat; o != nil {
 		// A model that answers off-format more often after an upgrade has

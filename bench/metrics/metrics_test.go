@@ -161,6 +161,9 @@ Unit moved-items better=lower assume=exact
 Unit off-format better=lower assume=exact
 Unit failed-items better=lower assume=exact
 Unit discarded-items better=lower assume=exact
+Unit client-queue-sec better=lower
+Unit goodput better=higher
+Unit good-judgments/s better=higher
 `, out.String())
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
@@ -25,6 +26,23 @@ const Package = "github.com/vetbench/vetbench/bench"
 // vetbench run and vetbench gate -run compare point by point.
 func PointName(set string, c int, arm receipts.Arm, armed bool) string {
 	s := fmt.Sprintf("set=%s/c=%d", set, c)
+	if armed {
+		if arm == "" {
+			arm = receipts.ArmCold
+		}
+		s += "/arm=" + string(arm)
+	}
+	return s
+}
+
+// RatePointName is an open-loop point's sub-benchmark name:
+// set=<set>/rate=<judgments/s>, /max=<cap> when capped, and the arm as
+// PointName adds it; benchstat's -col /rate lays the rates out.
+func RatePointName(set string, rate float64, maxConcurrency int, arm receipts.Arm, armed bool) string {
+	s := fmt.Sprintf("set=%s/rate=%s", set, strconv.FormatFloat(rate, 'g', -1, 64))
+	if maxConcurrency > 0 {
+		s += fmt.Sprintf("/max=%d", maxConcurrency)
+	}
 	if armed {
 		if arm == "" {
 			arm = receipts.ArmCold

@@ -153,7 +153,15 @@ func Text(label string, p bench.Progress, timeScale float64) string {
 	if arm == "" {
 		arm = "cold"
 	}
-	fmt.Fprintf(&b, "%s c=%d %s  %d/%d", p.Set, p.Concurrency, arm, p.Done, p.Total)
+	if p.Rate > 0 {
+		fmt.Fprintf(&b, "%s rate=%g/s", p.Set, p.Rate)
+		if p.Concurrency > 0 {
+			fmt.Fprintf(&b, " max=%d", p.Concurrency)
+		}
+		fmt.Fprintf(&b, " %s  %d/%d", arm, p.Done, p.Total)
+	} else {
+		fmt.Fprintf(&b, "%s c=%d %s  %d/%d", p.Set, p.Concurrency, arm, p.Done, p.Total)
+	}
 	if p.Total > 0 {
 		fmt.Fprintf(&b, " %d%%", 100*p.Done/p.Total)
 	}

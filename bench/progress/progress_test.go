@@ -35,6 +35,9 @@ func TestText(t *testing.T) {
 		{"", point(14, 0, 2*time.Second), 10, "checks c=16 cold  14/140 10%  0.7 judgments/s (model time, twin ×10)  ETA 18.0s  0 failed"},
 		{"", bench.Progress{Set: "faces", Concurrency: 1, Arm: receipts.ArmWarm, Done: 1, Total: 200, Elapsed: 2 * time.Second}, 1,
 			"faces c=1 warm  1/200 0%  0.5 judgments/s  ETA 6m38s  0 failed"},
+		{"", bench.Progress{Set: "checks", Rate: 40, Concurrency: 16, Done: 70, Total: 140, Elapsed: 2 * time.Second}, 1,
+			"checks rate=40/s max=16 cold  70/140 50%  35 judgments/s  ETA 2.0s  0 failed"},
+		{"", bench.Progress{Set: "checks", Rate: 2.5, Total: 140}, 1, "checks rate=2.5/s cold  0/140 0%  ETA ?  0 failed"},
 	} {
 		require.Equal(t, tt.want, Text(tt.label, tt.p, tt.scale))
 	}

@@ -62,5 +62,10 @@ func Metrics(r *rtokens.Receipt) []metrics.Metric {
 		out = append(out, metrics.Metric{Value: d.P50 / 1000, Unit: TTFTP50Sec},
 			metrics.Metric{Value: d.P90 / 1000, Unit: TTFTP90Sec}, metrics.Metric{Value: d.P99 / 1000, Unit: TTFTP99Sec})
 	}
+	if g := s.Goodput; g != nil && g.Of > 0 {
+		// The judgments' unit (better=higher): the share of requests
+		// within the point's TTFT/TPOT targets.
+		out = append(out, metrics.Metric{Value: g.Share, Unit: metrics.Goodput})
+	}
 	return out
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/slo"
 	rtokens "github.com/vetbench/vetbench/receipts/tokens"
 )
 
@@ -54,6 +55,10 @@ type Point struct {
 	// MaxFailed is the share of requests that may fail or come back
 	// short without failing the point.
 	MaxFailed float64
+	// SLO, when set, is the per-request target goodput is counted against
+	// (receipts/tokens.Summarize); a stated goodput target it misses
+	// fails the point (slo.ErrMissed).
+	SLO *rtokens.SLO
 }
 
 // PointFrom is the point cfg asks for at a workload and concurrency.
@@ -61,6 +66,18 @@ func PointFrom(cfg config.Tokens, workload string, c int) Point {
 	return Point{Workload: workload, Concurrency: c, OutputTokens: cfg.OutputTokens, Repeats: cfg.Repeats,
 		Warmup: cfg.Warmup, MaxFailed: cfg.MaxFailed}
 }
+
+// WithSLO is p with the token targets of s (TTFT, TPOT and the goodput
+// target); p unchanged when s states neither target.
+func (p Point) WithSLO(s config.SLO) Point {
+	if s.TTFT <= 0 && s.TPOT <= 0 {
+		return p
+	}
+	p.SLO = &rtokens.SLO{TTFTMs: ms(s.TTFT), TPOTMs: ms(s.TPOT), Target: s.Goodput}
+	return p
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // Runner measures points on one endpoint. It is not safe for concurrent
 // Measure calls (points are measured one after another so they do not
@@ -165,7 +182,7 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*rtokens.Receipt, error)
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	rp := rtokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats}
+	rp := rtokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats, SLO: p.SLO}
 	rec := &rtokens.Receipt{
 		Schema: rtokens.Schema, Source: rtokens.SourceVetbench, RunID: r.RunID,
 		Started: r.now().UTC(), Target: r.Endpoint.Receipt(), Identity: r.Identity, Point: rp,
@@ -219,6 +236,11 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*rtokens.Receipt, error)
 			return rec, fmt.Errorf("%w: %s, accepted share %.3g", ErrFailures, msg, p.MaxFailed)
 		}
 		rec.Warnings = append(rec.Warnings, msg+fmt.Sprintf(" (within the accepted share %.3g)", p.MaxFailed))
+	}
+	if g := s.Goodput; g != nil && g.Met != nil && !*g.Met {
+		msg := fmt.Sprintf("%d of %d requests (%.1f%%) within the SLO, below the stated goodput %.1f%%", g.Within, g.Of, 100*g.Share, 100*p.SLO.Target)
+		rec.Warnings = append(rec.Warnings, "SLO missed: "+msg)
+		return rec, fmt.Errorf("%w: %s", slo.ErrMissed, msg)
 	}
 	return rec, nil
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/bench/progress"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
@@ -52,6 +54,11 @@ matrix settings, identity digest). When any of these differ the gate
 refuses to compare (exit 2) and lists what differs, unless
 -allow-identity-drift; what a candidate changes on purpose (server build,
 server flags, twin slowdown and faults) is listed and compared.
+
+With -min-goodput S (a stated SLO: the runs had VETBENCH_SLO set, so
+their lines carry the goodput metric) a candidate benchmark whose median
+goodput is below S fails whatever the baseline did; no goodput metric in
+the candidate leaves the gate without a verdict.
 
 A benchmark the candidate lacks (an output cut short, a point that did
 not run) leaves the gate without a verdict; a failure count (failed-items)
@@ -109,6 +116,8 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	fs.Float64Var(&o.policy.Alpha, "alpha", o.policy.Alpha, "significance level of the Mann-Whitney U test")
 	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
 	fs.BoolVar(&o.policy.AllowIdentityDrift, "allow-identity-drift", false, "compare outputs whose identity configuration (model, twin profile, time scale, fixture, …) differs, listing what differs")
+	var minGoodput float64
+	fs.Float64Var(&minGoodput, "min-goodput", 0, "fail when the candidate's median goodput (share of judgments within the run's SLO latency, metric "+metrics.Goodput+") is below this `share` on any benchmark, whatever the baseline did; 0 = no floor")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return failure(e, "gate", wantsJSON(args), exitNoVerdict, err.Error())
@@ -122,6 +131,12 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	}
 	if o.policy.Validate() != nil {
 		return fail("-margin must be >= 0 and -alpha in (0,1)")
+	}
+	switch {
+	case math.IsNaN(minGoodput) || minGoodput < 0 || minGoodput > 1:
+		return fail("-min-goodput %v: want a share from 0 to 1", minGoodput)
+	case minGoodput > 0:
+		o.policy.Floors = map[string]float64{metrics.Goodput: minGoodput}
 	}
 	files := pos
 	var runErrs [2]error

@@ -151,6 +151,12 @@ func pointSummary(label string, r *receipts.Receipt, path string, scale float64)
 	if t.Failed > 0 {
 		fmt.Fprintf(&b, " (%s)", bench.FailureClasses(t))
 	}
+	if l := r.Pins.Load; l != nil && l.Mode == receipts.LoadOpen && t.ClientQueue != nil {
+		fmt.Fprintf(&b, "  open loop %g/s %s (max %d): client queue p95 %.3fs", l.Rate/scale, l.Process, l.MaxConcurrency, t.ClientQueue.P95*scale)
+	}
+	if g := t.SLO; g != nil {
+		fmt.Fprintf(&b, "  goodput %.3f within %ss", g.Goodput, strconv.FormatFloat(g.LatencySeconds, 'g', 4, 64))
+	}
 	if scaled {
 		fmt.Fprintf(&b, "  [model time, twin ×%s; wall clock %.2f judgments/s]", strconv.FormatFloat(scale, 'g', -1, 64), t.JudgmentsPerSecond)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/rundir"
+	"github.com/vetbench/vetbench/receipts/slo"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -167,60 +168,57 @@ func (s *sweep) pass(ctx context.Context) (failed int, err error) {
 			}
 			return failed, err
 		}
-		for _, c := range s.cfg.Levels {
-			for _, arm := range s.cfg.Arms {
-				if ctx.Err() != nil {
-					return failed, errInterrupted
-				}
-				p := bench.Point{Concurrency: c, Arm: arm, Warmup: s.cfg.Warmup}
-				rec, err := sess.Measure(ctx, p)
-				if s.progress != nil {
-					s.progress.Clear()
-				}
-				if rec != nil {
-					path, _, werr := s.dir.NextReceipt(filepath.Base(bench.ReceiptPath("", name, p)))
-					if werr == nil {
-						werr = s.signals.Write(func() error { return receipts.WriteFile(path, rec) })
-					}
-					if werr != nil {
-						return failed, fmt.Errorf("write receipt: %w", werr)
-					}
-					if s.summaries || err != nil {
-						fmt.Fprintln(s.out, pointSummary(s.label, rec, path, scale))
-					}
-					// A point that did not pass has its line too, with its
-					// failed-items and discarded-items, as the benchmark
-					// suite prints it: what it measured is seen.
-					line := func() error {
-						return s.lines.Write(metrics.PointName(name, c, arm, armed), 1, metrics.FromReceipt(rec))
-					}
-					if werr := s.signals.Write(line); werr != nil {
-						return failed, fmt.Errorf("bench.txt: %w", werr)
-					}
-				}
-				if err == nil {
-					continue
-				}
-				where := fmt.Sprintf("vetbench %s: %s%s c=%d %s", s.cmd, labelPrefix(s.label), name, c, armName(arm))
-				switch {
-				case ctx.Err() != nil:
-					fmt.Fprintf(s.errw, "%s: interrupted: %v\n", where, err)
-					return failed, errInterrupted
-				case errors.Is(err, bench.ErrServerDown):
-					// Its failures may have been within the accepted share:
-					// then it is the server, not the point, that failed.
-					if errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures) {
-						where += ": FAILED"
-						failed++
-					}
-					fmt.Fprintf(s.errw, "%s: %v\n", where, err)
-					return failed, err
-				case rec == nil || !(errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures)):
-					return failed, fmt.Errorf("%s%s c=%d %s: %w", labelPrefix(s.label), name, c, armName(arm), err)
-				}
-				fmt.Fprintf(s.errw, "%s: FAILED: %v\n", where, err)
-				failed++
+		for _, p := range bench.Points(s.cfg) {
+			if ctx.Err() != nil {
+				return failed, errInterrupted
 			}
+			rec, err := sess.Measure(ctx, p)
+			if s.progress != nil {
+				s.progress.Clear()
+			}
+			if rec != nil {
+				path, _, werr := s.dir.NextReceipt(filepath.Base(bench.ReceiptPath("", name, p)))
+				if werr == nil {
+					werr = s.signals.Write(func() error { return receipts.WriteFile(path, rec) })
+				}
+				if werr != nil {
+					return failed, fmt.Errorf("write receipt: %w", werr)
+				}
+				if s.summaries || err != nil {
+					fmt.Fprintln(s.out, pointSummary(s.label, rec, path, scale))
+				}
+				// A point that did not pass has its line too, with its
+				// failed-items and discarded-items, as the benchmark
+				// suite prints it: what it measured is seen.
+				line := func() error {
+					return s.lines.Write(p.Name(name, armed), 1, metrics.FromReceipt(rec))
+				}
+				if werr := s.signals.Write(line); werr != nil {
+					return failed, fmt.Errorf("bench.txt: %w", werr)
+				}
+			}
+			if err == nil {
+				continue
+			}
+			where := fmt.Sprintf("vetbench %s: %s%s %s", s.cmd, labelPrefix(s.label), name, p.Describe())
+			switch {
+			case ctx.Err() != nil:
+				fmt.Fprintf(s.errw, "%s: interrupted: %v\n", where, err)
+				return failed, errInterrupted
+			case errors.Is(err, bench.ErrServerDown):
+				// Its failures may have been within the accepted share:
+				// then it is the server, not the point, that failed.
+				if errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures) || errors.Is(err, slo.ErrMissed) {
+					where += ": FAILED"
+					failed++
+				}
+				fmt.Fprintf(s.errw, "%s: %v\n", where, err)
+				return failed, err
+			case rec == nil || !(errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures) || errors.Is(err, slo.ErrMissed)):
+				return failed, fmt.Errorf("%s%s %s: %w", labelPrefix(s.label), name, p.Describe(), err)
+			}
+			fmt.Fprintf(s.errw, "%s: FAILED: %v\n", where, err)
+			failed++
 		}
 	}
 	return failed, nil

@@ -124,7 +124,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 				code = exitFail
 				return code
 			}
-			rec, err := r.Measure(ctx, tokens.PointFrom(cfg.Tokens, w, c))
+			rec, err := r.Measure(ctx, tokens.PointFrom(cfg.Tokens, w, c).WithSLO(cfg.SLO))
 			if rec != nil {
 				path, _, werr := dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", w, c))
 				if werr == nil {

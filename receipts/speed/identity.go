@@ -23,6 +23,8 @@ const (
 	KeyTokens      = "tokens"       // the token benchmark's output length
 	KeyMatrix      = "matrix"       // the speed matrix's window and output
 	KeyHarness     = "harness"      // vetbench's harness version
+	KeyLoad        = "load"         // an open loop's arrival process (rates are in the names); absent: closed loop
+	KeySLO         = "slo"          // the stated latency target and goodput; absent: none
 
 	// Changes: what a candidate changes on purpose. Listed when they
 	// differ, never refused: gating a vLLM upgrade compares two builds.
@@ -41,7 +43,7 @@ const (
 // IdentityKeys are refused when they differ; ChangeKeys are listed. Keys of
 // neither list (goos, cpu, pkg, …) are ignored, as benchstat is told to.
 var (
-	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness}
+	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness, KeyLoad, KeySLO}
 	ChangeKeys   = []string{KeyServerBuild, KeyServerFlags, KeySlowdown, KeyTwinFaults, KeyEndpoints}
 )
 

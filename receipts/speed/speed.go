@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -213,6 +214,12 @@ type Policy struct {
 	// differs (IdentityCheck.Differs), listing what differs, instead of
 	// refusing.
 	AllowIdentityDrift bool `json:"allow_identity_drift"`
+	// Floors are absolute targets, whatever the baseline did: unit → the
+	// least median the candidate must reach on every benchmark reporting
+	// it, for units where higher is better (a stated SLO goodput:
+	// "goodput": 0.95). A floor no candidate benchmark reports leaves the
+	// gate without a verdict: a stated target is never passed unchecked.
+	Floors map[string]float64 `json:"floors,omitempty"`
 }
 
 // Policy defaults: a candidate fails on a change of more than 5% in the
@@ -237,6 +244,11 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("speed policy: alpha %v, want in (0,1)", p.Alpha)
 	case !(p.Confidence > 0 && p.Confidence < 1):
 		return fmt.Errorf("speed policy: confidence %v, want in (0,1)", p.Confidence)
+	}
+	for unit, f := range p.Floors {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("speed policy: floor on %s is %v, want a finite number", unit, f)
+		}
 	}
 	return nil
 }
@@ -415,11 +427,41 @@ func Decide(base, cand *Samples, p Policy) *Report {
 			rep.Metrics = append(rep.Metrics, m)
 		}
 	}
+	floors(cand, p, thr, rep)
 	if rep.Gated == 0 && len(rep.Problems) == 0 {
 		rep.Problems = append(rep.Problems, "nothing to gate: no benchmark metric with a known direction is present on both sides (declare units with `Unit <unit> better=higher|lower`)")
 	}
 	rep.Passed = len(rep.Failures) == 0 && len(rep.Problems) == 0
 	return rep
+}
+
+// floors holds the candidate to the policy's absolute targets: a
+// benchmark whose median is below its unit's floor fails.
+func floors(cand *Samples, p Policy, thr *benchmath.Thresholds, rep *Report) {
+	for _, unit := range slices.Sorted(maps.Keys(p.Floors)) {
+		floor := p.Floors[unit]
+		var reporting []string
+		for _, bench := range cand.names {
+			if _, ok := cand.values[bench][unit]; ok {
+				reporting = append(reporting, bench)
+			}
+		}
+		switch {
+		case len(reporting) == 0:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("floor on %s: no candidate benchmark reports it (was the target it counts against stated in the run?)", unit))
+			continue
+		case cand.units.GetBetter(unit) <= 0:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("floor on %s: the candidate does not declare it better=higher", unit))
+			continue
+		}
+		for _, bench := range reporting {
+			v := cand.values[bench][unit]
+			center := summarize(cand.units.GetAssumption(unit), benchmath.NewSample(slices.Clone(v), thr), p.Confidence).Center
+			if center < floor {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: candidate %s, below the stated target %s", bench, unit, fmtVal(center), fmtVal(floor)))
+			}
+		}
+	}
 }
 
 // significance marks which compared metrics are significant: p < alpha,

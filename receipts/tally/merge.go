@@ -17,7 +17,10 @@ func Merge(recs []*receipts.Receipt) *receipts.Receipt {
 		return nil
 	}
 	out := *recs[len(recs)-1]
-	t := Tally{Concurrency: out.Throughput.Concurrency}
+	t := Tally{Concurrency: out.Throughput.Concurrency, OpenLoop: out.Throughput.ClientQueue != nil}
+	if slo := out.Throughput.SLO; slo != nil {
+		t.SLOSeconds, t.GoodputTarget = slo.LatencySeconds, slo.Target
+	}
 	var srv *receipts.Server
 	for _, r := range recs {
 		t.AddPass(r.Throughput, r.Items)

@@ -15,12 +15,20 @@ import (
 	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/slo"
 )
 
 // Judgment is one finished judgment as the figures count it.
 type Judgment struct {
+	// LatencySeconds is the service time (start of the first request →
+	// end of the last); QueueSeconds an open loop's wait in the client
+	// queue before it (arrival → start).
 	LatencySeconds float64
-	Images         int
+	QueueSeconds   float64
+	// LagSeconds is how late the client offered it against an open loop's
+	// schedule.
+	LagSeconds float64
+	Images     int
 	// Requests answered with HTTP 200 and the prompt tokens they report:
 	// they reached the server whatever became of the judgment.
 	Requests     int
@@ -39,9 +47,18 @@ type Tally struct {
 	Concurrency int
 	// WallSeconds is the window's wall time, the denominator of the rates.
 	WallSeconds float64
+	// OpenLoop adds the client-queue and response-time percentiles.
+	OpenLoop bool
+	// SLOSeconds, when > 0, is the per-judgment latency target goodput is
+	// counted against (response time: queue + service); GoodputTarget the
+	// stated share that must be within it (0 = none stated).
+	SLOSeconds    float64
+	GoodputTarget float64
 
 	t      receipts.Throughput
 	lat    []float64
+	queue  []float64 // in the same order as lat
+	lag    []float64 // likewise
 	closed bool
 	out    receipts.Throughput
 }
@@ -61,6 +78,8 @@ func (t *Tally) Add(j Judgment) {
 		t.t.Judgments++
 		t.t.Images += j.Images
 		t.lat = append(t.lat, j.LatencySeconds)
+		t.queue = append(t.queue, j.QueueSeconds)
+		t.lag = append(t.lag, j.LagSeconds)
 	}
 }
 
@@ -82,6 +101,8 @@ func (t *Tally) AddPass(tp receipts.Throughput, items []receipts.Item) {
 	for _, it := range items {
 		if it.Error == "" && !it.Discarded {
 			t.lat = append(t.lat, it.LatencySeconds)
+			t.queue = append(t.queue, it.QueueSeconds)
+			t.lag = append(t.lag, it.ArrivalLagSeconds)
 		}
 	}
 }
@@ -144,8 +165,42 @@ func (t *Tally) Close() receipts.Throughput {
 		out.JudgmentsPerSecond = float64(out.Judgments) / w
 		out.ImagesPerSecond = float64(out.Images) / w
 	}
+	response := t.lat
+	if t.OpenLoop {
+		response = make([]float64, len(t.lat))
+		for i, l := range t.lat {
+			response[i] = t.queue[i] + l
+		}
+		q, r, l := LatencyOf(t.queue), LatencyOf(response), LatencyOf(t.lag)
+		out.ClientQueue, out.Response, out.ArrivalLag = &q, &r, &l
+	}
+	if t.SLOSeconds > 0 {
+		out.SLO = t.goodput(response, out)
+	}
 	t.out = out
 	return out
+}
+
+// slo counts the judgments whose response time is within the target: the
+// figure `vllm bench serve --goodput e2el:…` reports, over judgments.
+func (t *Tally) goodput(response []float64, tp receipts.Throughput) *receipts.SLO {
+	s := &receipts.SLO{LatencySeconds: t.SLOSeconds, Of: tp.Judgments + tp.Failed, Target: t.GoodputTarget}
+	for _, r := range response {
+		if r <= t.SLOSeconds {
+			s.Within++
+		}
+	}
+	if s.Of > 0 {
+		s.Goodput = float64(s.Within) / float64(s.Of)
+	}
+	if t.WallSeconds > 0 {
+		s.GoodPerSecond = float64(s.Within) / t.WallSeconds
+	}
+	if t.GoodputTarget > 0 {
+		met := slo.Met(s.Goodput, t.GoodputTarget, s.Of)
+		s.Met = &met
+	}
+	return s
 }
 
 // LatencyOf summarises latencies in seconds: their mean and nearest-rank

@@ -162,3 +162,44 @@ func ExampleTally() {
 		tp.JudgmentsPerSecond, tp.ImagesPerSecond, tp.Latency.P50, tp.Latency.P95)
 	// Output: 2 judgments/s, 4 images/s, p50 0.6s, p95 0.7s
 }
+
+// Goodput counts kept judgments whose response time (client queue and
+// service) is within the target, over every finished judgment: a failed
+// one is never good, a discarded one is not counted. Merging passes
+// recomputes it from the items, as every other figure.
+func TestGoodput(t *testing.T) {
+	tl := Tally{Concurrency: 2, WallSeconds: 4, OpenLoop: true, SLOSeconds: 1, GoodputTarget: 0.5}
+	for _, j := range []Judgment{
+		{LatencySeconds: 0.5}, // good
+		{LatencySeconds: 0.5, QueueSeconds: 0.6, LagSeconds: 0.002}, // 1.1 s from arrival: late
+		{LatencySeconds: 0.9, QueueSeconds: 0.1},                    // exactly 1 s: good
+		{LatencySeconds: 0.1, Failed: true},                         // failed: counted, never good
+		{LatencySeconds: 0.1, Discarded: true},                      // a stop's: not counted
+	} {
+		tl.Add(j)
+	}
+	tp := tl.Close()
+	met := true
+	require.Equal(t, &receipts.SLO{LatencySeconds: 1, Within: 2, Of: 4, Goodput: 0.5, GoodPerSecond: 0.5, Target: 0.5, Met: &met}, tp.SLO)
+	require.Equal(t, 3, tp.ClientQueue.N)
+	require.InDelta(t, 0.6, tp.ClientQueue.P99, 1e-12)
+	require.InDelta(t, 1.1, tp.Response.P99, 1e-12)
+	require.InDelta(t, 0.9, tp.Latency.P99, 1e-12, "service time, queue excluded")
+	require.InDelta(t, 0.002, tp.ArrivalLag.P99, 1e-12, "the client was late once")
+
+	items := []receipts.Item{{LatencySeconds: 0.5}, {LatencySeconds: 0.5, QueueSeconds: 0.6}, {LatencySeconds: 0.9, QueueSeconds: 0.1}, {LatencySeconds: 0.1, Error: "x"}}
+	r := &receipts.Receipt{Throughput: tp, Items: items}
+	m := Merge([]*receipts.Receipt{r, r})
+	require.Equal(t, 4, m.Throughput.SLO.Within)
+	require.Equal(t, 8, m.Throughput.SLO.Of)
+	require.InDelta(t, 0.5, m.Throughput.SLO.GoodPerSecond, 1e-12)
+	require.NotNil(t, m.Throughput.ClientQueue)
+
+	// A closed loop without an SLO has neither block.
+	closed := Tally{Concurrency: 1, WallSeconds: 1}
+	closed.Add(Judgment{LatencySeconds: 0.2})
+	tp = closed.Close()
+	require.Nil(t, tp.SLO)
+	require.Nil(t, tp.ClientQueue)
+	require.Nil(t, tp.Response)
+}

@@ -3,6 +3,8 @@ package tokens
 import (
 	"math"
 	"slices"
+
+	"github.com/vetbench/vetbench/receipts/slo"
 )
 
 // ClassShort is the error class of a request that produced fewer tokens
@@ -42,6 +44,7 @@ func Summarize(p Point, runs []Run) Summary {
 	gen, wall := 0, 0.0
 	var ttft, itl, tpot, e2e, rate []float64
 	samples := false
+	var good Goodput
 	for _, r := range runs {
 		gen += r.GeneratedTokens
 		wall += r.WallSeconds
@@ -58,8 +61,12 @@ func Summarize(p Point, runs []Run) Summary {
 		samples = true
 		s.Requests += len(r.Requests)
 		for _, q := range r.Requests {
+			good.Of++
 			if q.Error != "" {
 				continue
+			}
+			if p.SLO != nil && q.OutputTokens == p.OutputTokens && p.SLO.meets(q) {
+				good.Within++
 			}
 			if q.TTFTSeconds != nil {
 				ttft = append(ttft, *q.TTFTSeconds*1000)
@@ -90,8 +97,37 @@ func Summarize(p Point, runs []Run) Summary {
 	}
 	if samples {
 		s.TTFTMs, s.ITLMs, s.TPOTMs, s.E2EMs, s.RequestOutputTokS = dist(ttft), dist(itl), dist(tpot), dist(e2e), dist(rate)
+		if p.SLO != nil {
+			if good.Of > 0 {
+				good.Share = float64(good.Within) / float64(good.Of)
+			}
+			if wall > 0 {
+				good.PerSecond = float64(good.Within) / wall
+			}
+			if p.SLO.Target > 0 {
+				met := slo.Met(good.Share, p.SLO.Target, good.Of)
+				good.Met = &met
+			}
+			s.Goodput = &good
+		}
 	}
 	return s
+}
+
+// meets says whether a request that produced its tokens met every target:
+// TTFT, and TPOT ((e2e − ttft) ÷ (n − 1), as in the summary; a
+// single-token request has none and meets it). A target needs its
+// measurement: a request without a TTFT never meets one.
+func (s SLO) meets(q Request) bool {
+	if s.TTFTMs > 0 && (q.TTFTSeconds == nil || *q.TTFTSeconds*1000 > s.TTFTMs) {
+		return false
+	}
+	if s.TPOTMs > 0 && q.OutputTokens > 1 {
+		if q.TTFTSeconds == nil || (q.E2ESeconds-*q.TTFTSeconds)/float64(q.OutputTokens-1)*1000 > s.TPOTMs {
+			return false
+		}
+	}
+	return true
 }
 
 // dist summarises samples; nil when there are none.

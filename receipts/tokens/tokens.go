@@ -70,6 +70,33 @@ type Point struct {
 	// OutputTokens is asked per request (max_tokens with ignore_eos).
 	OutputTokens int `json:"output_tokens"`
 	Repeats      int `json:"repeats"`
+	// SLO is the per-request target goodput is counted against; nil when
+	// none was stated.
+	SLO *SLO `json:"slo,omitempty"`
+}
+
+// SLO is a token run's per-request service-level objective, as vllm bench
+// serve --goodput takes it: a request is good when it meets every target
+// given (TTFT, TPOT; 0 = not given).
+type SLO struct {
+	TTFTMs float64 `json:"ttft_ms,omitempty"`
+	TPOTMs float64 `json:"tpot_ms,omitempty"`
+	// Target is the stated share of requests that must be good (0 = none).
+	Target float64 `json:"target,omitempty"`
+}
+
+// Goodput is a point's requests against its SLO.
+type Goodput struct {
+	// Within counts the requests that met every target; Of every request
+	// of the point (failed and short ones are never good).
+	Within int `json:"within"`
+	Of     int `json:"of"`
+	// Share is Within ÷ Of; PerSecond is Within ÷ Σ run wall seconds
+	// (vllm bench serve's request_goodput).
+	Share     float64 `json:"share"`
+	PerSecond float64 `json:"per_second"`
+	// Met says whether Share reached the SLO's Target; nil without one.
+	Met *bool `json:"met,omitempty"`
 }
 
 // Key identifies a point within a run, for matching baseline and candidate.
@@ -181,6 +208,9 @@ type Summary struct {
 	TPOTMs            *Dist `json:"tpot_ms,omitempty"`
 	E2EMs             *Dist `json:"e2e_ms,omitempty"`
 	RequestOutputTokS *Dist `json:"request_output_tok_s,omitempty"`
+	// Goodput counts the requests within the point's SLO; nil when none
+	// was stated or there are no request samples.
+	Goodput *Goodput `json:"goodput,omitempty"`
 }
 
 // Dist summarises samples: mean and linear-interpolated percentiles

@@ -248,6 +248,24 @@ func (r *Receipt) validateSummary(p *receipts.Problems) {
 			p.Add("summary."+d.name, "%s, but the requests give %s", fmtDist(d.got), fmtDist(d.want))
 		}
 	}
+	if !sameGoodput(got.Goodput, want.Goodput) {
+		p.Add("summary.goodput", "%s, but the requests and point.slo give %s", fmtGoodput(got.Goodput), fmtGoodput(want.Goodput))
+	}
+}
+
+func sameGoodput(a, b *Goodput) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Within == b.Within && a.Of == b.Of && near(a.Share, b.Share) && near(a.PerSecond, b.PerSecond) &&
+		(a.Met == nil) == (b.Met == nil) && (a.Met == nil || *a.Met == *b.Met)
+}
+
+func fmtGoodput(g *Goodput) string {
+	if g == nil {
+		return "none"
+	}
+	return fmt.Sprintf("{%d of %d, share %v}", g.Within, g.Of, g.Share)
 }
 
 func sameDist(a, b *Dist) bool {
