@@ -77,7 +77,7 @@ func benchOverhead(b *testing.B, set fixtures.Set, c int) {
 	for i, k := range set.Spec.Controls() {
 		ctrl[k] = 236048 + i
 	}
-	srv := httptest.NewServer(newCannedVLLM(set.Spec, ctrl))
+	srv := httptest.NewServer(newCannedVLLM(set.Spec, ctrl, judgments.ModeTokenIDs))
 	b.Cleanup(srv.Close)
 	ctx := b.Context()
 
@@ -253,19 +253,22 @@ type cannedVLLM struct {
 	answers map[string][]byte // question id → body
 }
 
-func newCannedVLLM(spec judgments.Spec, ctrl judgments.Controls) cannedVLLM {
+func newCannedVLLM(spec judgments.Spec, ctrl judgments.Controls, mode judgments.Mode) cannedVLLM {
 	h := cannedVLLM{answers: map[string][]byte{}}
+	token := func(k string) string { return strconv.Quote(k) } // top_logprobs: the text
+	if mode == judgments.ModeTokenIDs {
+		token = func(k string) string { return `"token_id:` + strconv.Itoa(ctrl[k]) + `"` }
+	}
 	for _, q := range spec.Questions {
 		var entries []string
 		for i, k := range q.Controls() {
 			// Decreasing logprobs: the first control wins, off no tie.
-			entries = append(entries, fmt.Sprintf(`{"token":"token_id:%d","logprob":%s,"bytes":[%d]}`,
-				ctrl[k], strconv.FormatFloat(-0.25-float64(i), 'g', -1, 64), 48+i))
+			entries = append(entries, fmt.Sprintf(`{"token":%s,"logprob":%s,"bytes":[%d]}`,
+				token(k), strconv.FormatFloat(-0.25-float64(i), 'g', -1, 64), 48+i))
 		}
-		first := ctrl[q.Controls()[0]]
 		h.answers[q.ID] = []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"` + overheadModel + `",` +
 			`"choices":[{"index":0,"message":{"role":"assistant","content":"0","reasoning":null},` +
-			`"logprobs":{"content":[{"token":"token_id:` + strconv.Itoa(first) + `","logprob":-0.25,"bytes":[48],"top_logprobs":[` + strings.Join(entries, ",") + `]}]},` +
+			`"logprobs":{"content":[{"token":` + token(q.Controls()[0]) + `,"logprob":-0.25,"bytes":[48],"top_logprobs":[` + strings.Join(entries, ",") + `]}]},` +
 			`"finish_reason":"length","stop_reason":null,"token_ids":null}],` +
 			`"usage":{"prompt_tokens":480,"total_tokens":481,"completion_tokens":1,"prompt_tokens_details":null},` +
 			`"prompt_logprobs":null,"kv_transfer_params":null}`)
