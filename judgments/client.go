@@ -302,21 +302,32 @@ func chatRequest(model string, mode Mode, topLogprobs int, q Question, controls 
 // with nullable logprobs: go-openai's float64 would turn a null into a 0
 // (p = 1).
 type chatResponse struct {
-	Choices []struct {
-		Logprobs *struct {
-			Content []struct {
-				Token       string         `json:"token"`
-				TopLogprobs []TokenLogprob `json:"top_logprobs"`
-			} `json:"content"`
-		} `json:"logprobs"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens *int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
+	Choices []chatChoice `json:"choices"`
+	Usage   chatUsage    `json:"usage"`
 }
+
+// The parts of chatResponse, aliases of unnamed structs: json.Unmarshal's
+// errors name no struct for them, as before the fast decoder (decode.go)
+// needed to name them.
+type (
+	chatChoice = struct {
+		Logprobs *chatLogprobs `json:"logprobs"`
+	}
+	chatLogprobs = struct {
+		Content []chatPosition `json:"content"`
+	}
+	chatPosition = struct {
+		Token       string         `json:"token"`
+		TopLogprobs []TokenLogprob `json:"top_logprobs"`
+	}
+	chatUsage = struct {
+		PromptTokens        int               `json:"prompt_tokens"`
+		PromptTokensDetails *chatTokenDetails `json:"prompt_tokens_details"`
+	}
+	chatTokenDetails = struct {
+		CachedTokens *int `json:"cached_tokens"`
+	}
+)
 
 // ScoreResponse turns one chat completion body, as the server sent it, into
 // the question's answer: the first position's candidate logprobs (Candidates),
@@ -324,10 +335,20 @@ type chatResponse struct {
 // server sent them, the cached prompt tokens.
 func ScoreResponse(q Question, body []byte, controls Controls, mode Mode) (Answer, error) {
 	var resp chatResponse
-	if err := json.Unmarshal(body, &resp); err != nil {
+	if err := unmarshalChat(body, &resp); err != nil {
 		return Answer{}, fmt.Errorf("decode chat response: %w", err)
 	}
 	return score(q, &resp, controls, mode)
+}
+
+// unmarshalChat is json.Unmarshal(data, resp) for a fresh resp, by the
+// fast decoder where it applies (decode.go).
+func unmarshalChat(data []byte, resp *chatResponse) error {
+	if decodeChat(data, resp) {
+		return nil
+	}
+	*resp = chatResponse{}
+	return json.Unmarshal(data, resp)
 }
 
 // score is ScoreResponse on a decoded response.
@@ -444,7 +465,7 @@ func (c *Client) ask(ctx context.Context, it Item, q Question, controls Controls
 	}
 	var resp chatResponse
 	err := c.send(ctx, chatPath, RequestID(c.idPrefix, it.ID, q.ID), parts, n, func(data []byte) error {
-		err := json.Unmarshal(data, &resp)
+		err := unmarshalChat(data, &resp)
 		var se *json.SyntaxError
 		switch {
 		case err == nil:
