@@ -206,6 +206,7 @@ func (d *decoder) choice(lp **chatLogprobs) bool {
 			return d.array(4, func() bool {
 				l.Content = append(l.Content, chatPosition{})
 				pos := &l.Content[len(l.Content)-1]
+				var vals []float64 // the entries' logprobs, one allocation
 				return d.object(5, func(key []byte) bool {
 					switch string(key) {
 					case "token":
@@ -219,7 +220,7 @@ func (d *decoder) choice(lp **chatLogprobs) bool {
 								case "token":
 									return d.stringValue(&e.Token)
 								case "logprob":
-									return d.floatPtr(&e.Logprob)
+									return d.floatPtr(&e.Logprob, &vals)
 								}
 								return d.unknown(key, "token", "logprob")
 							})
@@ -392,8 +393,9 @@ func (d *decoder) number() ([]byte, bool) {
 	return d.data[start:j], true
 }
 
-// floatPtr sets *p from a number (a new float64), or nil from null.
-func (d *decoder) floatPtr(p **float64) bool {
+// floatPtr sets *p from a number, pointing into *vals (grown as needed:
+// a pointer into an outgrown array stays valid), or nil from null.
+func (d *decoder) floatPtr(p **float64, vals *[]float64) bool {
 	if d.null() {
 		*p = nil
 		return true
@@ -406,7 +408,11 @@ func (d *decoder) floatPtr(p **float64) bool {
 	if err != nil {
 		return false // out of range: json.Unmarshal says so
 	}
-	*p = &f
+	if len(*vals) == cap(*vals) {
+		*vals = make([]float64, 0, max(8, 2*cap(*vals)))
+	}
+	*vals = append(*vals, f)
+	*p = &(*vals)[len(*vals)-1]
 	return true
 }
 
