@@ -81,6 +81,7 @@ func (s *Session) newClient(model string, m judgments.Mode) *judgments.Client {
 		judgments.WithTopLogprobs(s.Config.TopLogprobs),
 		judgments.WithRequestTimeout(s.Config.RequestTimeout),
 		judgments.WithRequestIDPrefix(s.idPrefix),
+		judgments.WithFanOut(s.Config.FanOut),
 	)
 }
 

@@ -89,8 +89,23 @@ type Pins struct {
 	TopLogprobs     int            `json:"top_logprobs,omitempty"`
 	Controls        map[string]int `json:"control_token_ids,omitempty"`
 	Concurrency     int            `json:"concurrency"`
-	Fixture         FixturePins    `json:"fixture"`
+	// QuestionDispatch says how each judgment's questions were sent (see
+	// Dispatch). Like concurrency it is no part of the identity: answers
+	// must not depend on it. Empty: not recorded (typevet, older receipts).
+	QuestionDispatch Dispatch    `json:"question_dispatch,omitempty"`
+	Fixture          FixturePins `json:"fixture"`
 }
+
+// Dispatch is how a judgment's questions are sent.
+type Dispatch string
+
+// Dispatches.
+const (
+	// DispatchSequential: one after another, as typevet asks them.
+	DispatchSequential Dispatch = "sequential"
+	// DispatchFanOut: all at once (VETBENCH_FANOUT).
+	DispatchFanOut Dispatch = "fan_out"
+)
 
 // ServedModel is one entry of /v1/models.
 type ServedModel struct {

@@ -112,6 +112,11 @@ func (r *Receipt) validatePins(p *problems) {
 	if pins.Concurrency < 1 {
 		p.add("pins.concurrency", "%d is below 1", pins.Concurrency)
 	}
+	switch pins.QuestionDispatch {
+	case "", DispatchSequential, DispatchFanOut:
+	default:
+		p.add("pins.question_dispatch", "%q: want %s or %s", pins.QuestionDispatch, DispatchSequential, DispatchFanOut)
+	}
 	for i, s := range pins.Served {
 		if s.ID == "" {
 			p.add(joinIndex("pins.served", i)+".id", "empty")

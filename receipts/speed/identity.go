@@ -23,6 +23,7 @@ const (
 	KeyTokens      = "tokens"       // the token benchmark's output length
 	KeyMatrix      = "matrix"       // the speed matrix's window and output
 	KeyHarness     = "harness"      // vetbench's harness version
+	KeyFanOut      = "fan-out"      // a judgment's questions sent at once (on) or in order (off)
 
 	// Changes: what a candidate changes on purpose. Listed when they
 	// differ, never refused: gating a vLLM upgrade compares two builds.
@@ -38,7 +39,7 @@ const (
 // IdentityKeys are refused when they differ; ChangeKeys are listed. Keys of
 // neither list (goos, cpu, pkg, …) are ignored, as benchstat is told to.
 var (
-	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness}
+	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness, KeyFanOut}
 	ChangeKeys   = []string{KeyServerBuild, KeyServerFlags, KeySlowdown, KeyTwinFaults}
 )
 
