@@ -9,10 +9,12 @@ import (
 
 // decodeChat fills resp from a chat completion body the way json.Unmarshal
 // would, in one pass and without reflection, and says whether it could: it
-// takes only bodies it is sure of — valid JSON whose keys are plain ASCII,
+// takes only bodies it is sure of — valid JSON whose keys are plain ASCII
+// (json.Unmarshal also matches keys in any case: such a key is not taken),
 // the fields scoring reads each given once, with the expected types, and
-// their strings without escapes — and leaves every other body (an error, an
-// odd one) to json.Unmarshal, whose result and errors stand. FuzzDecodeChat
+// their strings valid UTF-8 without surrogate escapes — and leaves every
+// other body (an error, an odd one) to json.Unmarshal, whose result and
+// errors stand. FuzzDecodeChat
 // holds it to json.Unmarshal's result on every body it takes.
 func decodeChat(data []byte, resp *chatResponse) bool {
 	d := decoder{data: data}
