@@ -86,6 +86,7 @@ func (s *Session) newClientAt(base, model string, m judgments.Mode) *judgments.C
 		judgments.WithTopLogprobs(s.Config.TopLogprobs),
 		judgments.WithRequestTimeout(s.Config.RequestTimeout),
 		judgments.WithRequestIDPrefix(s.idPrefix),
+		judgments.WithFanOut(s.Config.FanOut),
 	)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +88,7 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 		return nil, err
 	}
 	ep.BaseURL = strings.TrimRight(ep.BaseURL, "/")
-	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	tr := judgments.NewTransport(inFlight(cfg, set))
 	hc := &http.Client{Transport: tr}
 	control := &http.Client{Transport: tr, Timeout: cfg.ControlDeadline()}
 	kind := ep.Target.Kind
@@ -403,12 +404,13 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 		Started: time.Now().UTC(),
 		Target:  s.Endpoint.Receipt(),
 		Pins: receipts.Pins{
-			Model:           s.Client.Model(),
-			ModelRevision:   s.Config.ModelRevision,
-			ScoringMode:     string(s.Client.Mode()),
-			ScoringFallback: s.Fallback,
-			Controls:        s.Controls,
-			Concurrency:     c,
+			Model:            s.Client.Model(),
+			ModelRevision:    s.Config.ModelRevision,
+			ScoringMode:      string(s.Client.Mode()),
+			ScoringFallback:  s.Fallback,
+			Controls:         s.Controls,
+			Concurrency:      c,
+			QuestionDispatch: dispatch(s.Client.FanOut()),
 			Fixture: receipts.FixturePins{
 				Dataset:     s.Set.Pins.Dataset,
 				Source:      s.Set.Pins.Source,
@@ -435,6 +437,29 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 	}
 	s.Info.Pin(&rec.Pins)
 	return rec
+}
+
+// dispatch is how the session's client sends a judgment's questions.
+func dispatch(fanOut bool) receipts.Dispatch {
+	if fanOut {
+		return receipts.DispatchFanOut
+	}
+	return receipts.DispatchSequential
+}
+
+// inFlight is the most requests the configuration has in flight at once:
+// the highest level (an open loop's cap; uncapped, the transport's floor),
+// times the questions of a judgment with fan-out. The transport keeps an
+// idle connection for each.
+func inFlight(cfg config.Config, set fixtures.Set) int {
+	n := slices.Max(append([]int{1}, cfg.Levels...))
+	if cfg.OpenLoop.On() {
+		n = max(cfg.OpenLoop.MaxConcurrency, 1)
+	}
+	if cfg.FanOut {
+		n *= max(len(set.Spec.Questions), 1)
+	}
+	return n
 }
 
 // ReceiptPath is where a point's receipt goes: <dir>/<set>_c<N>[_warm].json,

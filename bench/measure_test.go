@@ -351,3 +351,32 @@ func controlID(t *testing.T, q judgments.Question, label string) int {
 	t.Fatalf("no label %q in %s", label, q.ID)
 	return 0
 }
+
+// A fan-out session sends a judgment's questions at once; its receipt says
+// so (the sequential one says sequential), the server saw the same
+// requests, and the answers compare equal under the near-tie policy.
+func TestMeasureFanOut(t *testing.T) {
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 12)
+	recs := map[receipts.Dispatch]*receipts.Receipt{}
+	for _, on := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.FanOut = on
+		sess := inProcess(t, set, cfg)
+		require.Equal(t, on, sess.Client.FanOut())
+		rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
+		require.NoError(t, err)
+		require.Equal(t, 12*4, rec.Throughput.Requests)
+		require.True(t, rec.Checks.Reconciliation.OK, rec.Checks.Reconciliation.Detail)
+		recs[rec.Pins.QuestionDispatch] = rec
+	}
+	require.Len(t, recs, 2)
+	seq, fan := recs[receipts.DispatchSequential], recs[receipts.DispatchFanOut]
+	require.NotNil(t, seq)
+	require.NotNil(t, fan)
+	require.Equal(t, seq.Identity.Digest, fan.Identity.Digest, "fan-out is no part of the answers' identity")
+	rep, err := answers.Compare(seq, fan, answers.DefaultPolicy())
+	require.NoError(t, err)
+	require.True(t, rep.Passed, "%v", rep.Failures)
+	require.Equal(t, 12*4, rep.AnswersCompared)
+}

@@ -97,9 +97,13 @@ type Client struct {
 	topLogprobs int
 	timeout     time.Duration
 	idPrefix    string
+	fanOut      bool
 
 	mu       sync.Mutex
 	controls Controls // tokenize cache: one /tokenize per control per client
+
+	wire    *wire     // encoded body parts, built once (wire.go)
+	buffers sync.Pool // *bytes.Buffer: response bodies
 }
 
 // ClientOption configures a Client.
@@ -126,11 +130,28 @@ func WithRequestTimeout(d time.Duration) ClientOption { return func(c *Client) {
 // WithRequestIDPrefix sets the X-Request-Id prefix (see RequestID).
 func WithRequestIDPrefix(p string) ClientOption { return func(c *Client) { c.idPrefix = p } }
 
+// WithFanOut sends the questions of one judgment at once instead of one
+// after another (see Judge). Off by default, as typevet asks them.
+func WithFanOut(on bool) ClientOption { return func(c *Client) { c.fanOut = on } }
+
+// DefaultIdleConnsPerHost is the default transport's idle connections per
+// host: at least one per request in flight, so that no request at the
+// levels vetbench runs (up to 64 judgments, each up to 4 questions at
+// once) pays for a new connection.
+const DefaultIdleConnsPerHost = 256
+
+// NewTransport is an HTTP transport that keeps an idle connection for
+// each of inFlight requests (at least DefaultIdleConnsPerHost): net/http
+// keeps 2 by default, and every request beyond them would dial anew.
+func NewTransport(inFlight int) *http.Transport {
+	return &http.Transport{MaxIdleConnsPerHost: max(inFlight, DefaultIdleConnsPerHost)}
+}
+
 // NewClient returns a client for the server at baseURL (no trailing /v1).
 func NewClient(baseURL string, opts ...ClientOption) *Client {
 	c := &Client{
 		baseURL:     strings.TrimRight(baseURL, "/"),
-		http:        &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}},
+		http:        &http.Client{Transport: NewTransport(0)},
 		mode:        ModeTokenIDs,
 		topLogprobs: DefaultTopLogprobs,
 		idPrefix:    "vetbench",
@@ -139,8 +160,12 @@ func NewClient(baseURL string, opts ...ClientOption) *Client {
 	for _, o := range opts {
 		o(c)
 	}
+	c.wire = newWire(c.model, c.mode, c.topLogprobs)
 	return c
 }
+
+// FanOut says whether the client sends a judgment's questions at once.
+func (c *Client) FanOut() bool { return c.fanOut }
 
 // Mode is the client's scoring mode.
 func (c *Client) Mode() Mode { return c.mode }
@@ -239,6 +264,11 @@ func BuildRequest(model string, mode Mode, topLogprobs int, it Item, q Question,
 	if err != nil {
 		return ChatRequest{}, err
 	}
+	return chatRequest(model, mode, topLogprobs, q, controls, parts)
+}
+
+// chatRequest is the request of q with the given content parts.
+func chatRequest(model string, mode Mode, topLogprobs int, q Question, controls Controls, parts []openai.ChatMessagePart) (ChatRequest, error) {
 	r := ChatRequest{
 		ChatCompletionRequest: openai.ChatCompletionRequest{
 			Model:    model,
@@ -272,21 +302,32 @@ func BuildRequest(model string, mode Mode, topLogprobs int, it Item, q Question,
 // with nullable logprobs: go-openai's float64 would turn a null into a 0
 // (p = 1).
 type chatResponse struct {
-	Choices []struct {
-		Logprobs *struct {
-			Content []struct {
-				Token       string         `json:"token"`
-				TopLogprobs []TokenLogprob `json:"top_logprobs"`
-			} `json:"content"`
-		} `json:"logprobs"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens *int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
+	Choices []chatChoice `json:"choices"`
+	Usage   chatUsage    `json:"usage"`
 }
+
+// The parts of chatResponse, aliases of unnamed structs: json.Unmarshal's
+// errors name no struct for them, as before the fast decoder (decode.go)
+// needed to name them.
+type (
+	chatChoice = struct {
+		Logprobs *chatLogprobs `json:"logprobs"`
+	}
+	chatLogprobs = struct {
+		Content []chatPosition `json:"content"`
+	}
+	chatPosition = struct {
+		Token       string         `json:"token"`
+		TopLogprobs []TokenLogprob `json:"top_logprobs"`
+	}
+	chatUsage = struct {
+		PromptTokens        int               `json:"prompt_tokens"`
+		PromptTokensDetails *chatTokenDetails `json:"prompt_tokens_details"`
+	}
+	chatTokenDetails = struct {
+		CachedTokens *int `json:"cached_tokens"`
+	}
+)
 
 // ScoreResponse turns one chat completion body, as the server sent it, into
 // the question's answer: the first position's candidate logprobs (Candidates),
@@ -294,9 +335,24 @@ type chatResponse struct {
 // server sent them, the cached prompt tokens.
 func ScoreResponse(q Question, body []byte, controls Controls, mode Mode) (Answer, error) {
 	var resp chatResponse
-	if err := json.Unmarshal(body, &resp); err != nil {
+	if err := unmarshalChat(body, &resp); err != nil {
 		return Answer{}, fmt.Errorf("decode chat response: %w", err)
 	}
+	return score(q, &resp, controls, mode)
+}
+
+// unmarshalChat is json.Unmarshal(data, resp) for a fresh resp, by the
+// fast decoder where it applies (decode.go).
+func unmarshalChat(data []byte, resp *chatResponse) error {
+	if decodeChat(data, resp) {
+		return nil
+	}
+	*resp = chatResponse{}
+	return json.Unmarshal(data, resp)
+}
+
+// score is ScoreResponse on a decoded response.
+func score(q Question, resp *chatResponse, controls Controls, mode Mode) (Answer, error) {
 	if len(resp.Choices) == 0 || resp.Choices[0].Logprobs == nil || len(resp.Choices[0].Logprobs.Content) == 0 {
 		return Answer{}, &CandidateError{Question: q.ID, Err: ErrNoLogprobs}
 	}
@@ -339,16 +395,19 @@ func (e *JudgeError) Error() string {
 
 func (e *JudgeError) Unwrap() error { return e.Err }
 
-// Judge asks every question of spec about it, one after another, each as its
-// own request carrying all the images. The first failure ends the judgment.
+// Judge asks every question of spec about it, each as its own request
+// carrying all the images: one after another, the first failure ending the
+// judgment, or, with WithFanOut, all at once. Either way Answers are in
+// question order and hold the answers before the first question (in
+// order) that failed, whose error is the one returned; Requests counts the
+// questions asked (with fan-out, all of them).
 func (c *Client) Judge(ctx context.Context, spec Spec, controls Controls, it Item) (Judgment, error) {
-	urls := make([]string, len(it.Images))
-	for i, im := range it.Images {
-		urls[i] = im.DataURL()
+	if c.fanOut && len(spec.Questions) > 1 {
+		return c.judgeAtOnce(ctx, spec, controls, it)
 	}
 	j := Judgment{Item: it.ID, Answers: make([]Answer, 0, len(spec.Questions))}
 	for _, q := range spec.Questions {
-		a, err := c.ask(ctx, it, q, controls, urls)
+		a, err := c.ask(ctx, it, q, controls)
 		j.Requests++
 		if err != nil {
 			return j, &JudgeError{Item: it.ID, Question: q.ID, Err: err}
@@ -359,33 +418,99 @@ func (c *Client) Judge(ctx context.Context, spec Spec, controls Controls, it Ite
 	return j, nil
 }
 
-func (c *Client) ask(ctx context.Context, it Item, q Question, controls Controls, urls []string) (Answer, error) {
-	req, err := BuildRequest(c.model, c.mode, c.topLogprobs, it, q, controls, urls)
+// judgeAtOnce asks every question concurrently and waits for all of them:
+// a failure does not cancel the others, so which error is reported never
+// depends on timing.
+func (c *Client) judgeAtOnce(ctx context.Context, spec Spec, controls Controls, it Item) (Judgment, error) {
+	n := len(spec.Questions)
+	answers, errs := make([]Answer, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() { answers[i], errs[i] = c.ask(ctx, it, spec.Questions[i], controls) })
+	}
+	answers[0], errs[0] = c.ask(ctx, it, spec.Questions[0], controls)
+	wg.Wait()
+	j := Judgment{Item: it.ID, Answers: make([]Answer, 0, n), Requests: n}
+	for i, q := range spec.Questions {
+		if errs[i] != nil {
+			return j, &JudgeError{Item: it.ID, Question: q.ID, Err: errs[i]}
+		}
+		j.PromptTokens += answers[i].PromptTokens
+		j.Answers = append(j.Answers, answers[i])
+	}
+	return j, nil
+}
+
+const chatPath = "/v1/chat/completions"
+
+// ask sends one question: the body from the client's encoded parts (or,
+// where they do not apply, json.Marshal of BuildRequest: the same bytes),
+// the answer decoded once into the fields scoring reads.
+func (c *Client) ask(ctx context.Context, it Item, q Question, controls Controls) (Answer, error) {
+	parts, n, ok := c.wire.body(it, q, controls)
+	if !ok {
+		urls := make([]string, len(it.Images))
+		for i, im := range it.Images {
+			urls[i] = im.DataURL()
+		}
+		req, err := BuildRequest(c.model, c.mode, c.topLogprobs, it, q, controls, urls)
+		if err != nil {
+			return Answer{}, err
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return Answer{}, fmt.Errorf("encode request: %w", err)
+		}
+		parts, n = [][]byte{body}, len(body)
+	}
+	var resp chatResponse
+	err := c.send(ctx, chatPath, RequestID(c.idPrefix, it.ID, q.ID), parts, n, func(data []byte) error {
+		err := unmarshalChat(data, &resp)
+		var se *json.SyntaxError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &se):
+			return decodeError(chatPath, data, err)
+		}
+		// Valid JSON of the wrong shape: scoring's words, as ScoreResponse says it.
+		return fmt.Errorf("decode chat response: %w", err)
+	})
 	if err != nil {
 		return Answer{}, err
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return Answer{}, fmt.Errorf("encode request: %w", err)
-	}
-	var raw json.RawMessage
-	if err := c.post(ctx, "/v1/chat/completions", RequestID(c.idPrefix, it.ID, q.ID), body, &raw); err != nil {
-		return Answer{}, err
-	}
-	return ScoreResponse(q, raw, controls, c.mode)
+	return score(q, &resp, controls, c.mode)
 }
 
 // post sends a JSON body and decodes a 200 answer into out.
 func (c *Client) post(ctx context.Context, path, requestID string, body []byte, out any) error {
+	return c.send(ctx, path, requestID, [][]byte{body}, len(body), func(data []byte) error {
+		if err := json.Unmarshal(data, out); err != nil {
+			return decodeError(path, data, err)
+		}
+		return nil
+	})
+}
+
+// maxPooledBuffer is the largest response buffer kept for reuse: answers
+// are a few hundred bytes; a huge one (an error page) is let go.
+const maxPooledBuffer = 1 << 20
+
+// send posts a body of n bytes, given as parts, and hands a 200 answer's
+// body to decode; the bytes are the client's pooled buffer, valid only
+// during the call. Anything else is a *StatusError.
+func (c *Client) send(ctx context.Context, path, requestID string, parts [][]byte, n int, decode func([]byte) error) error {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, &partsBody{parts: parts})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, RedactError(err))
 	}
+	req.ContentLength = int64(n)
+	req.GetBody = func() (io.ReadCloser, error) { return &partsBody{parts: parts}, nil }
 	req.Header.Set("Content-Type", "application/json")
 	if requestID != "" {
 		req.Header.Set("X-Request-Id", requestID)
@@ -396,20 +521,36 @@ func (c *Client) post(ctx context.Context, path, requestID string, body []byte, 
 		return fmt.Errorf("%s: %w", path, RedactError(err))
 	}
 	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
+	buf, _ := c.buffers.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			c.buffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if res.ContentLength > 0 {
+		buf.Grow(int(min(res.ContentLength, maxPooledBuffer)))
+	}
+	if _, err := buf.ReadFrom(res.Body); err != nil {
 		return fmt.Errorf("%s: read body: %w", path, err)
 	}
+	data := buf.Bytes()
 	if res.StatusCode != http.StatusOK {
 		return statusError(path, res, data)
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		if truncatedJSON(data, err) {
-			return fmt.Errorf("%s: decode %d-byte body: %w: %w", path, len(data), ErrTruncatedBody, err)
-		}
-		return fmt.Errorf("%s: decode %d-byte body: %w", path, len(data), err)
+	return decode(data)
+}
+
+// decodeError is a 200 body that did not decode, saying whether it was cut short.
+func decodeError(path string, data []byte, err error) error {
+	if truncatedJSON(data, err) {
+		return fmt.Errorf("%s: decode %d-byte body: %w: %w", path, len(data), ErrTruncatedBody, err)
 	}
-	return nil
+	return fmt.Errorf("%s: decode %d-byte body: %w", path, len(data), err)
 }
 
 // truncatedJSON says whether err is a syntax error at the very end of

@@ -339,3 +339,66 @@ func TestUnauthorized(t *testing.T) {
 	// A 403 is not a 401.
 	require.NotErrorIs(t, &StatusError{Code: 403}, ErrUnauthorized)
 }
+
+// With fan-out the questions of a judgment are in flight together: the
+// server holds every answer until all of them have arrived, which a client
+// asking one after another would never get through. The answers are those
+// of the sequential client, in question order.
+func TestJudgeFanOut(t *testing.T) {
+	answer := func(b map[string]any) (int, string) {
+		return 200, idsBody(b, func(i int) string { return fmt.Sprint(-float64(i) - 0.5) })
+	}
+	seq := &fakeVLLM{chat: answer}
+	c, spec, ctrl := newTestClient(t, seq)
+	want, err := c.Judge(t.Context(), spec, ctrl, testItem())
+	require.NoError(t, err)
+	require.False(t, c.FanOut())
+
+	n := len(spec.Questions)
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	fan := &fakeVLLM{chat: func(b map[string]any) (int, string) {
+		arrived.Done()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second): // not all at once: fail, do not hang
+			return 503, `{"error":{"message":"the questions did not arrive together","type":"ServiceUnavailable","param":null,"code":503}}`
+		}
+		return answer(b)
+	}}
+	c, spec, ctrl = newTestClient(t, fan, WithFanOut(true))
+	require.True(t, c.FanOut())
+	got, err := c.Judge(t.Context(), spec, ctrl, testItem())
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, n, got.Requests)
+	require.ElementsMatch(t, seq.bodies, fan.bodies, "the same requests, whatever order they arrived in")
+}
+
+// A fan-out judgment reports the first question in order that failed,
+// with the answers before it, even when a later question failed first.
+func TestJudgeFanOutFirstErrorInOrder(t *testing.T) {
+	legibilityFailed := make(chan struct{})
+	f := &fakeVLLM{chat: func(b map[string]any) (int, string) {
+		switch len(b["logprob_token_ids"].([]any)) {
+		case 5: // legibility (question 3, a Score of 5 levels) fails first
+			defer close(legibilityFailed)
+			return 400, `{"error":{"message":"late question","type":"BadRequestError","param":null,"code":400}}`
+		case 6: // verdict (question 2) fails after it
+			<-legibilityFailed
+			return 500, `{"error":{"message":"boom","type":"InternalServerError","param":null,"code":500}}`
+		}
+		return 200, idsBody(b, func(i int) string { return fmt.Sprint(-float64(i) - 0.5) })
+	}}
+	c, spec, ctrl := newTestClient(t, f, WithFanOut(true))
+	j, err := c.Judge(t.Context(), spec, ctrl, testItem())
+	var je *JudgeError
+	require.ErrorAs(t, err, &je)
+	require.Equal(t, "verdict", je.Question)
+	require.ErrorContains(t, err, "boom")
+	require.Len(t, j.Answers, 2, "the answers before the failed question")
+	require.Equal(t, []string{"payee_matches", "amounts_match"}, []string{j.Answers[0].Question, j.Answers[1].Question})
+	require.Equal(t, len(spec.Questions), j.Requests, "every question was asked")
+}

@@ -126,21 +126,42 @@ type Scored struct {
 // are ignored (the sampled token comes first, and when it is outside the
 // top-k the k-th best is dropped: only the text says which is which).
 func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored, error) {
-	ctrl := q.Controls()
-	index := make(map[string]int, len(ctrl)) // key -> decision index
-	for i, c := range ctrl {
-		key := c
-		if mode == ModeTokenIDs {
-			id, ok := controls[c]
-			if !ok {
-				return Scored{}, &CandidateError{Question: q.ID, Control: c, Err: fmt.Errorf("no token id pinned: %w", ErrMissingCandidate)}
-			}
-			key = strconv.Itoa(id)
-		}
-		index[key] = i
+	n := len(q.Options)
+	// keys[i] is control i as an entry spells it: the control itself, or
+	// its token id's digits, all in one buffer (no allocation per control).
+	var (
+		digits   [MaxControls * 20]byte
+		endsArr  [MaxControls + 1]int
+		foundArr [MaxControls]bool
+	)
+	buf, ends, found := digits[:0], endsArr[:], foundArr[:]
+	if n > MaxControls { // not a valid question; scored as ever, on the heap
+		ends, found = make([]int, n+1), make([]bool, n)
 	}
-	out := Scored{Logprobs: make([]float64, len(ctrl)), Sampled: pos.Sampled}
-	found := make([]bool, len(ctrl))
+	for i := range n {
+		if mode == ModeTokenIDs {
+			id, ok := controls[Control(i)]
+			if !ok {
+				return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: fmt.Errorf("no token id pinned: %w", ErrMissingCandidate)}
+			}
+			buf = strconv.AppendInt(buf, int64(id), 10)
+		} else {
+			buf = append(buf, Control(i)...)
+		}
+		ends[i+1] = len(buf)
+	}
+	// index is the decision index of an entry's key; the last control of
+	// a key wins, so two controls sharing a token id leave the earlier one
+	// missing (fail closed).
+	index := func(key string) (int, bool) {
+		for i := n - 1; i >= 0; i-- {
+			if string(buf[ends[i]:ends[i+1]]) == key {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	out := Scored{Logprobs: make([]float64, n), Sampled: pos.Sampled}
 	sampledSeen := false
 	for _, e := range pos.Entries {
 		key := e.Token
@@ -151,7 +172,7 @@ func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored,
 			}
 			key = id
 		}
-		i, ok := index[key]
+		i, ok := index(key)
 		if !ok {
 			if mode != ModeTokenIDs {
 				continue
@@ -163,17 +184,17 @@ func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored,
 			continue
 		}
 		if found[i] {
-			return Scored{}, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrDuplicateCandidate}
+			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrDuplicateCandidate}
 		}
 		if e.Logprob == nil || math.IsNaN(*e.Logprob) || math.IsInf(*e.Logprob, 0) {
-			return Scored{}, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrNonFinite}
+			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrNonFinite}
 		}
 		found[i] = true
 		out.Logprobs[i] = *e.Logprob
 	}
-	for i, ok := range found {
+	for i, ok := range found[:n] {
 		if !ok {
-			return Scored{}, &CandidateError{Question: q.ID, Control: ctrl[i], Err: ErrMissingCandidate}
+			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrMissingCandidate}
 		}
 	}
 	if pos.Sampled != "" {
@@ -181,7 +202,7 @@ func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored,
 		if mode == ModeTokenIDs {
 			key = strings.TrimPrefix(key, "token_id:")
 		}
-		_, candidate := index[key]
+		_, candidate := index(key)
 		out.OffFormat = !candidate
 	}
 	return out, nil

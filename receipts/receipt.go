@@ -99,9 +99,24 @@ type Pins struct {
 	Concurrency     int            `json:"concurrency"`
 	// Load is how judgments were offered; nil is the closed loop (and all
 	// receipts from before open loops).
-	Load    *Load       `json:"load,omitempty"`
-	Fixture FixturePins `json:"fixture"`
+	Load *Load `json:"load,omitempty"`
+	// QuestionDispatch says how each judgment's questions were sent (see
+	// Dispatch). Like concurrency it is no part of the identity: answers
+	// must not depend on it. Empty: not recorded (typevet, older receipts).
+	QuestionDispatch Dispatch    `json:"question_dispatch,omitempty"`
+	Fixture          FixturePins `json:"fixture"`
 }
+
+// Dispatch is how a judgment's questions are sent.
+type Dispatch string
+
+// Dispatches.
+const (
+	// DispatchSequential: one after another, as typevet asks them.
+	DispatchSequential Dispatch = "sequential"
+	// DispatchFanOut: all at once (VETBENCH_FANOUT).
+	DispatchFanOut Dispatch = "fan_out"
+)
 
 // ServedModel is one entry of /v1/models.
 type ServedModel struct {

@@ -125,6 +125,11 @@ func (r *Receipt) validatePins(p *Problems) {
 	if open := pins.Load != nil && pins.Load.Mode == LoadOpen; pins.Concurrency < 1 && !(open && pins.Concurrency == 0) {
 		p.Add("pins.concurrency", "%d is below 1", pins.Concurrency)
 	}
+	switch pins.QuestionDispatch {
+	case "", DispatchSequential, DispatchFanOut:
+	default:
+		p.Add("pins.question_dispatch", "%q: want %s or %s", pins.QuestionDispatch, DispatchSequential, DispatchFanOut)
+	}
 	for i, s := range pins.Served {
 		if s.ID == "" {
 			p.Add(joinIndex("pins.served", i)+".id", "empty")

@@ -42,6 +42,10 @@ type Config struct {
 	// ContinueOnError records a failed judgment and goes on instead of
 	// stopping the run at it.
 	ContinueOnError bool
+	// FanOut sends the questions of one judgment at once instead of one
+	// after another (judgments.WithFanOut); receipts and the speed
+	// identity say which.
+	FanOut bool
 	// MaxFailed is the share of a point's judgments (0..1) that may fail
 	// with the point still passing; 0, the default, accepts none.
 	MaxFailed float64

@@ -466,3 +466,30 @@ func TestREADMERunFile(t *testing.T) {
 		}
 	}
 }
+
+// Fan-out is off unless said: a run file turns it on, the environment
+// over it, a bare -fan-out over both; settings.toml keeps it.
+func TestFanOut(t *testing.T) {
+	require.False(t, Default().FanOut)
+	path := writeRunFile(t, "fan_out = true\n")
+	load := func(environ map[string]string, args ...string) Config {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		flags := Flags(fs)
+		require.NoError(t, fs.Parse(args))
+		c, err := Load(Env(env(environ)), flags)
+		require.NoError(t, err)
+		return c
+	}
+	require.True(t, load(map[string]string{EnvConfig: path}).FanOut, "the file")
+	require.False(t, load(map[string]string{EnvConfig: path, EnvFanOut: "0"}).FanOut, "the environment over the file")
+	require.True(t, load(map[string]string{EnvConfig: path, EnvFanOut: "0"}, "-fan-out").FanOut, "the flag over both")
+	require.False(t, load(map[string]string{EnvFanOut: "1"}, "-fan-out=false").FanOut)
+
+	_, err := Load(Env(env(map[string]string{EnvFanOut: "sometimes"})))
+	require.ErrorContains(t, err, `VETBENCH_FANOUT="sometimes": want true or false`)
+
+	var b strings.Builder
+	require.NoError(t, WriteSettings(&b, load(map[string]string{EnvFanOut: "1"})))
+	require.Contains(t, b.String(), "\nfan_out = true\n")
+}

@@ -48,6 +48,7 @@ const (
 	EnvTypevetIDs      = "VETBENCH_TYPEVET_IDS"
 	EnvForce           = "VETBENCH_FORCE"
 	EnvConfig          = "VETBENCH_CONFIG"
+	EnvFanOut          = "VETBENCH_FANOUT"
 )
 
 // setting is one configuration value: where it may come from, the one
@@ -269,6 +270,16 @@ func settings() []setting {
 			c.ContinueOnError = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.ContinueOnError) }},
+		{env: EnvFanOut, flag: "fan-out", key: "fan_out", boolean: true,
+			usage: "send the questions of a judgment at once instead of one after another (" + EnvFanOut + ")",
+			set: func(c *Config, v string) error {
+				b, err := strconv.ParseBool(strings.TrimSpace(v))
+				if err != nil {
+					return errors.New("want true or false (1 or 0)")
+				}
+				c.FanOut = b
+				return nil
+			}, show: func(c *Config) string { return strconv.FormatBool(c.FanOut) }},
 		{env: EnvMaxFailed, flag: "max-failed", key: "max_failed", usage: "accepted `share` of failed judgments per point, 0..1 or a percentage (" + EnvMaxFailed + ", default 0)", def: "0",
 			set: func(c *Config, v string) error {
 				v = strings.TrimSpace(v)

@@ -25,6 +25,7 @@ const (
 	KeyHarness     = "harness"      // vetbench's harness version
 	KeyLoad        = "load"         // an open loop's arrival process (rates are in the names); absent: closed loop
 	KeySLO         = "slo"          // the stated latency target and goodput; absent: none
+	KeyFanOut      = "fan-out"      // a judgment's questions sent at once (on) or in order (off)
 
 	// Changes: what a candidate changes on purpose. Listed when they
 	// differ, never refused: gating a vLLM upgrade compares two builds.
@@ -43,7 +44,7 @@ const (
 // IdentityKeys are refused when they differ; ChangeKeys are listed. Keys of
 // neither list (goos, cpu, pkg, …) are ignored, as benchstat is told to.
 var (
-	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness, KeyLoad, KeySLO}
+	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness, KeyLoad, KeySLO, KeyFanOut}
 	ChangeKeys   = []string{KeyServerBuild, KeyServerFlags, KeySlowdown, KeyTwinFaults, KeyEndpoints}
 )
 

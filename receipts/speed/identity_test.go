@@ -62,6 +62,21 @@ func TestGateRefusesAnotherIdentity(t *testing.T) {
 	require.Contains(t, b.String(), "identity differs (allowed): twin-profile: fast → h100-gemma4-31b")
 }
 
+// Question fan-out changes what a judgment's latency is: two runs that
+// differ in it are two experiments, refused like two twin profiles.
+func TestGateRefusesFanOutAgainstInOrder(t *testing.T) {
+	t.Parallel()
+	off, on := twin("fast"), twin("fast")
+	off[speed.KeyFanOut], on[speed.KeyFanOut] = "off", "on"
+	rep := speed.Decide(withConfig(t, 11, base, off), withConfig(t, 12, base, on), speed.DefaultPolicy())
+	require.True(t, rep.NoVerdict())
+	require.Equal(t, []string{"fan-out: off → on"}, rep.Identity.Differs)
+	// Positive control: the same setting on both sides goes to the statistics.
+	rep = speed.Decide(withConfig(t, 11, base, on), withConfig(t, 12, base, on), speed.DefaultPolicy())
+	require.Empty(t, rep.Identity.Differs)
+	require.True(t, rep.Passed, "%v", rep.Problems)
+}
+
 func TestGateSameIdentityGoesToTheStatistics(t *testing.T) {
 	t.Parallel()
 	cfg := twin("fast")
