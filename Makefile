@@ -69,15 +69,18 @@ variance:
 gate:
 	scripts/gate $(BASE) $(CAND)
 
-## gate-check: the speed gate end to end on a real measurement (opt-in; not in
-##             `make test`, where load on a shared machine could skew it): the
-##             suite -count 10 on the twin as it is, unchanged and slowed 20%,
-##             interleaved; the slowed one must fail, the unchanged rerun pass.
-##             GATE_CHECK_OUT=dir keeps the three outputs (to re-record
-##             receipts/speed/testdata/twin).
+## gate-check: the README's "Gate an upgrade" flow on the twin, end to end
+##             (opt-in; a measurement, not in `make test`): per trial a
+##             baseline `make bench OUT=… BENCH_FLAGS='-count 10'
+##             CONFIG=gate.toml`, a candidate slowed 20% and an unchanged
+##             rerun (both with the baseline's settings.toml), one after
+##             another; `vetbench gate` must fail the slowed one and pass
+##             the rerun in every trial. GATE_CHECK_TRIALS=5 runs five
+##             (about 11 minutes each); GATE_CHECK_OUT=dir keeps the runs.
+GATE_CHECK_TRIALS ?= 1
 gate-check:
-	VETBENCH_GATE_CHECK=1 VETBENCH_GATE_CHECK_OUT=$(GATE_CHECK_OUT) \
-	  $(GO) test ./cmd/vetbench -count=1 -run '^TestGateOnSlowedTwin$$' -v -timeout 30m
+	VETBENCH_GATE_CHECK=1 VETBENCH_GATE_CHECK_OUT=$(GATE_CHECK_OUT) VETBENCH_GATE_CHECK_TRIALS=$(GATE_CHECK_TRIALS) \
+	  $(GO) test ./cmd/vetbench -count=1 -run '^TestGateOnSlowedTwin$$' -v -timeout $$(( 15 * $(GATE_CHECK_TRIALS) + 5 ))m
 
 ## fuzz: each fuzzer for its budget (FUZZTIME, default 60s; FuzzDiff 2x that:
 ##       each of its inputs is a whole /metrics parse), one after another,

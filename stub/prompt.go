@@ -8,12 +8,121 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"sync"
 )
 
 // part is one content block of a user message: text, or an image.
 type part struct {
 	Text  string
-	Image []byte // decoded image bytes; nil for text
+	Image *partImage // nil for text
+}
+
+// partImage is what the twin reads of an image: its digest and size (the
+// twin does not look at pixels).
+type partImage struct {
+	Digest        string // hex sha256 of the image bytes
+	Width, Height int
+	// err is why the image's header could not be read (a 400 when the
+	// prompt is rendered).
+	err error
+}
+
+// newPartImage hashes and measures decoded image bytes.
+func newPartImage(data []byte) *partImage {
+	sum := sha256.Sum256(data)
+	im := &partImage{Digest: hex.EncodeToString(sum[:])}
+	im.Width, im.Height, im.err = imageSize(data)
+	return im
+}
+
+// imageCacheBytes bounds the data URLs an imageCache keeps (a few hundred
+// of the sets' images; the fixture sets hold well under it).
+const imageCacheBytes = 64 << 20
+
+// imageCache resolves image data URLs to what the twin reads of them,
+// decoding, hashing and measuring each distinct URL once: a judgment
+// sends the same images with every question, and a run sends the set at
+// every level. It is the twin's own bookkeeping, not a modelled cache
+// (the multimodal cache and its hits are modelled in the frontend). Once
+// the URLs it holds pass max bytes it starts again, empty.
+type imageCache struct {
+	mu    sync.Mutex
+	m     map[string]*partImage
+	bytes int
+	max   int
+}
+
+func newImageCache(max int) *imageCache {
+	return &imageCache{m: map[string]*partImage{}, max: max}
+}
+
+// get resolves url (a data: URL). A URL that cannot be decoded is an
+// error and is not kept; one whose image header is unreadable is kept
+// with its error.
+func (c *imageCache) get(url string) (*partImage, error) {
+	c.mu.Lock()
+	im, ok := c.m[url]
+	c.mu.Unlock()
+	if ok {
+		return im, nil
+	}
+	data, err := decodeDataURL(url)
+	if err != nil {
+		return nil, err
+	}
+	im = newPartImage(data)
+	if jsonPlain(url) {
+		c.keep(url, im)
+	}
+	return im, nil
+}
+
+// getPlain resolves a data URL as it stood in a request body, unescaped
+// (liftImageURLs), and says whether it is one: a URL that is not plain
+// printable ASCII, or not a decodable data URL, is not resolved here (the
+// body is then decoded the ordinary way, which reports it).
+func (c *imageCache) getPlain(raw []byte) (*partImage, bool) {
+	c.mu.Lock()
+	im, ok := c.m[string(raw)]
+	c.mu.Unlock()
+	if ok {
+		return im, true // only plain URLs are kept
+	}
+	url := string(raw)
+	data, err := decodeDataURL(url)
+	if err != nil || !jsonPlain(url) {
+		return nil, false
+	}
+	im = newPartImage(data)
+	c.keep(url, im)
+	return im, true
+}
+
+func (c *imageCache) keep(url string, im *partImage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bytes+len(url) > c.max {
+		clear(c.m)
+		c.bytes = 0
+	}
+	if len(url) <= c.max {
+		c.m[url] = im
+		c.bytes += len(url)
+	}
+}
+
+// jsonPlain says whether a base64 data URL is printable ASCII with no
+// quote or backslash — text that stands in a JSON string unescaped —
+// given that its payload decodes (base64 decoding skips only \r and \n,
+// so the payload is checked for those alone).
+func jsonPlain(url string) bool {
+	meta, payload, _ := strings.Cut(url, ",")
+	for i := 0; i < len(meta); i++ {
+		if c := meta[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return strings.IndexByte(payload, '\r') < 0 && strings.IndexByte(payload, '\n') < 0
 }
 
 // promptImage is one image of a rendered prompt.
@@ -52,14 +161,12 @@ func renderChat(msgs []message, addGenerationPrompt, thinking bool, budget int) 
 				text.WriteString(pt.Text)
 				continue
 			}
-			w, h, err := imageSize(pt.Image)
-			if err != nil {
-				return prompt{}, err
+			if pt.Image.err != nil {
+				return prompt{}, pt.Image.err
 			}
-			n := ImageTokens(w, h, budget)
-			sum := sha256.Sum256(pt.Image)
+			n := ImageTokens(pt.Image.Width, pt.Image.Height, budget)
 			p.Tokens = append(p.Tokens, TokenImageStart)
-			p.Images = append(p.Images, promptImage{Digest: hex.EncodeToString(sum[:]), Offset: len(p.Tokens), Length: n})
+			p.Images = append(p.Images, promptImage{Digest: pt.Image.Digest, Offset: len(p.Tokens), Length: n})
 			for range n {
 				p.Tokens = append(p.Tokens, TokenImageSoft)
 			}

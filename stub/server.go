@@ -192,6 +192,10 @@ type Server struct {
 	// prefixes they guard.
 	apiKeys [][32]byte
 	guarded []string
+	// images resolves the requests' image data URLs (imageCache).
+	images *imageCache
+	// bodies are buffers for chat request bodies (readBody).
+	bodies sync.Pool
 
 	mu     sync.Mutex
 	rng    *mrand.Rand // network jitter
@@ -216,7 +220,8 @@ func New(opts ...Option) (*Server, error) {
 	if cfg.model == "" {
 		cfg.model = cfg.profile.Model
 	}
-	s := &Server{cfg: cfg, done: make(chan struct{}), rng: mrand.New(mrand.NewPCG(1, 2)), stats: Stats{FaultsFired: map[FaultKind]int{}}}
+	s := &Server{cfg: cfg, done: make(chan struct{}), rng: mrand.New(mrand.NewPCG(1, 2)), stats: Stats{FaultsFired: map[FaultKind]int{}},
+		images: newImageCache(imageCacheBytes)}
 	for _, f := range cfg.faults {
 		s.faults = append(s.faults, newFaultState(f))
 	}
@@ -474,7 +479,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 			ids, pieces = append(ids, t.ID), append(pieces, t.Piece)
 		}
 	case len(req.Messages) > 0:
-		msgs, e := (&chatRequest{Messages: req.Messages}).messages()
+		msgs, e := (&chatRequest{Messages: req.Messages, body: body}).messages(s.images)
 		if e != nil {
 			writeError(w, e)
 			return
@@ -534,13 +539,14 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 		rid = newRequestID()
 	}
 	w.Header().Set("X-Request-Id", rid)
-	body, err := io.ReadAll(io.LimitReader(hr.Body, maxBody))
+	body, release, err := s.readBody(hr)
 	if err != nil {
 		writeError(w, badRequest("body", "read body: %v", err))
 		return
 	}
+	defer release()
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := s.decodeChat(body, &req); err != nil {
 		writeError(w, jsonDecodeError(err))
 		return
 	}
@@ -556,7 +562,7 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, e)
 		return
 	}
-	msgs, e := req.messages()
+	msgs, e := req.messages(s.images)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -716,6 +722,40 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
+}
+
+// readBody reads a request body (at most maxBody bytes, as io.ReadAll
+// of a LimitReader would) into a pooled buffer sized by Content-Length;
+// release returns the buffer, once nothing refers to the body any more.
+func (s *Server) readBody(r *http.Request) (body []byte, release func(), err error) {
+	bp, _ := s.bodies.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	buf := (*bp)[:0]
+	if n := r.ContentLength; n > 0 && int64(cap(buf)) < min(n, maxBody)+1 {
+		buf = make([]byte, 0, min(n, maxBody)+1) // +1: io.EOF without a regrowth
+	}
+	lr := io.LimitReader(r.Body, maxBody)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, rerr := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	release = func() {
+		*bp = buf
+		s.bodies.Put(bp)
+	}
+	return buf, release, err
 }
 
 // pickFault counts a validated chat request and returns the first fault

@@ -53,7 +53,7 @@ func simItems(t testing.TB, set fixtures.Set, p Profile) [][]simReq {
 					if err != nil {
 						t.Fatal(err)
 					}
-					m.Parts = append(m.Parts, part{Image: data})
+					m.Parts = append(m.Parts, part{Image: newPartImage(data)})
 				} else {
 					m.Parts = append(m.Parts, part{Text: pt.Text})
 				}
