@@ -114,7 +114,7 @@ func TestDecodeChatLifted(t *testing.T) {
 	require.Less(t, len(rest), 200)
 }
 
-func FuzzDecodeChat(f *testing.F) {
+func FuzzTwinDecodeChat(f *testing.F) {
 	for _, s := range decodeSeeds(f) {
 		f.Add([]byte(s))
 	}
