@@ -82,7 +82,7 @@ gate-check:
 	VETBENCH_GATE_CHECK=1 VETBENCH_GATE_CHECK_OUT=$(GATE_CHECK_OUT) VETBENCH_GATE_CHECK_TRIALS=$(GATE_CHECK_TRIALS) \
 	  $(GO) test ./cmd/vetbench -count=1 -run '^TestGateOnSlowedTwin$$' -v -timeout $$(( 15 * $(GATE_CHECK_TRIALS) + 5 ))m
 
-## fuzz: each fuzzer for its budget (FUZZTIME, default 60s; FuzzDiff 2x that:
+## fuzz: each fuzzer for its budget (FUZZTIME, default 60s; FuzzDiff and FuzzTwinDecodeChat 2x that:
 ##       each of its inputs is a whole /metrics parse), one after another,
 ##       with minimization capped at FUZZMINIMIZE calls per new input (the
 ##       60 s default leaves no time to fuzz); prints the executions each
@@ -91,7 +91,7 @@ FUZZTIME ?= 60s
 FUZZMINIMIZE ?= 200x
 FUZZ_OUT ?= $(or $(OUT),out)/fuzz
 FUZZERS ?= ./receipts:FuzzRead ./receipts/internal/jsontree:FuzzDecode ./receipts/matrix:FuzzMatrixCSV \
-	./bench/scrape:FuzzDiff:2 ./judgments:FuzzScore ./judgments:FuzzDecodeChat ./stub:FuzzTwinDecodeChat ./bench/stream:FuzzSSE
+	./bench/scrape:FuzzDiff:2 ./judgments:FuzzScore ./judgments:FuzzDecodeChat ./stub:FuzzTwinDecodeChat:2 ./bench/stream:FuzzSSE
 fuzz:
 	@mkdir -p $(FUZZ_OUT)
 	@for t in $(FUZZERS); do \
