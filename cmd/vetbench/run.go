@@ -146,13 +146,23 @@ func pointSummary(label string, r *receipts.Receipt, path string, scale float64)
 	if !scaled {
 		scale = 1
 	}
-	fmt.Fprintf(&b, "%-10s c=%-3d %-4s %7.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d  failed %d  discarded %d", r.Set, t.Concurrency, arm,
+	// An open loop's point is its rate (and cap), as its receipt's name
+	// says; c= would read as a closed loop at that level.
+	point := fmt.Sprintf("c=%-3d", t.Concurrency)
+	open := r.Pins.Load != nil && r.Pins.Load.Mode == receipts.LoadOpen
+	if open {
+		point = "rate=" + strconv.FormatFloat(r.Pins.Load.Rate/scale, 'g', 4, 64) + "/s"
+		if r.Pins.Load.MaxConcurrency > 0 {
+			point += fmt.Sprintf(" max=%d", r.Pins.Load.MaxConcurrency)
+		}
+	}
+	fmt.Fprintf(&b, "%-10s %s %-4s %7.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d  failed %d  discarded %d", r.Set, point, arm,
 		t.JudgmentsPerSecond/scale, t.Latency.P50*scale, t.Latency.P95*scale, t.Judgments, t.Failed, t.Discarded)
 	if t.Failed > 0 {
 		fmt.Fprintf(&b, " (%s)", bench.FailureClasses(t))
 	}
-	if l := r.Pins.Load; l != nil && l.Mode == receipts.LoadOpen && t.ClientQueue != nil {
-		fmt.Fprintf(&b, "  open loop %g/s %s (max %d): client queue p95 %.3fs", l.Rate/scale, l.Process, l.MaxConcurrency, t.ClientQueue.P95*scale)
+	if open && t.ClientQueue != nil {
+		fmt.Fprintf(&b, "  open loop, %s arrivals: client queue p95 %.3fs", r.Pins.Load.Process, t.ClientQueue.P95*scale)
 	}
 	if g := t.SLO; g != nil {
 		fmt.Fprintf(&b, "  goodput %.3f within %ss", g.Goodput, strconv.FormatFloat(g.LatencySeconds, 'g', 4, 64))

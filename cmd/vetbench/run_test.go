@@ -169,6 +169,21 @@ func TestPointSummaryTimeScale(t *testing.T) {
 	require.Contains(t, got, "n=140  failed 136  discarded 2 (134 http_500, 2 timeout)  [model time, twin ×10;")
 }
 
+// An open loop's point is named by its rate and cap, never as a closed
+// loop's c=: the rate in model time on a time-scaled twin.
+func TestPointSummaryOpenLoop(t *testing.T) {
+	rec := &receipts.Receipt{Set: "faces", Pins: receipts.Pins{Load: &receipts.Load{Mode: receipts.LoadOpen, Rate: 40, Process: "poisson", MaxConcurrency: 16}},
+		Throughput: receipts.Throughput{Concurrency: 16, JudgmentsPerSecond: 39.97, Judgments: 200, ClientQueue: &receipts.Latency{P95: 0.002}}}
+	got := pointSummary("", rec, "r.json", 1)
+	require.True(t, strings.HasPrefix(got, "faces      rate=40/s max=16 cold   39.97 judgments/s"), got)
+	require.Contains(t, got, "open loop, poisson arrivals: client queue p95 0.002s")
+	require.NotContains(t, got, "c=16")
+	got = pointSummary("", rec, "r.json", 10)
+	require.True(t, strings.HasPrefix(got, "faces      rate=4/s max=16 cold    4.00 judgments/s"), got)
+	rec.Pins.Load.MaxConcurrency = 0
+	require.True(t, strings.HasPrefix(pointSummary("", rec, "r.json", 1), "faces      rate=40/s cold"))
+}
+
 // A point spread over several endpoints shows each one's share under the
 // total line, in model time on a time-scaled twin.
 func TestPointSummaryEndpoints(t *testing.T) {
