@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 )
 

@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkJudgments measures every set at every concurrency level
-// (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS, see bench/config), or,
+// (VETBENCH_SETS × VETBENCH_LEVELS × VETBENCH_ARMS, see bench/sweep/config), or,
 // for an open loop, at every arrival rate (VETBENCH_RATE in place of the
 // levels). One op is one pass over
 // the set; the reported figures cover the measured windows of all passes

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/probe"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/judgments"
 )
 

@@ -9,7 +9,7 @@ import (
 
 // Endpoint is the measuring library's view of a target: where to send
 // judgments and how receipts record it. Whatever needs starting is started
-// elsewhere (bench/target); bench only measures.
+// elsewhere (bench/sweep/target); bench only measures.
 type Endpoint struct {
 	BaseURL string // no trailing slash
 	// Replicas are further base URLs serving the same model: a session

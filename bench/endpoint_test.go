@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/target"
+	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/judgments/errclass"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/stub"

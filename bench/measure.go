@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench/audit"
-	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/judgments/errclass"

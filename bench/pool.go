@@ -3,7 +3,7 @@
 // rate and wait in the client for one of at most c slots), the measured
 // window is bracketed by /metrics scrapes, the figures come from
 // receipts/tally, and everything lands in a receipt. Choosing and starting
-// what is measured (a live vLLM, the twin) is bench/target's job, so this
+// what is measured (a live vLLM, the twin) is bench/sweep/target's job, so this
 // package links neither the twin nor Docker. Its tests are the benchmark
 // suite (BenchmarkJudgments) and the stability tests (TestStability).
 package bench

@@ -9,7 +9,7 @@ import (
 // Progress is how far one measured window has got: what a console shows
 // while a point runs. The measuring library only reports it
 // (Session.OnProgress); the CLI and the benchmark suite render it
-// (bench/progress).
+// (bench/sweep/progress).
 type Progress struct {
 	Set string
 	// Concurrency is the closed loop's level; an open loop's cap (0: none)

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/matrix"
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/scrape"
-	"github.com/vetbench/vetbench/bench/target"
-	"github.com/vetbench/vetbench/bench/tokens"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
@@ -164,9 +164,9 @@ func TestReplicasWithEngines(t *testing.T) {
 // endpoints are refused before anything is asked of them.
 func TestOneServerMeasurementsRefuseReplicas(t *testing.T) {
 	ep := bench.Endpoint{BaseURL: "http://127.0.0.1:1", Replicas: []string{"http://127.0.0.1:2"}, Target: receipts.Target{Kind: receipts.TargetLive}}
-	_, err := tokens.NewRunner(t.Context(), ep, testConfig())
+	_, err := decode.NewRunner(t.Context(), ep, testConfig())
 	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
-	_, err = matrix.NewRunner(t.Context(), ep, testConfig())
+	_, err = grid.NewRunner(t.Context(), ep, testConfig())
 	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/sweep/rundir"
 	"github.com/vetbench/vetbench/receipts"
-	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 

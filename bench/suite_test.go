@@ -13,15 +13,15 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/interrupt"
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/bench/progress"
-	"github.com/vetbench/vetbench/bench/target"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/interrupt"
+	"github.com/vetbench/vetbench/bench/sweep/progress"
+	"github.com/vetbench/vetbench/bench/sweep/rundir"
+	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts"
-	"github.com/vetbench/vetbench/receipts/rundir"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden receipts (receipts/golden) from this run")

@@ -13,18 +13,18 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
-	"github.com/vetbench/vetbench/bench/matrix"
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/bench/tokens"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/fixtures/sets"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/speed"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // BenchmarkTokens measures token throughput at every workload × level
-// (VETBENCH_TOKENS_WORKLOADS × VETBENCH_TOKENS_LEVELS, see bench/config):
+// (VETBENCH_TOKENS_WORKLOADS × VETBENCH_TOKENS_LEVELS, see bench/sweep/config):
 // C streamed requests at once, each for exactly VETBENCH_TOKENS_OUTPUT
 // tokens, VETBENCH_TOKENS_REPEATS times after a warm-up. One op is one
 // point; ns/op is hidden. Every request is verified; failures beyond
@@ -34,7 +34,7 @@ import (
 func BenchmarkTokens(b *testing.B) {
 	s := getSuite(b)
 	r := tokenRunner(b, s)
-	write := func(rec *rtokens.Receipt) (string, error) {
+	write := func(rec *tokens.Receipt) (string, error) {
 		if s.run == nil {
 			return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
 		}
@@ -42,15 +42,15 @@ func BenchmarkTokens(b *testing.B) {
 		if err != nil {
 			return "", err
 		}
-		return path, s.signals.Write(func() error { return rtokens.WriteFile(path, rec) })
+		return path, s.signals.Write(func() error { return tokens.WriteFile(path, rec) })
 	}
 	for _, w := range s.cfg.Tokens.Workloads {
 		for _, c := range s.cfg.Tokens.Levels {
 			point := fmt.Sprintf("workload=%s/c=%d", w, c)
 			b.Run(point, func(b *testing.B) {
 				ctx := s.context(b)
-				p := tokens.PointFrom(s.cfg.Tokens, w, c).WithSLO(s.cfg.SLO)
-				var recs []*rtokens.Receipt
+				p := decode.PointFrom(s.cfg.Tokens, w, c).WithSLO(s.cfg.SLO)
+				var recs []*tokens.Receipt
 				for b.Loop() {
 					rec, err := r.Measure(ctx, p)
 					if err != nil {
@@ -73,7 +73,7 @@ func BenchmarkTokens(b *testing.B) {
 				if _, err := write(merged); err != nil {
 					b.Fatal(err)
 				}
-				ms := tokens.Metrics(merged)
+				ms := decode.Metrics(merged)
 				metrics.Report(b, ms)
 				s.benchLine(b, "Tokens", point, len(recs), ms)
 			})
@@ -94,14 +94,14 @@ func (s *suite) benchLine(b *testing.B, benchmark, point string, iters int, ms [
 
 // mergeTokens is one receipt holding the runs of several passes over one
 // point, its figures summarised again.
-func mergeTokens(recs []*rtokens.Receipt) *rtokens.Receipt {
+func mergeTokens(recs []*tokens.Receipt) *tokens.Receipt {
 	m := *recs[len(recs)-1]
 	m.Started, m.Runs = recs[0].Started, nil
 	for _, r := range recs {
 		m.Runs = append(m.Runs, r.Runs...)
 	}
 	m.Point.Repeats = len(m.Runs)
-	m.Summary = rtokens.Summarize(m.Point, m.Runs)
+	m.Summary = tokens.Summarize(m.Point, m.Runs)
 	m.Identity.Digest = m.IdentityDigest()
 	return &m
 }
@@ -115,10 +115,10 @@ func mergeTokens(recs []*rtokens.Receipt) *rtokens.Receipt {
 func BenchmarkMatrix(b *testing.B) {
 	s := getSuite(b)
 	r := matrixRunner(b, s)
-	o := matrix.OptionsFrom(s.cfg.Matrix)
-	m := &rmatrix.Matrix{Schema: rmatrix.Schema, Source: rmatrix.SourceVetbench, RunID: r.RunID,
+	o := grid.OptionsFrom(s.cfg.Matrix)
+	m := &matrix.Matrix{Schema: matrix.Schema, Source: matrix.SourceVetbench, RunID: r.RunID,
 		Target: r.Endpoint.Receipt(), Identity: r.Identity, DurationSeconds: o.Duration.Seconds(),
-		MaxOutputTokens: o.OutputTokens, Prefill: []rmatrix.Prefill{}, Cells: []rmatrix.Cell{}, Warnings: slices.Clone(r.Notes)}
+		MaxOutputTokens: o.OutputTokens, Prefill: []matrix.Prefill{}, Cells: []matrix.Cell{}, Warnings: slices.Clone(r.Notes)}
 	measured := map[int]string{} // context tokens → the label asked for first
 	for _, want := range o.Contexts {
 		row, err := r.Row(s.context(b), o, want)
@@ -132,32 +132,32 @@ func BenchmarkMatrix(b *testing.B) {
 		if first, ok := measured[row.Tokens]; ok {
 			// Two asked contexts trimmed to one length (max_model_len): one
 			// row, never two sub-benchmarks of the same name (ctx=6K#01).
-			w := fmt.Sprintf("context %s is %s again after trimming (as %s was): measured once", rmatrix.ContextLabel(want), row.Label, first)
+			w := fmt.Sprintf("context %s is %s again after trimming (as %s was): measured once", matrix.ContextLabel(want), row.Label, first)
 			m.Warnings = append(m.Warnings, w)
 			fmt.Fprintln(os.Stderr, "[vetbench] "+w)
 			continue
 		}
-		measured[row.Tokens] = rmatrix.ContextLabel(want)
+		measured[row.Tokens] = matrix.ContextLabel(want)
 		for _, c := range o.Levels {
 			point := fmt.Sprintf("ctx=%s/c=%d", row.Label, c)
 			b.Run(point, func(b *testing.B) {
 				ctx := s.context(b)
-				var cell rmatrix.Cell
+				var cell matrix.Cell
 				n := 0
 				for b.Loop() {
 					cell = row.Cell(ctx, c)
 					n++
 				}
 				b.ReportMetric(0, "ns/op")
-				m.Cells = slices.DeleteFunc(m.Cells, func(x rmatrix.Cell) bool { return x.Context == cell.Context && x.Concurrency == c })
+				m.Cells = slices.DeleteFunc(m.Cells, func(x matrix.Cell) bool { return x.Context == cell.Context && x.Concurrency == c })
 				m.Cells = append(m.Cells, cell)
 				switch cell.Status {
-				case rmatrix.Skipped:
+				case matrix.Skipped:
 					b.Skip(cell.Reason)
-				case rmatrix.Looped, rmatrix.Failed:
+				case matrix.Looped, matrix.Failed:
 					b.Errorf("%s: %s", cell.Status.Label(), cell.Reason)
 				}
-				ms := matrix.Metrics(cell)
+				ms := grid.Metrics(cell)
 				metrics.Report(b, ms)
 				s.benchLine(b, "Matrix", point, n, ms)
 			})
@@ -169,8 +169,8 @@ func BenchmarkMatrix(b *testing.B) {
 	}
 	for _, f := range []struct {
 		name  string
-		write func(string, *rmatrix.Matrix) error
-	}{{"matrix.json", rmatrix.WriteFile}, {"matrix.csv", rmatrix.WriteCSVFile}} {
+		write func(string, *matrix.Matrix) error
+	}{{"grid.json", matrix.WriteFile}, {"grid.csv", matrix.WriteCSVFile}} {
 		path, _, err := s.run.NextReceipt(f.name)
 		if err == nil {
 			err = s.signals.Write(func() error { return f.write(path, m) })
@@ -183,23 +183,23 @@ func BenchmarkMatrix(b *testing.B) {
 
 var (
 	tokenOnce, matrixOnce sync.Once
-	tokenR                *tokens.Runner
-	matrixR               *matrix.Runner
+	tokenR                *decode.Runner
+	matrixR               *grid.Runner
 	tokenErr, matrixErr   error
 )
 
-func tokenRunner(tb testing.TB, s *suite) *tokens.Runner {
+func tokenRunner(tb testing.TB, s *suite) *decode.Runner {
 	tb.Helper()
-	tokenOnce.Do(func() { tokenR, tokenErr = tokens.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
+	tokenOnce.Do(func() { tokenR, tokenErr = decode.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
 	if tokenErr != nil {
 		tb.Fatalf("token runner: %v", tokenErr)
 	}
 	return tokenR
 }
 
-func matrixRunner(tb testing.TB, s *suite) *matrix.Runner {
+func matrixRunner(tb testing.TB, s *suite) *grid.Runner {
 	tb.Helper()
-	matrixOnce.Do(func() { matrixR, matrixErr = matrix.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
+	matrixOnce.Do(func() { matrixR, matrixErr = grid.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
 	if matrixErr != nil {
 		tb.Fatalf("matrix runner: %v", matrixErr)
 	}
@@ -212,7 +212,7 @@ func matrixRunner(tb testing.TB, s *suite) *matrix.Runner {
 // outputs of different experiments. A target that cannot be opened prints
 // nothing (each benchmark then fails on it).
 func writeSuiteConfig(stdout io.Writer) {
-	for _, u := range tokens.Units() {
+	for _, u := range decode.Units() {
 		fmt.Fprintln(stdout, u.Line())
 	}
 	openSuite()
@@ -232,7 +232,7 @@ func writeSuiteConfig(stdout io.Writer) {
 	}
 	if shared.benchTxt != nil {
 		shared.lines = metrics.NewWriter(shared.benchTxt, pairs...)
-		shared.lines.AddUnits(tokens.Units()...)
+		shared.lines.AddUnits(decode.Units()...)
 	}
 }
 

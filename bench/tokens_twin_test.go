@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/matrix"
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/stream"
-	"github.com/vetbench/vetbench/bench/target"
-	"github.com/vetbench/vetbench/bench/tokens"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/target"
+	"github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // twinStreams starts the in-process twin and skips the test when it does
@@ -38,26 +38,26 @@ func TestTokensOnTheTwin(t *testing.T) {
 	tg := twinStreams(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	r, err := tokens.NewRunner(ctx, tg.Endpoint, config.Default())
+	r, err := decode.NewRunner(ctx, tg.Endpoint, config.Default())
 	require.NoError(t, err)
-	for _, w := range []string{rtokens.WorkloadText, rtokens.WorkloadOneImage} {
-		rec, err := r.Measure(ctx, tokens.Point{Workload: w, Concurrency: 4, OutputTokens: 16, Repeats: 1, Warmup: 1})
+	for _, w := range []string{tokens.WorkloadText, tokens.WorkloadOneImage} {
+		rec, err := r.Measure(ctx, decode.Point{Workload: w, Concurrency: 4, OutputTokens: 16, Repeats: 1, Warmup: 1})
 		require.NoError(t, err, w)
 		require.Equal(t, 4*16, rec.Summary.TotalVerifiedOutputTokens, w)
-		_, err = rtokens.Marshal(rec)
+		_, err = tokens.Marshal(rec)
 		require.NoError(t, err)
 	}
 
-	mr, err := matrix.NewRunner(ctx, tg.Endpoint, config.Default())
+	mr, err := grid.NewRunner(ctx, tg.Endpoint, config.Default())
 	require.NoError(t, err)
-	m, err := mr.Run(ctx, matrix.Options{Contexts: []int{1024}, Levels: []int{1, 2}, Duration: 500 * time.Millisecond,
+	m, err := mr.Run(ctx, grid.Options{Contexts: []int{1024}, Levels: []int{1, 2}, Duration: 500 * time.Millisecond,
 		OutputTokens: 256, LoopDetection: true, ScrapeInterval: 50 * time.Millisecond, Hold: 100 * time.Millisecond,
 		Pause: -1, ReadyTimeout: 30 * time.Second})
 	require.NoError(t, err)
 	for _, c := range m.Cells {
-		require.NotEqual(t, rmatrix.Failed, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
-		require.NotEqual(t, rmatrix.Looped, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
+		require.NotEqual(t, matrix.Failed, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
+		require.NotEqual(t, matrix.Looped, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
 	}
-	_, err = rmatrix.Marshal(m)
+	_, err = matrix.Marshal(m)
 	require.NoError(t, err)
 }

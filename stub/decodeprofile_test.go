@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vetbench/vetbench/bench/roofline"
+	"github.com/vetbench/vetbench/receipts/roofline"
 )
 
 // e2bRuns caches one simulated matrix per efficiency set: the profile
@@ -153,7 +153,7 @@ func TestPhysicalKVCapacity(t *testing.T) {
 
 // TestProfileE2BConfigCopy: the embedded config is the roofline testdata's.
 func TestProfileE2BConfigCopy(t *testing.T) {
-	b, err := os.ReadFile("../bench/roofline/testdata/gemma-4-e2b-it.json")
+	b, err := os.ReadFile("../receipts/roofline/testdata/gemma-4-e2b-it.json")
 	require.NoError(t, err)
 	require.Equal(t, string(b), string(gemma4E2BConfig))
 	p, err := ProfileByName(ProfileE2BName)

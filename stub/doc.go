@@ -1,7 +1,7 @@
 // Package stub is the vLLM twin: a server with vLLM's OpenAI-compatible
 // API, its /metrics, caches, batching behaviour and failure modes, so that
 // vetbench's detectors can be shown to fire without a GPU. It imports
-// judgments, bench/roofline (the physical profiles' step model) and the
+// judgments, receipts/roofline (the physical profiles' step model) and the
 // standard library only.
 //
 // # Running it
@@ -77,7 +77,7 @@
 // unnamed. A physical profile (ProfilePhysical, vllmstub -model-config
 // FILE -gpu NAME) times each step from first principles instead: the
 // model config's bytes and FLOPs for the step's decodes and prefill
-// chunks (bench/roofline's Shape.Step) over the GPU's peaks at the GPU
+// chunks (receipts/roofline's Shape.Step) over the GPU's peaks at the GPU
 // family's achieved shares, plus a fixed per-step, per-sequence and
 // per-image cost, and takes its KV capacity from the GPU's memory ×
 // gpu_memory_utilization less the weights. The shares and costs are an

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vetbench/vetbench/bench/roofline"
+	"github.com/vetbench/vetbench/receipts/roofline"
 )
 
 // Physical is a roofline step model: a model's shape (its Hugging Face
@@ -126,7 +126,7 @@ var EfficiencyE2BH200NVL = Efficiency{
 }
 
 // gemma4E2BConfig is gemma-4-E2B-it's text model (models/, a copy of
-// bench/roofline's testdata config; its README says where the fields
+// receipts/roofline's testdata config; its README says where the fields
 // come from).
 //
 //go:embed models/gemma-4-e2b-it.json

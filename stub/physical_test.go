@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/bench/roofline"
 	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -33,7 +33,7 @@ func TestPhysicalUnderTheRoofline(t *testing.T) {
 		{"qwen3-0.6b.json", roofline.Dtypes{}, stub.ServeFlags{}, 0.05},
 	} {
 		t.Run(tc.config, func(t *testing.T) {
-			cfg, err := roofline.ReadConfig(filepath.Join("..", "bench", "roofline", "testdata", tc.config))
+			cfg, err := roofline.ReadConfig(filepath.Join("..", "receipts", "roofline", "testdata", tc.config))
 			require.NoError(t, err)
 			hw, err := roofline.LookupGPU("h100-sxm")
 			require.NoError(t, err)

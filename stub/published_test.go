@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vetbench/vetbench/bench/roofline"
+	"github.com/vetbench/vetbench/receipts/roofline"
 )
 
 // The two published results the decode profiles reproduce, copied into
@@ -126,10 +126,10 @@ func loadRTX3090(t testing.TB) rtx3090Receipt {
 	return r
 }
 
-// e2bConfig is gemma-4-E2B-it's config (bench/roofline's testdata).
+// e2bConfig is gemma-4-E2B-it's config (receipts/roofline's testdata).
 func e2bConfig(t testing.TB) *roofline.Config {
 	t.Helper()
-	c, err := roofline.ReadConfig("../bench/roofline/testdata/gemma-4-e2b-it.json")
+	c, err := roofline.ReadConfig("../receipts/roofline/testdata/gemma-4-e2b-it.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/bench/progress"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/progress"
+	"github.com/vetbench/vetbench/bench/sweep/rundir"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
-	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -220,33 +220,33 @@ func showBenchstat(ctx context.Context, e *env, base, cand *speed.Samples, files
 	io.WriteString(e.stdout, "\n")
 }
 
-// target is one side of -run: a file to read or something to benchmark.
-type target struct {
+// gateSide is one side of -run: a file to read or something to benchmark.
+type gateSide struct {
 	arg      string
 	file     string // set when arg is an existing file
 	endpoint string // set for a live endpoint; "" with file "" = in-process
 }
 
-func parseTarget(arg string) (target, error) {
+func parseTarget(arg string) (gateSide, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return target{arg: arg, file: arg}, nil
+		return gateSide{arg: arg, file: arg}, nil
 	}
 	if arg == "inprocess" {
-		return target{arg: arg}, nil
+		return gateSide{arg: arg}, nil
 	}
 	u, err := url.Parse(arg)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return target{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", judgments.RedactURL(arg))
+		return gateSide{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", judgments.RedactURL(arg))
 	}
 	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		// Credentials belong in the environment (VETBENCH_API_KEY), never
 		// on a command line that shows up in logs.
-		return target{}, fmt.Errorf("endpoint %s holds credentials or a query; pass the key in the environment (VETBENCH_API_KEY)", judgments.RedactURL(arg))
+		return gateSide{}, fmt.Errorf("endpoint %s holds credentials or a query; pass the key in the environment (VETBENCH_API_KEY)", judgments.RedactURL(arg))
 	}
-	return target{arg: arg, endpoint: arg}, nil
+	return gateSide{arg: arg, endpoint: arg}, nil
 }
 
-func (t target) live() bool { return t.file == "" }
+func (t gateSide) live() bool { return t.file == "" }
 
 // runTargets benchmarks the live sides in this process and returns the two
 // files to gate and, per side, why a run of it failed (a point that did
@@ -274,7 +274,7 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		return nil, failed, err
 	}
 	files := []string{ta.file, tb.file}
-	sides := []target{ta, tb}
+	sides := []gateSide{ta, tb}
 	names := []string{"baseline", "candidate"}
 	if !ta.live() && !tb.live() {
 		return files, failed, nil

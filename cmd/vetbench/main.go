@@ -31,7 +31,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vetbench/vetbench/bench/interrupt"
+	"github.com/vetbench/vetbench/bench/sweep/interrupt"
 )
 
 // Exit codes.

@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/matrix"
-	benchtarget "github.com/vetbench/vetbench/bench/target"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/target"
+	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
 const matrixUsage = `usage: vetbench matrix [flags]
@@ -72,12 +72,12 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	tg, err := benchtarget.Open(ctx, cfg)
+	tg, err := target.Open(ctx, cfg)
 	if err != nil {
 		return fail(err)
 	}
 	defer tg.Close()
-	r, err := matrix.NewRunner(ctx, tg.Endpoint, cfg)
+	r, err := grid.NewRunner(ctx, tg.Endpoint, cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -85,17 +85,17 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 		r.Log = e.stderr
 		fmt.Fprintf(e.stderr, "vetbench matrix: target %s %s, model %s\n", tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model)
 	}
-	m, runErr := r.Run(ctx, matrix.OptionsFrom(cfg.Matrix))
+	m, runErr := r.Run(ctx, grid.OptionsFrom(cfg.Matrix))
 	if m == nil {
 		return fail(runErr)
 	}
-	if err := rmatrix.WriteText(e.stdout, m); err != nil {
+	if err := matrix.WriteText(e.stdout, m); err != nil {
 		return fail(err)
 	}
 	for _, w := range m.Warnings {
 		fmt.Fprintf(e.stderr, "vetbench matrix: note: %s\n", w)
 	}
-	write := func(path string, fresh, replace func(string, *rmatrix.Matrix) error) error {
+	write := func(path string, fresh, replace func(string, *matrix.Matrix) error) error {
 		if path == "" {
 			return nil
 		}
@@ -107,8 +107,8 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 		return e.signals.Write(func() error { return w(path, m) })
 	}
 	werr := errors.Join(
-		write(*jsonPath, rmatrix.WriteFile, rmatrix.ReplaceFile),
-		write(*csvPath, rmatrix.WriteCSVFile, rmatrix.ReplaceCSVFile))
+		write(*jsonPath, matrix.WriteFile, matrix.ReplaceFile),
+		write(*csvPath, matrix.WriteCSVFile, matrix.ReplaceCSVFile))
 	if werr != nil {
 		return fail(werr)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
+	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
 // quickMatrix is the environment of a matrix small enough for a test.
@@ -40,10 +40,10 @@ func TestMatrixCommand(t *testing.T) {
 	require.Regexp(t, `(?m)^1000 +[0-9.,K]+ · [0-9]+ ms +[0-9.,K]+ · [0-9]+ ms`, stdout)
 	require.Contains(t, stderr, "1000 c=2: ", "a progress line per cell")
 
-	m, err := rmatrix.ReadFile(jsonPath)
+	m, err := matrix.ReadFile(jsonPath)
 	require.NoError(t, err)
 	require.Len(t, m.Cells, 2)
-	c, err := rmatrix.ReadCSVFile(csvPath)
+	c, err := matrix.ReadCSVFile(csvPath)
 	require.NoError(t, err)
 	require.Len(t, c.Cells, 2)
 

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/vetbench/vetbench/bench/roofline"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/roofline"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 const rooflineUsage = `usage: vetbench roofline -config FILE -gpu NAME [flags]
@@ -181,7 +181,7 @@ func observed(path string, ctxTokens int, contextSet bool) ([]roofline.Observed,
 		return nil, "", err
 	}
 	if !st.IsDir() && strings.EqualFold(filepath.Ext(path), ".csv") {
-		m, err := rmatrix.ReadCSVFile(path)
+		m, err := matrix.ReadCSVFile(path)
 		if err != nil {
 			return nil, "", err
 		}
@@ -197,13 +197,13 @@ func observed(path string, ctxTokens int, contextSet bool) ([]roofline.Observed,
 			Schema string `json:"schema"`
 		}
 		_ = json.Unmarshal(data, &probe)
-		if probe.Schema == rmatrix.Schema {
-			m, err := rmatrix.Decode(data, path)
+		if probe.Schema == matrix.Schema {
+			m, err := matrix.Decode(data, path)
 			if err != nil {
 				return nil, "", err
 			}
 			pts, err := matrixPoints(m)
-			return pts, "speed matrix (" + rmatrix.Schema + ")", err
+			return pts, "speed matrix (" + matrix.Schema + ")", err
 		}
 	}
 	recs, err := readTokenReceipts(path)
@@ -237,8 +237,8 @@ func observed(path string, ctxTokens int, contextSet bool) ([]roofline.Observed,
 		p.TokS = r.Summary.AggregateOutputTokS
 		pts = append(pts, p)
 	}
-	kind := "token throughput (" + rtokens.Schema + ")"
-	if len(recs) > 0 && recs[0].Source == rtokens.SourcePublished {
+	kind := "token throughput (" + tokens.Schema + ")"
+	if len(recs) > 0 && recs[0].Source == tokens.SourcePublished {
 		kind = "token throughput (published format)"
 	}
 	if len(pts) == 0 {
@@ -247,12 +247,12 @@ func observed(path string, ctxTokens int, contextSet bool) ([]roofline.Observed,
 	return pts, kind, nil
 }
 
-func matrixPoints(m *rmatrix.Matrix) ([]roofline.Observed, error) {
+func matrixPoints(m *matrix.Matrix) ([]roofline.Observed, error) {
 	size := func(label string, tokens int) int {
 		if tokens > 0 {
 			return tokens
 		}
-		n, _ := rmatrix.ContextSize(label)
+		n, _ := matrix.ContextSize(label)
 		return n
 	}
 	var pts []roofline.Observed
@@ -267,7 +267,7 @@ func matrixPoints(m *rmatrix.Matrix) ([]roofline.Observed, error) {
 		pts = append(pts, roofline.Observed{Label: "prefill " + r.Context, Phase: roofline.PhasePrefill, Batch: 1, Context: ctx, TokS: *r.TokS})
 	}
 	for _, c := range m.Cells {
-		if c.TotalTokS == nil || !(*c.TotalTokS > 0) || (c.Status != rmatrix.Valid && c.Status != rmatrix.RequestsQueued) {
+		if c.TotalTokS == nil || !(*c.TotalTokS > 0) || (c.Status != matrix.Valid && c.Status != matrix.RequestsQueued) {
 			continue
 		}
 		p := roofline.Observed{Label: fmt.Sprintf("%s c=%d", c.Context, c.Concurrency), Phase: roofline.PhaseDecode,
@@ -278,7 +278,7 @@ func matrixPoints(m *rmatrix.Matrix) ([]roofline.Observed, error) {
 		if m.MaxOutputTokens == 0 {
 			p.Notes = append(p.Notes, "output length unrecorded: context is the prompt alone")
 		}
-		if c.Status == rmatrix.RequestsQueued {
+		if c.Status == matrix.RequestsQueued {
 			p.Notes = append(p.Notes, "requests queued: fewer than C ran at once")
 		}
 		pts = append(pts, p)

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rl names a config shipped with bench/roofline.
-func rl(name string) string { return "../../bench/roofline/testdata/" + name }
+// rl names a config shipped with receipts/roofline.
+func rl(name string) string { return "../../receipts/roofline/testdata/" + name }
 
 // TestRooflineGolden compares vetbench roofline's output with
 // testdata/roofline_*.stdout and .stderr (go test -update rewrites them).

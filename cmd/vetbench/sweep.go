@@ -12,22 +12,22 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/interrupt"
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/bench/progress"
-	benchtarget "github.com/vetbench/vetbench/bench/target"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/interrupt"
+	"github.com/vetbench/vetbench/bench/sweep/progress"
+	"github.com/vetbench/vetbench/bench/sweep/rundir"
+	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts"
-	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/receipts/slo"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
 // sweep measures one target into one run directory, pass after pass: what
 // vetbench run does, and each side of gate -run. It measures through the
-// library (bench, bench/target) and writes what the benchmark suite writes:
+// library (bench, bench/sweep/target) and writes what the benchmark suite writes:
 // receipts (every pass kept), bench.txt with the same benchmark-line
 // writer, settings.toml.
 type sweep struct {
@@ -35,7 +35,7 @@ type sweep struct {
 	label    string // "" for vetbench run; baseline or candidate in gate -run
 	cfg      config.Config
 	dir      *rundir.Dir
-	target   *benchtarget.Target
+	target   *target.Target
 	benchTxt *os.File
 	lines    *metrics.Writer
 	sets     map[string]fixtures.Set // may be shared between sweeps
@@ -62,10 +62,10 @@ func openSweep(ctx context.Context, cmd, label string, cfg config.Config, dir *r
 		if err != nil {
 			return nil, err
 		}
-		benchtarget.LogContainersTo(log) // kept open: testcontainers logs until the container is gone
+		target.LogContainersTo(log) // kept open: testcontainers logs until the container is gone
 	}
 	var err error
-	if s.target, err = benchtarget.Open(ctx, cfg); err != nil {
+	if s.target, err = target.Open(ctx, cfg); err != nil {
 		return nil, err
 	}
 	err = writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) })

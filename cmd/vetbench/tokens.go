@@ -13,12 +13,12 @@ import (
 	"strings"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
+	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/metrics"
-	benchtarget "github.com/vetbench/vetbench/bench/target"
-	"github.com/vetbench/vetbench/bench/tokens"
-	"github.com/vetbench/vetbench/receipts/rundir"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/rundir"
+	"github.com/vetbench/vetbench/bench/sweep/target"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 const tokensUsage = `usage: vetbench tokens [flags]
@@ -72,7 +72,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if *candidate != "" && *baseline == "" {
 		return fail(exitNoVerdict, errors.New("-candidate needs -baseline"))
 	}
-	var base []*rtokens.Receipt
+	var base []*tokens.Receipt
 	if *baseline != "" {
 		var err error
 		if base, err = readTokenReceipts(*baseline); err != nil {
@@ -91,12 +91,12 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
-	tg, err := benchtarget.Open(ctx, cfg)
+	tg, err := target.Open(ctx, cfg)
 	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
 	defer tg.Close()
-	r, err := tokens.NewRunner(ctx, tg.Endpoint, cfg)
+	r, err := decode.NewRunner(ctx, tg.Endpoint, cfg)
 	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
@@ -116,7 +116,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	defer func() { closeLines(code == exitPass) }()
 	fmt.Fprintf(e.stderr, "vetbench tokens: target %s %s, model %s; results in %s\n",
 		tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model, dir.Path)
-	var recs []*rtokens.Receipt
+	var recs []*tokens.Receipt
 	for _, w := range cfg.Tokens.Workloads {
 		for _, c := range cfg.Tokens.Levels {
 			if ctx.Err() != nil {
@@ -124,11 +124,11 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 				code = exitFail
 				return code
 			}
-			rec, err := r.Measure(ctx, tokens.PointFrom(cfg.Tokens, w, c).WithSLO(cfg.SLO))
+			rec, err := r.Measure(ctx, decode.PointFrom(cfg.Tokens, w, c).WithSLO(cfg.SLO))
 			if rec != nil {
 				path, _, werr := dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", w, c))
 				if werr == nil {
-					werr = e.signals.Write(func() error { return rtokens.WriteFile(path, rec) })
+					werr = e.signals.Write(func() error { return tokens.WriteFile(path, rec) })
 				}
 				if werr != nil {
 					code = fail(exitNoVerdict, fmt.Errorf("write receipt: %w", werr))
@@ -141,7 +141,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 				if err == nil {
 					// As go test: no line for a point that failed.
 					point := fmt.Sprintf("workload=%s/c=%d", w, c)
-					if werr := e.signals.Write(func() error { return lines.WriteNamed("Tokens", point, 1, tokens.Metrics(rec)) }); werr != nil {
+					if werr := e.signals.Write(func() error { return lines.WriteNamed("Tokens", point, 1, decode.Metrics(rec)) }); werr != nil {
 						code = fail(exitNoVerdict, fmt.Errorf("bench.txt: %w", werr))
 						return code
 					}
@@ -174,7 +174,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 
 // tokenLine is one point: aggregate and per-request tok/s, TPOT, TTFT,
 // verified tokens, and what went wrong.
-func tokenLine(r *rtokens.Receipt) string {
+func tokenLine(r *tokens.Receipt) string {
 	s := r.Summary
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-9s c=%-3d %9.1f tok/s  %7.1f tok/s/request  TPOT %6.2f ms", r.Point.Workload, r.Point.Concurrency,
@@ -196,8 +196,8 @@ func tokenLine(r *rtokens.Receipt) string {
 	return b.String()
 }
 
-func compareTokens(e *env, base, cand []*rtokens.Receipt, asJSON bool, code int) int {
-	cmp, err := rtokens.Compare(base, cand)
+func compareTokens(e *env, base, cand []*tokens.Receipt, asJSON bool, code int) int {
+	cmp, err := tokens.Compare(base, cand)
 	if err != nil {
 		return failure(e, "tokens", asJSON, exitNoVerdict, err.Error())
 	}
@@ -217,19 +217,19 @@ func compareTokens(e *env, base, cand []*rtokens.Receipt, asJSON bool, code int)
 // the published format) or a directory of receipts (*.json of schema
 // vetbench.tokens/v1; other files are left alone, a malformed receipt is
 // an error).
-func readTokenReceipts(path string) ([]*rtokens.Receipt, error) {
+func readTokenReceipts(path string) ([]*tokens.Receipt, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return rtokens.ReadBaseline(path)
+		return tokens.ReadBaseline(path)
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []*rtokens.Receipt
+	var out []*tokens.Receipt
 	for _, en := range entries {
 		if en.IsDir() || filepath.Ext(en.Name()) != ".json" {
 			continue
@@ -242,26 +242,26 @@ func readTokenReceipts(path string) ([]*rtokens.Receipt, error) {
 		var probe struct {
 			Schema string `json:"schema"`
 		}
-		if json.Unmarshal(data, &probe) != nil || probe.Schema != rtokens.Schema {
+		if json.Unmarshal(data, &probe) != nil || probe.Schema != tokens.Schema {
 			continue
 		}
-		r, err := rtokens.Decode(data, file)
+		r, err := tokens.Decode(data, file)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no %s receipt in the directory", path, rtokens.Schema)
+		return nil, fmt.Errorf("%s: no %s receipt in the directory", path, tokens.Schema)
 	}
-	slices.SortFunc(out, func(a, b *rtokens.Receipt) int { return strings.Compare(a.Key().String(), b.Key().String()) })
+	slices.SortFunc(out, func(a, b *tokens.Receipt) int { return strings.Compare(a.Key().String(), b.Key().String()) })
 	return out, nil
 }
 
 // runPitfall measures the configured ladder with repeating prompts and
 // with unique ones and prints the inflation, per workload.
-func runPitfall(ctx context.Context, e *env, ep bench.Endpoint, cfg config.Config, unique *tokens.Runner, asJSON bool) int {
-	shared, err := tokens.NewRunner(ctx, ep, cfg, tokens.WithSharedPrompts())
+func runPitfall(ctx context.Context, e *env, ep bench.Endpoint, cfg config.Config, unique *decode.Runner, asJSON bool) int {
+	shared, err := decode.NewRunner(ctx, ep, cfg, decode.WithSharedPrompts())
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
 		return exitNoVerdict
@@ -272,7 +272,7 @@ func runPitfall(ctx context.Context, e *env, ep bench.Endpoint, cfg config.Confi
 	}
 	var out []ladder
 	for _, w := range cfg.Tokens.Workloads {
-		ins, err := tokens.CachePitfall(ctx, shared, unique, tokens.PointFrom(cfg.Tokens, w, 1), cfg.Tokens.Levels)
+		ins, err := decode.CachePitfall(ctx, shared, unique, decode.PointFrom(cfg.Tokens, w, 1), cfg.Tokens.Levels)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "vetbench tokens: pitfall %s: %v\n", w, err)
 			return exitFail
@@ -285,7 +285,7 @@ func runPitfall(ctx context.Context, e *env, ep bench.Endpoint, cfg config.Confi
 		out = append(out, l)
 		if !asJSON {
 			fmt.Fprintf(e.stdout, "workload %s: repeating prompts (a warm ladder) against unique prompts\n", w)
-			if err := tokens.WriteInflation(e.stdout, ins); err != nil {
+			if err := decode.WriteInflation(e.stdout, ins); err != nil {
 				return exitNoVerdict
 			}
 			fmt.Fprintln(e.stdout)
@@ -323,7 +323,7 @@ func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpo
 		fmt.Fprintf(e.stderr, "vetbench tokens: configuration lines incomplete: %v\n", err)
 	}
 	w := metrics.NewWriter(f, configPairs(sc)...)
-	w.AddUnits(tokens.Units()...)
+	w.AddUnits(decode.Units()...)
 	return w, func(passed bool) {
 		if err := errors.Join(e.signals.Write(func() error { return w.End(passed) }), f.Sync(), f.Close()); err != nil {
 			fmt.Fprintf(e.stderr, "vetbench tokens: bench.txt: %v\n", err)

@@ -14,9 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
 	"github.com/vetbench/vetbench/receipts/speed"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 const published = "../../receipts/tokens/testdata/token-throughput-rtx3090.json"
@@ -54,9 +54,9 @@ func TestTokensCommand(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(out, "receipts", "tokens_*.json"))
 	require.NoError(t, err)
 	require.Len(t, files, 4, "one receipt per point in the run directory")
-	rec, err := rtokens.ReadFile(files[0])
+	rec, err := tokens.ReadFile(files[0])
 	require.NoError(t, err)
-	require.Equal(t, rtokens.CacheUniquePrompts, rec.Identity.CacheIsolation)
+	require.Equal(t, tokens.CacheUniquePrompts, rec.Identity.CacheIsolation)
 	require.FileExists(t, filepath.Join(out, "settings.toml"))
 	// bench.txt: the run's benchmark lines, with its identity, for the gate.
 	bt, err := speed.LoadFile(filepath.Join(out, "bench.txt"))
@@ -74,7 +74,7 @@ func TestTokensCommand(t *testing.T) {
 	environ["VETBENCH_OUT"] = filepath.Join(t.TempDir(), "json")
 	stdout, _, code = runEnv(t, environ, "tokens", "-workload", "text", "-levels", "2", "-output", "4", "-repeats", "1", "-json")
 	require.Equal(t, exitPass, code)
-	var recs []*rtokens.Receipt
+	var recs []*tokens.Receipt
 	require.NoError(t, json.Unmarshal([]byte(stdout), &recs))
 	require.Len(t, recs, 1)
 	require.Equal(t, 8, recs[0].Summary.TotalVerifiedOutputTokens)
@@ -129,7 +129,7 @@ func TestTokensCompareWithoutMeasuring(t *testing.T) {
 
 	stdout, _, code = runEnv(t, nil, "tokens", "-json", "-baseline", published, "-candidate", dirs[0])
 	require.Equal(t, exitPass, code)
-	var cmp rtokens.Comparison
+	var cmp tokens.Comparison
 	require.NoError(t, json.Unmarshal([]byte(stdout), &cmp))
 	require.Len(t, cmp.Points, 2)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/receipts"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 const publishedMatrix = "../../receipts/matrix/testdata/speed-matrix-gemma-4-E2B-h200nvl.csv"
@@ -44,14 +44,14 @@ func TestRooflineUtilisationGolden(t *testing.T) {
 // (here: a receipt made up to be impossible), not the GPU.
 func TestRooflineUtilisationFlagsAboveTheCeiling(t *testing.T) {
 	t.Parallel()
-	p := rtokens.Point{Workload: rtokens.WorkloadText, Concurrency: 1, OutputTokens: 128, Repeats: 1}
+	p := tokens.Point{Workload: tokens.WorkloadText, Concurrency: 1, OutputTokens: 128, Repeats: 1}
 	ttft, itl := 0.001, 0.00005
-	reqs := []rtokens.Request{{ID: "r1", PromptTokens: 30, OutputTokens: 128, TTFTSeconds: &ttft, ITLSeconds: &itl, E2ESeconds: 0.0074, FinishReason: "length"}}
-	one := rtokens.NewRun(p, 0.0075, reqs)
-	rec := &rtokens.Receipt{Schema: rtokens.Schema, Source: rtokens.SourceVetbench, Started: time.Unix(0, 0).UTC(),
-		Target: receipts.Target{Kind: receipts.TargetLive}, Point: p, Runs: []rtokens.Run{one}, Summary: rtokens.Summarize(p, []rtokens.Run{one})}
+	reqs := []tokens.Request{{ID: "r1", PromptTokens: 30, OutputTokens: 128, TTFTSeconds: &ttft, ITLSeconds: &itl, E2ESeconds: 0.0074, FinishReason: "length"}}
+	one := tokens.NewRun(p, 0.0075, reqs)
+	rec := &tokens.Receipt{Schema: tokens.Schema, Source: tokens.SourceVetbench, Started: time.Unix(0, 0).UTC(),
+		Target: receipts.Target{Kind: receipts.TargetLive}, Point: p, Runs: []tokens.Run{one}, Summary: tokens.Summarize(p, []tokens.Run{one})}
 	dir := t.TempDir()
-	require.NoError(t, rtokens.WriteFile(filepath.Join(dir, "text_c1.json"), rec))
+	require.NoError(t, tokens.WriteFile(filepath.Join(dir, "text_c1.json"), rec))
 
 	stdout, stderr, code := run(t, "roofline", "-config", rl("qwen3-0.6b.json"), "-gpu", "rtx3090", "-receipt", dir)
 	require.Equal(t, exitPass, code, stderr)

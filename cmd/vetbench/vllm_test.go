@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vetbench/vetbench/bench/sweep/rundir"
 	"github.com/vetbench/vetbench/receipts"
-	"github.com/vetbench/vetbench/receipts/rundir"
 	"github.com/vetbench/vetbench/stub"
 )
 

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vetbench/vetbench/bench/roofline"
 	"github.com/vetbench/vetbench/receipts/replay"
+	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
 )
 

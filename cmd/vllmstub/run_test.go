@@ -236,7 +236,7 @@ func flagNames(args []string) []string {
 // refused unless one is borrowed; the profile crosses to a container as
 // --profile-json unchanged.
 func TestPhysicalProfileFlags(t *testing.T) {
-	cfg := filepath.Join("..", "..", "bench", "roofline", "testdata", "qwen3-0.6b.json")
+	cfg := filepath.Join("..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
 	o, err := parse([]string{"-model-config", cfg, "-gpu", "h100-sxm", "--max-model-len", "4096", "-bandwidth", "3e12", "-kv-dtype", "fp8"}, io.Discard)
 	require.NoError(t, err)
 	p, err := o.buildProfile()

@@ -1,4 +1,4 @@
-package matrix_test
+package grid_test
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/bench/matrix"
+	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/stream"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -18,7 +18,7 @@ func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Seco
 
 func TestReadinessHoldsForHoldWithoutABreak(t *testing.T) {
 	t.Parallel()
-	r := matrix.Readiness{C: 4, Hold: 3 * time.Second}
+	r := grid.Readiness{C: 4, Hold: 3 * time.Second}
 	steps := []struct {
 		at               float64
 		running, waiting float64
@@ -36,66 +36,66 @@ func TestReadinessHoldsForHoldWithoutABreak(t *testing.T) {
 		{9, 4, 0, 4, true, ""},
 	}
 	for _, s := range steps {
-		ok, why := r.Observe(matrix.Gauges{At: at(s.at), Running: s.running, Waiting: s.waiting, OK: true}, s.streaming)
+		ok, why := r.Observe(grid.Gauges{At: at(s.at), Running: s.running, Waiting: s.waiting, OK: true}, s.streaming)
 		require.Equal(t, s.ready, ok, "t=%v", s.at)
 		require.Equal(t, s.why, why, "t=%v", s.at)
 	}
 	// Without metrics only the client streams count.
-	r = matrix.Readiness{C: 2}
-	ok, _ := r.Observe(matrix.Gauges{At: at(0)}, 2)
+	r = grid.Readiness{C: 2}
+	ok, _ := r.Observe(grid.Gauges{At: at(0)}, 2)
 	require.True(t, ok)
-	ok, why := r.Observe(matrix.Gauges{At: at(1)}, 1)
+	ok, why := r.Observe(grid.Gauges{At: at(1)}, 1)
 	require.False(t, ok)
 	require.Equal(t, "1 of 2 streams have tokens", why)
 }
 
 func TestClassify(t *testing.T) {
 	t.Parallel()
-	full := matrix.Occupy([]matrix.Gauges{{Running: 8, OK: true}, {Running: 8, OK: true}, {Running: 7.8, OK: true}})
+	full := grid.Occupy([]grid.Gauges{{Running: 8, OK: true}, {Running: 8, OK: true}, {Running: 7.8, OK: true}})
 	cases := []struct {
 		name   string
-		o      matrix.Outcome
-		status rmatrix.Status
+		o      grid.Outcome
+		status matrix.Status
 		reason string
 	}{
-		{"valid", matrix.Outcome{C: 8, Occupancy: full}, rmatrix.Valid, ""},
-		{"valid_without_metrics", matrix.Outcome{C: 8}, rmatrix.Valid, ""},
-		{"waiting", matrix.Outcome{C: 8, Occupancy: matrix.Occupy([]matrix.Gauges{{Running: 8, OK: true}, {Running: 8, Waiting: 2, OK: true}})},
-			rmatrix.RequestsQueued, "requests waited in 1 of 2 readings (up to 2)"},
-		{"underfilled", matrix.Outcome{C: 8, Occupancy: matrix.Occupy([]matrix.Gauges{{Running: 8, OK: true}, {Running: 7, OK: true}})},
-			rmatrix.RequestsQueued, "7.50 of 8 requests running on average (below 0.95·C)"},
-		{"one_stream_between_requests", matrix.Outcome{C: 1, Occupancy: matrix.Occupy([]matrix.Gauges{{Running: 1, OK: true}, {Running: 0, OK: true}})}, rmatrix.Valid, ""},
-		{"just_full_enough", matrix.Outcome{C: 20, Occupancy: matrix.Occupy([]matrix.Gauges{{Running: 19, OK: true}})}, rmatrix.Valid, ""},
-		{"never_ready", matrix.Outcome{C: 8, NotReady: "2 requests waiting after 60s", Occupancy: full},
-			rmatrix.RequestsQueued, "never ready: 2 requests waiting after 60s"},
-		{"failed_beats_queued", matrix.Outcome{C: 8, Failures: []string{"cut", "cut"}, NotReady: "x"}, rmatrix.Failed, "2 request(s) failed: cut (and others)"},
-		{"loop_beats_all", matrix.Outcome{C: 8, Loop: errors.New("loop detected"), Failures: []string{"cut"}}, rmatrix.Looped, "loop detected"},
+		{"valid", grid.Outcome{C: 8, Occupancy: full}, matrix.Valid, ""},
+		{"valid_without_metrics", grid.Outcome{C: 8}, matrix.Valid, ""},
+		{"waiting", grid.Outcome{C: 8, Occupancy: grid.Occupy([]grid.Gauges{{Running: 8, OK: true}, {Running: 8, Waiting: 2, OK: true}})},
+			matrix.RequestsQueued, "requests waited in 1 of 2 readings (up to 2)"},
+		{"underfilled", grid.Outcome{C: 8, Occupancy: grid.Occupy([]grid.Gauges{{Running: 8, OK: true}, {Running: 7, OK: true}})},
+			matrix.RequestsQueued, "7.50 of 8 requests running on average (below 0.95·C)"},
+		{"one_stream_between_requests", grid.Outcome{C: 1, Occupancy: grid.Occupy([]grid.Gauges{{Running: 1, OK: true}, {Running: 0, OK: true}})}, matrix.Valid, ""},
+		{"just_full_enough", grid.Outcome{C: 20, Occupancy: grid.Occupy([]grid.Gauges{{Running: 19, OK: true}})}, matrix.Valid, ""},
+		{"never_ready", grid.Outcome{C: 8, NotReady: "2 requests waiting after 60s", Occupancy: full},
+			matrix.RequestsQueued, "never ready: 2 requests waiting after 60s"},
+		{"failed_beats_queued", grid.Outcome{C: 8, Failures: []string{"cut", "cut"}, NotReady: "x"}, matrix.Failed, "2 request(s) failed: cut (and others)"},
+		{"loop_beats_all", grid.Outcome{C: 8, Loop: errors.New("loop detected"), Failures: []string{"cut"}}, matrix.Looped, "loop detected"},
 	}
 	for _, c := range cases {
-		s, why := matrix.Classify(c.o)
+		s, why := grid.Classify(c.o)
 		require.Equal(t, c.status, s, c.name)
 		require.Equal(t, c.reason, why, c.name)
 	}
 	// A failed reading is not a sample.
-	require.Equal(t, 1, matrix.Occupy([]matrix.Gauges{{Running: 3, OK: true}, {}}).Samples)
+	require.Equal(t, 1, grid.Occupy([]grid.Gauges{{Running: 3, OK: true}, {}}).Samples)
 }
 
 func TestSkipRuleAndKVCapacity(t *testing.T) {
 	t.Parallel()
-	kv, ok := matrix.KVCapacity(map[string]string{"num_gpu_blocks": "23456", "block_size": "16"})
+	kv, ok := grid.KVCapacity(map[string]string{"num_gpu_blocks": "23456", "block_size": "16"})
 	require.True(t, ok)
 	require.Equal(t, 375296, kv)
 	for _, cc := range []map[string]string{nil, {"num_gpu_blocks": "engine 0: 1; engine 1: 2", "block_size": "16"}, {"num_gpu_blocks": "0", "block_size": "16"}} {
-		_, ok := matrix.KVCapacity(cc)
+		_, ok := grid.KVCapacity(cc)
 		require.False(t, ok, "%v", cc)
 	}
-	require.Empty(t, matrix.SkipReason(91, 0, 4096, kv, 0), "91 × 4096 = 372736 fits")
-	require.Contains(t, matrix.SkipReason(92, 0, 4096, kv, 0), "exceeds the KV cache of 375296 tokens")
-	require.Empty(t, matrix.SkipReason(128, 126912, 4096, 0, 0), "unknown capacity skips nothing")
-	require.Equal(t, "context 131072 + output 4096 exceeds max_model_len 131072", matrix.SkipReason(1, 131072, 4096, 0, 131072))
-	require.Equal(t, 60*time.Second, matrix.ReadyTimeout(32768))
-	require.Equal(t, 120*time.Second, matrix.ReadyTimeout(65536))
-	require.Equal(t, 180*time.Second, matrix.ReadyTimeout(131072))
+	require.Empty(t, grid.SkipReason(91, 0, 4096, kv, 0), "91 × 4096 = 372736 fits")
+	require.Contains(t, grid.SkipReason(92, 0, 4096, kv, 0), "exceeds the KV cache of 375296 tokens")
+	require.Empty(t, grid.SkipReason(128, 126912, 4096, 0, 0), "unknown capacity skips nothing")
+	require.Equal(t, "context 131072 + output 4096 exceeds max_model_len 131072", grid.SkipReason(1, 131072, 4096, 0, 131072))
+	require.Equal(t, 60*time.Second, grid.ReadyTimeout(32768))
+	require.Equal(t, 120*time.Second, grid.ReadyTimeout(65536))
+	require.Equal(t, 180*time.Second, grid.ReadyTimeout(131072))
 }
 
 // timeline is a stream whose k-th token's usage arrives at first + (k−1)·gap.
@@ -121,9 +121,9 @@ func TestWindowFigures(t *testing.T) {
 	a := timeline(at(0), at(1), 100*time.Millisecond, 300, false)
 	b := timeline(at(12), at(12), 100*time.Millisecond, 20, true)
 	c := timeline(at(0), at(0.5), 10*time.Millisecond, 50, true)
-	cell := rmatrix.Cell{Concurrency: 2}
-	occ := matrix.Occupy([]matrix.Gauges{{Running: 2, OK: true}, {Running: 1, OK: true}})
-	require.True(t, matrix.Figures(&cell, []*stream.Result{a, b, c}, at(10), at(20), occ))
+	cell := matrix.Cell{Concurrency: 2}
+	occ := grid.Occupy([]grid.Gauges{{Running: 2, OK: true}, {Running: 1, OK: true}})
+	require.True(t, grid.Figures(&cell, []*stream.Result{a, b, c}, at(10), at(20), occ))
 	require.Equal(t, 120, *cell.OutputTokens)
 	require.InDelta(t, 10.0, *cell.MeasuredSeconds, 1e-9, "to the last update at 20.0 s")
 	require.InDelta(t, 12.0, *cell.TotalTokS, 1e-9)
@@ -134,7 +134,7 @@ func TestWindowFigures(t *testing.T) {
 	require.InDelta(t, 100, *cell.TimeBetweenTokensMs, 1e-6)
 
 	// Positive control: a window past every update counts nothing.
-	empty := rmatrix.Cell{Concurrency: 2}
-	require.False(t, matrix.Figures(&empty, []*stream.Result{a, b, c}, at(40), at(50), occ))
+	empty := matrix.Cell{Concurrency: 2}
+	require.False(t, grid.Figures(&empty, []*stream.Result{a, b, c}, at(40), at(50), occ))
 	require.Nil(t, empty.TotalTokS)
 }

@@ -1,13 +1,13 @@
-package tokens_test
+package decode_test
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/tokens"
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -18,11 +18,11 @@ func ExampleRunner_Measure() {
 	defer srv.Close()
 	ctx := context.Background()
 	ep := bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}
-	r, err := tokens.NewRunner(ctx, ep, config.Default())
+	r, err := decode.NewRunner(ctx, ep, config.Default())
 	if err != nil {
 		panic(err)
 	}
-	rec, err := r.Measure(ctx, tokens.Point{Workload: "text", Concurrency: 4, OutputTokens: 32, Repeats: 2, Warmup: 1})
+	rec, err := r.Measure(ctx, decode.Point{Workload: "text", Concurrency: 4, OutputTokens: 32, Repeats: 2, Warmup: 1})
 	fmt.Println(err, rec.Key(), rec.Summary.TotalVerifiedOutputTokens, "verified tokens,", rec.Summary.Short, "short")
 	fmt.Println("cache isolation:", rec.Identity.CacheIsolation, "- Little's law checked:", rec.Runs[0].LittlesLaw != nil)
 	// Output:

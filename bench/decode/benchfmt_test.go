@@ -1,4 +1,4 @@
-package tokens_test
+package decode_test
 
 import (
 	"strings"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/bench/tokens"
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
 	"github.com/vetbench/vetbench/receipts/speed"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // The lines a token benchmark prints are what benchstat reads: the
@@ -22,9 +22,9 @@ import (
 func TestBenchstatReadsTheTokenBenchmark(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{})
-	rec, err := runner(t, srv, tokens.WithClock(newTick().Now)).Measure(t.Context(), point(rtokens.WorkloadText, 2, 10, 2, 0))
+	rec, err := runner(t, srv, decode.WithClock(newTick().Now)).Measure(t.Context(), point(tokens.WorkloadText, 2, 10, 2, 0))
 	require.NoError(t, err)
-	ms := tokens.Metrics(rec)
+	ms := decode.Metrics(rec)
 	res := testing.Benchmark(func(b *testing.B) {
 		for b.Loop() {
 		}
@@ -32,7 +32,7 @@ func TestBenchstatReadsTheTokenBenchmark(t *testing.T) {
 		metrics.Report(b, ms)
 	})
 	var out strings.Builder
-	for _, u := range tokens.Units() {
+	for _, u := range decode.Units() {
 		out.WriteString(u.Line() + "\n")
 	}
 	for _, l := range speed.ConfigLines(map[string]string{speed.KeyTarget: "twin", speed.KeyTwinProfile: "fast", speed.KeyTokens: "output=10"}) {
@@ -67,9 +67,9 @@ func TestBenchstatReadsTheTokenBenchmark(t *testing.T) {
 		require.InEpsilon(t, m.Value+1e-12, values[m.Unit]+1e-12, 1e-3, m.Unit)
 	}
 	units := rd.Units()
-	for _, u := range tokens.Units() {
+	for _, u := range decode.Units() {
 		want := map[string]int{metrics.Higher: 1, metrics.Lower: -1}[u.Better]
 		require.Equal(t, want, units.GetBetter(u.Name), u.Name)
 	}
-	require.Equal(t, benchmath.AssumeExact, units.GetAssumption(tokens.FailedRequests))
+	require.Equal(t, benchmath.AssumeExact, units.GetAssumption(decode.FailedRequests))
 }

@@ -11,7 +11,7 @@
 //
 // Prompts never share a prefix (see Prompts): each starts with a tag of
 // its own, and the receipt says so (identity.cache_isolation).
-package tokens
+package decode
 
 import (
 	"context"
@@ -25,13 +25,13 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
-	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // Sampling is how every request asks for its output.
@@ -58,7 +58,7 @@ type Point struct {
 	// SLO, when set, is the per-request target goodput is counted against
 	// (receipts/tokens.Summarize); a stated goodput target it misses
 	// fails the point (slo.ErrMissed).
-	SLO *rtokens.SLO
+	SLO *tokens.SLO
 }
 
 // PointFrom is the point cfg asks for at a workload and concurrency.
@@ -73,7 +73,7 @@ func (p Point) WithSLO(s config.SLO) Point {
 	if s.TTFT <= 0 && s.TPOT <= 0 {
 		return p
 	}
-	p.SLO = &rtokens.SLO{TTFTMs: ms(s.TTFT), TPOTMs: ms(s.TPOT), Target: s.Goodput}
+	p.SLO = &tokens.SLO{TTFTMs: ms(s.TTFT), TPOTMs: ms(s.TPOT), Target: s.Goodput}
 	return p
 }
 
@@ -86,7 +86,7 @@ type Runner struct {
 	Endpoint bench.Endpoint
 	// Model is the model sent in every request.
 	Model    string
-	Identity rtokens.Identity
+	Identity tokens.Identity
 	RunID    string
 	Notes    []string
 
@@ -137,7 +137,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config, opts .
 		Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
 	pins := receipts.Pins{Model: model}
 	info.Pin(&pins)
-	r.Identity = rtokens.Identity{
+	r.Identity = tokens.Identity{
 		Model:          receipts.Weights(pins),
 		ServerBuild:    info.Version,
 		ServerFlags:    cfg.ServerFlags,
@@ -178,20 +178,20 @@ func newRunID() string {
 // and a stopped block, and the error wraps ErrStopped; a point whose
 // failures exceed the accepted share has every repeat and an error
 // wrapping ErrFailures.
-func (r *Runner) Measure(ctx context.Context, p Point) (*rtokens.Receipt, error) {
+func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	rp := rtokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats, SLO: p.SLO}
-	rec := &rtokens.Receipt{
-		Schema: rtokens.Schema, Source: rtokens.SourceVetbench, RunID: r.RunID,
+	rp := tokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats, SLO: p.SLO}
+	rec := &tokens.Receipt{
+		Schema: tokens.Schema, Source: tokens.SourceVetbench, RunID: r.RunID,
 		Started: r.now().UTC(), Target: r.Endpoint.Receipt(), Identity: r.Identity, Point: rp,
 		Warnings: append([]string(nil), r.Notes...),
 	}
 	rec.Identity.PromptDigest = Digest(p.Workload)
 	rec.Identity.CacheIsolation = r.prompts.Isolation()
 	stop := func(reason, msg string) {
-		rec.Stopped = &rtokens.Stopped{Reason: reason, Message: msg, Runs: len(rec.Runs)}
+		rec.Stopped = &tokens.Stopped{Reason: reason, Message: msg, Runs: len(rec.Runs)}
 	}
 	var stopErr error
 	for i := range p.Warmup {
@@ -224,7 +224,7 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*rtokens.Receipt, error)
 		}
 	}
 	rec.Finished = r.now().UTC()
-	rec.Summary = rtokens.Summarize(rp, rec.Runs)
+	rec.Summary = tokens.Summarize(rp, rec.Runs)
 	rec.Identity.Digest = rec.IdentityDigest()
 	if stopErr != nil {
 		return rec, fmt.Errorf("%w: %s", ErrStopped, rec.Stopped.Message)
@@ -275,10 +275,10 @@ func stopReason(ctx context.Context, err error) string {
 // batch sends p.Concurrency requests at once and waits for every stream
 // to end. The prompts (and images) are built before the clock starts. A
 // canceled ctx is an error; failed requests are not (they are counted).
-func (r *Runner) batch(ctx context.Context, p Point) (rtokens.Run, error) {
+func (r *Runner) batch(ctx context.Context, p Point) (tokens.Run, error) {
 	reqs, err := r.prompts.Batch(p.Workload, p.Concurrency, p.OutputTokens)
 	if err != nil {
-		return rtokens.Run{}, err
+		return tokens.Run{}, err
 	}
 	for i := range reqs {
 		reqs[i].Model = r.Model
@@ -306,10 +306,10 @@ func (r *Runner) batch(ctx context.Context, p Point) (rtokens.Run, error) {
 	end := r.now()
 	occ := sampler.Close()
 	if err := ctx.Err(); err != nil {
-		return rtokens.Run{}, fmt.Errorf("batch of %d: %w", len(reqs), err)
+		return tokens.Run{}, fmt.Errorf("batch of %d: %w", len(reqs), err)
 	}
 	wall := end.Sub(start).Seconds()
-	run := rtokens.NewRun(rtokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats},
+	run := tokens.NewRun(tokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats},
 		wall, Requests(results, p.OutputTokens))
 	ll := LittlesLaw(occ, wall, results)
 	run.LittlesLaw = &ll
@@ -319,10 +319,10 @@ func (r *Runner) batch(ctx context.Context, p Point) (rtokens.Run, error) {
 // Requests turns stream results into receipt requests, each verified
 // against want: a request without a transport error whose server count
 // differs from want carries the count error (class "short" or "long").
-func Requests(results []*stream.Result, want int) []rtokens.Request {
-	out := make([]rtokens.Request, len(results))
+func Requests(results []*stream.Result, want int) []tokens.Request {
+	out := make([]tokens.Request, len(results))
 	for i, res := range results {
-		q := rtokens.Request{ID: res.ID, PromptTokens: res.PromptTokens, OutputTokens: res.OutputTokens,
+		q := tokens.Request{ID: res.ID, PromptTokens: res.PromptTokens, OutputTokens: res.OutputTokens,
 			E2ESeconds: res.E2E().Seconds(), FinishReason: res.FinishReason}
 		if d, ok := res.TTFT(); ok {
 			q.TTFTSeconds = ptr(d.Seconds())

@@ -440,7 +440,7 @@ func TestResolve(t *testing.T) {
 // The README's sample run file is a run file: it loads, and says what it
 // says it does.
 func TestREADMERunFile(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../README.md")
 	require.NoError(t, err)
 	_, rest, ok := strings.Cut(string(readme), "### Run file")
 	require.True(t, ok)

@@ -1,4 +1,4 @@
-package tokens
+package decode
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vetbench/vetbench/bench/stream"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // The prompt every request asks, after its tag: short, and open-ended so
@@ -53,9 +53,9 @@ func NewSharedPrompts(run string) *Prompts { return &Prompts{run: run, shared: t
 // Isolation is the receipt's cache isolation for these prompts.
 func (p *Prompts) Isolation() string {
 	if p.shared {
-		return rtokens.CacheSharedPrompts
+		return tokens.CacheSharedPrompts
 	}
-	return rtokens.CacheUniquePrompts
+	return tokens.CacheUniquePrompts
 }
 
 // Batch returns n requests of workload for outputTokens each: greedy,
@@ -70,16 +70,16 @@ func (p *Prompts) Batch(workload string, n, outputTokens int) ([]stream.Request,
 		}
 		tag := fmt.Sprintf("[vb-%s-%d] ", p.run, k)
 		switch workload {
-		case rtokens.WorkloadText:
+		case tokens.WorkloadText:
 			out[i] = stream.Text(tag+textPrompt, outputTokens)
-		case rtokens.WorkloadOneImage:
+		case tokens.WorkloadOneImage:
 			img, err := Image(k)
 			if err != nil {
 				return nil, err
 			}
 			out[i] = stream.Image(tag+imagePrompt, stream.DataURL("image/png", img), outputTokens)
 		default:
-			return nil, fmt.Errorf("workload %q: want %s or %s", workload, rtokens.WorkloadText, rtokens.WorkloadOneImage)
+			return nil, fmt.Errorf("workload %q: want %s or %s", workload, tokens.WorkloadText, tokens.WorkloadOneImage)
 		}
 		out[i].ID = fmt.Sprintf("vetbench-tokens-%s-%d", p.run, k)
 	}
@@ -93,9 +93,9 @@ func Digest(workload string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", recipe, workload)
 	switch workload {
-	case rtokens.WorkloadText:
+	case tokens.WorkloadText:
 		h.Write([]byte(textPrompt))
-	case rtokens.WorkloadOneImage:
+	case tokens.WorkloadOneImage:
 		fmt.Fprintf(h, "%s\nimage %dx%d png\n", imagePrompt, imageSide, imageSide)
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -54,7 +54,7 @@ type Config struct {
 	TopLogprobs int
 	// Out is the run directory the user named (receipts/, bench.txt and
 	// settings.toml go in it); empty means a new one under out/runs (the
-	// caller resolves it, see receipts/rundir).
+	// caller resolves it, see bench/sweep/rundir).
 	Out string
 	// Force lets a run write into a named directory that already holds
 	// results, replacing them.
@@ -117,7 +117,7 @@ type Twin struct {
 	// candidate made slower on purpose, to see the speed gate fire.
 	Slowdown float64
 	// Faults are fault specs as stub.ParseFault reads them, to see how a
-	// run fails; bench/target parses them.
+	// run fails; bench/sweep/target parses them.
 	Faults []string
 	// Replicas is how many twins to start (default 1); several are
 	// measured as several endpoints, each with its own engine and caches.

@@ -1,4 +1,4 @@
-package matrix
+package grid
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
 // Gauges is one reading of the server's scheduler gauges; OK is false when
@@ -108,16 +108,16 @@ type Outcome struct {
 // Classify gives a cell's status and why, worst first: Looped, Failed,
 // Requests queued (the warm-up timed out, a request waited, or at C > 1
 // fewer than 0.95·C ran on average), Valid.
-func Classify(o Outcome) (rmatrix.Status, string) {
+func Classify(o Outcome) (matrix.Status, string) {
 	switch {
 	case o.Loop != nil:
-		return rmatrix.Looped, o.Loop.Error()
+		return matrix.Looped, o.Loop.Error()
 	case len(o.Failures) > 0:
 		msg := fmt.Sprintf("%d request(s) failed: %s", len(o.Failures), o.Failures[0])
 		if len(o.Failures) > 1 {
 			msg += " (and others)"
 		}
-		return rmatrix.Failed, msg
+		return matrix.Failed, msg
 	}
 	occ := o.Occupancy
 	var why []string
@@ -133,9 +133,9 @@ func Classify(o Outcome) (rmatrix.Status, string) {
 		why = append(why, fmt.Sprintf("%.2f of %d requests running on average (below %.2f·C)", occ.MeanRunning, o.C, Underfilled))
 	}
 	if len(why) > 0 {
-		return rmatrix.RequestsQueued, strings.Join(why, "; ")
+		return matrix.RequestsQueued, strings.Join(why, "; ")
 	}
-	return rmatrix.Valid, ""
+	return matrix.Valid, ""
 }
 
 // KVCapacity is the server's KV cache in tokens, num_gpu_blocks ×

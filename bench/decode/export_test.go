@@ -1,4 +1,4 @@
-package tokens
+package decode
 
 // SetAfterDo installs a hook that runs after each request returns and
 // before its slot is freed: time spent there is outside the latency clock.

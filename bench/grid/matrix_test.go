@@ -1,4 +1,4 @@
-package matrix_test
+package grid_test
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/matrix"
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
+	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
 // These tests run real streams against a fake on the wall clock, but
@@ -28,16 +28,16 @@ func start(t *testing.T, cfg tokenstest.Config) *tokenstest.Server {
 	return s
 }
 
-func runner(t *testing.T, srv *tokenstest.Server) *matrix.Runner {
+func runner(t *testing.T, srv *tokenstest.Server) *grid.Runner {
 	t.Helper()
-	r, err := matrix.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}, config.Default())
+	r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}, config.Default())
 	require.NoError(t, err)
 	return r
 }
 
 // quick is a matrix small enough for a test: short waits, no pauses.
-func quick(contexts, levels []int) matrix.Options {
-	return matrix.Options{Contexts: contexts, Levels: levels, Duration: 150 * time.Millisecond, OutputTokens: 100000,
+func quick(contexts, levels []int) grid.Options {
+	return grid.Options{Contexts: contexts, Levels: levels, Duration: 150 * time.Millisecond, OutputTokens: 100000,
 		LoopDetection: true, ScrapeInterval: 10 * time.Millisecond, Hold: 30 * time.Millisecond,
 		ReadyTimeout: 20 * time.Second, DrainTimeout: 20 * time.Second, Pause: -1}
 }
@@ -51,7 +51,7 @@ func TestValidCellsAndPrefill(t *testing.T) {
 	require.Nil(t, m.Stopped)
 	require.Len(t, m.Cells, 4)
 	for _, c := range m.Cells {
-		require.Equal(t, rmatrix.Valid, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
+		require.Equal(t, matrix.Valid, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
 		require.NotNil(t, c.TotalTokS)
 		require.Positive(t, *c.TotalTokS)
 		require.Positive(t, *c.OutputTokens)
@@ -64,11 +64,11 @@ func TestValidCellsAndPrefill(t *testing.T) {
 	require.Len(t, m.Prefill, 2)
 	for i, want := range []int{1000, 2000} {
 		p := m.Prefill[i]
-		require.Equal(t, rmatrix.Valid, p.Status, p.Reason)
+		require.Equal(t, matrix.Valid, p.Status, p.Reason)
 		require.InDelta(t, want, *p.PromptTokens, float64(want)/20, "calibrated within 5 %% of the target")
 		require.Positive(t, *p.TokS)
 	}
-	_, err = rmatrix.Marshal(m)
+	_, err = matrix.Marshal(m)
 	require.NoError(t, err, "the matrix validates")
 	require.Equal(t, "org/fake", m.Identity.Model)
 	require.Equal(t, "100000", m.Identity.CacheConfig["num_gpu_blocks"])
@@ -95,7 +95,7 @@ func TestValidCellsAndPrefill(t *testing.T) {
 		}
 	}
 	require.Len(t, byTag, 1+2+4, "one calibration, two prefills, four cells")
-	require.Contains(t, rmatrix.Text(m), "Sustained decode")
+	require.Contains(t, matrix.Text(m), "Sustained decode")
 }
 
 func TestRequestsQueued(t *testing.T) {
@@ -109,13 +109,13 @@ func TestRequestsQueued(t *testing.T) {
 	m, err := runner(t, srv).Run(t.Context(), o)
 	require.NoError(t, err)
 	c := m.Cell("1000", 4)
-	require.Equal(t, rmatrix.RequestsQueued, c.Status)
+	require.Equal(t, matrix.RequestsQueued, c.Status)
 	require.Contains(t, c.Reason, "never ready")
 	require.Contains(t, c.Reason, "requests waited")
 	require.NotNil(t, c.TotalTokS, "a queued cell keeps its figures")
 	require.Equal(t, 2.0, *c.AverageActive)
-	require.Contains(t, rmatrix.Text(m), "Requests queued")
-	_, err = rmatrix.Marshal(m)
+	require.Contains(t, matrix.Text(m), "Requests queued")
+	_, err = matrix.Marshal(m)
 	require.NoError(t, err)
 
 	// Positive control: two streams fit the two slots.
@@ -123,7 +123,7 @@ func TestRequestsQueued(t *testing.T) {
 	o.NoPrefill = true
 	m, err = runner(t, srv).Run(t.Context(), o)
 	require.NoError(t, err)
-	require.Equal(t, rmatrix.Valid, m.Cell("1000", 2).Status, m.Cell("1000", 2).Reason)
+	require.Equal(t, matrix.Valid, m.Cell("1000", 2).Status, m.Cell("1000", 2).Reason)
 }
 
 func TestLoopedCellIsCancelled(t *testing.T) {
@@ -135,10 +135,10 @@ func TestLoopedCellIsCancelled(t *testing.T) {
 	m, err := runner(t, srv).Run(t.Context(), o)
 	require.NoError(t, err)
 	c := m.Cell("1000", 2)
-	require.Equal(t, rmatrix.Looped, c.Status)
+	require.Equal(t, matrix.Looped, c.Status)
 	require.Contains(t, c.Reason, "loop detected in content: a 4-character cycle")
 	require.Nil(t, c.TotalTokS, "a looped cell's figures are discarded")
-	require.Contains(t, rmatrix.Text(m), "Looped")
+	require.Contains(t, matrix.Text(m), "Looped")
 
 	// Opted out, the same fake gives a cell with figures.
 	o.LoopDetection = false
@@ -147,7 +147,7 @@ func TestLoopedCellIsCancelled(t *testing.T) {
 	srv2 := start(t, tokenstest.Config{Loop: func(q tokenstest.Request) bool { return q.MaxTokens > 1 }, TokenDelay: time.Millisecond})
 	m, err = runner(t, srv2).Run(t.Context(), o)
 	require.NoError(t, err)
-	require.NotEqual(t, rmatrix.Looped, m.Cell("1000", 2).Status)
+	require.NotEqual(t, matrix.Looped, m.Cell("1000", 2).Status)
 }
 
 func TestFailedCells(t *testing.T) {
@@ -182,9 +182,9 @@ func TestFailedCells(t *testing.T) {
 			m, err := runner(t, srv).Run(t.Context(), o)
 			require.NoError(t, err)
 			c := m.Cell("1000", 2)
-			require.Equal(t, rmatrix.Failed, c.Status, c.Reason)
+			require.Equal(t, matrix.Failed, c.Status, c.Reason)
 			require.Contains(t, c.Reason, "request(s) failed")
-			_, err = rmatrix.Marshal(m)
+			_, err = matrix.Marshal(m)
 			require.NoError(t, err)
 		})
 	}
@@ -199,9 +199,9 @@ func TestSkippedOverKVCapacity(t *testing.T) {
 	o.OutputTokens = 400
 	m, err := runner(t, srv).Run(t.Context(), o)
 	require.NoError(t, err)
-	require.Equal(t, rmatrix.Valid, m.Cell("1000", 1).Status, m.Cell("1000", 1).Reason)
+	require.Equal(t, matrix.Valid, m.Cell("1000", 1).Status, m.Cell("1000", 1).Reason)
 	c := m.Cell("1000", 2)
-	require.Equal(t, rmatrix.Skipped, c.Status)
+	require.Equal(t, matrix.Skipped, c.Status)
 	require.Equal(t, "C × (context + output) = 2 × (1000 + 400) = 2800 tokens exceeds the KV cache of 1600 tokens (vllm:cache_config_info num_gpu_blocks × block_size)", c.Reason)
 	for _, q := range srv.Requests() {
 		require.NotContains(t, q.Text, "-cell-ctx1000-c2]", "a skipped cell sends nothing")
@@ -217,7 +217,7 @@ func TestContextsTrimmedToMaxModelLen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"1000", "2K"}, m.Contexts(), "8K trimmed to 3000 − 500 − 64 = 2436 tokens")
 	require.Equal(t, 2436, m.Cell("2K", 1).ContextTokens)
-	require.Equal(t, rmatrix.Valid, m.Cell("2K", 1).Status, m.Cell("2K", 1).Reason)
+	require.Equal(t, matrix.Valid, m.Cell("2K", 1).Status, m.Cell("2K", 1).Reason)
 	require.Contains(t, strings.Join(m.Warnings, "\n"), "context 8K trimmed to 2436 tokens (2K)")
 }
 
@@ -237,7 +237,7 @@ func TestExactTargetingWithTokenize(t *testing.T) {
 	// Without /tokenize, exact targeting fails the run and says why.
 	srv2 := start(t, tokenstest.Config{NoTokenize: true})
 	m, err = runner(t, srv2).Run(t.Context(), o)
-	require.ErrorIs(t, err, matrix.ErrStopped)
+	require.ErrorIs(t, err, grid.ErrStopped)
 	require.Contains(t, m.Stopped.Message, "calibrate")
 }
 
@@ -251,7 +251,7 @@ func TestWithoutMetricsReadinessIsTheClientsOnly(t *testing.T) {
 	m, err := r.Run(t.Context(), o)
 	require.NoError(t, err)
 	c := m.Cell("1000", 2)
-	require.Equal(t, rmatrix.Valid, c.Status, c.Reason)
+	require.Equal(t, matrix.Valid, c.Status, c.Reason)
 	require.Nil(t, c.AverageActive, "no gauges, no average")
 }
 
@@ -268,25 +268,25 @@ func TestCancelKeepsWhatWasMeasured(t *testing.T) {
 	o := quick([]int{1000}, []int{1, 2, 4})
 	o.NoPrefill = true
 	m, err := runner(t, srv).Run(ctx, o)
-	require.ErrorIs(t, err, matrix.ErrStopped)
+	require.ErrorIs(t, err, grid.ErrStopped)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, "canceled", m.Stopped.Reason)
-	require.Equal(t, rmatrix.Valid, m.Cell("1000", 1).Status)
-	require.Equal(t, rmatrix.Failed, m.Cell("1000", 2).Status)
+	require.Equal(t, matrix.Valid, m.Cell("1000", 1).Status)
+	require.Equal(t, matrix.Failed, m.Cell("1000", 2).Status)
 	require.Contains(t, m.Cell("1000", 2).Reason, "canceled")
 	require.Nil(t, m.Cell("1000", 4), "nothing after the interrupt")
-	_, err = rmatrix.Marshal(m)
+	_, err = matrix.Marshal(m)
 	require.NoError(t, err, "what was measured is a valid matrix")
 }
 
 func TestOptionsValidation(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{})
-	_, err := runner(t, srv).Run(t.Context(), matrix.Options{Targeting: "guess"})
+	_, err := runner(t, srv).Run(t.Context(), grid.Options{Targeting: "guess"})
 	for _, want := range []string{"contexts", "levels", "duration", "output tokens", "targeting"} {
 		require.ErrorContains(t, err, want)
 	}
-	require.False(t, errors.Is(err, matrix.ErrStopped))
+	require.False(t, errors.Is(err, grid.ErrStopped))
 }
 
 func TestContextsThatDoNotFit(t *testing.T) {

@@ -1,8 +1,8 @@
-package tokens
+package decode
 
 import (
 	"github.com/vetbench/vetbench/bench/metrics"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // Units of the token benchmarks (BenchmarkTokens, BenchmarkMatrix), for
@@ -43,7 +43,7 @@ func Units() []metrics.Unit {
 
 // Metrics are a token receipt's figures as benchmark metrics. A figure the
 // receipt lacks (no request samples) is left out, never reported as 0.
-func Metrics(r *rtokens.Receipt) []metrics.Metric {
+func Metrics(r *tokens.Receipt) []metrics.Metric {
 	if r == nil {
 		return nil
 	}

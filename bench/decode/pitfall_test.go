@@ -1,4 +1,4 @@
-package tokens_test
+package decode_test
 
 import (
 	"strings"
@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/bench/tokens"
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // The shared ladder re-sends identical prompts from point to point, the
@@ -16,13 +16,13 @@ import (
 func TestCachePitfallLadders(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{})
-	shared, unique := runner(t, srv, tokens.WithSharedPrompts()), runner(t, srv)
-	ins, err := tokens.CachePitfall(t.Context(), shared, unique, point(rtokens.WorkloadText, 0, 4, 1, 1), []int{1, 2})
+	shared, unique := runner(t, srv, decode.WithSharedPrompts()), runner(t, srv)
+	ins, err := decode.CachePitfall(t.Context(), shared, unique, point(tokens.WorkloadText, 0, 4, 1, 1), []int{1, 2})
 	require.NoError(t, err)
 	require.Len(t, ins, 2)
 	for _, in := range ins {
-		require.Equal(t, rtokens.CacheSharedPrompts, in.Shared.Identity.CacheIsolation)
-		require.Equal(t, rtokens.CacheUniquePrompts, in.Unique.Identity.CacheIsolation)
+		require.Equal(t, tokens.CacheSharedPrompts, in.Shared.Identity.CacheIsolation)
+		require.Equal(t, tokens.CacheUniquePrompts, in.Unique.Identity.CacheIsolation)
 	}
 	texts := map[string]int{}
 	for _, q := range srv.Requests() {
@@ -40,10 +40,10 @@ func TestCachePitfallLadders(t *testing.T) {
 	require.Len(t, texts, 2+6)
 
 	var b strings.Builder
-	require.NoError(t, tokens.WriteInflation(&b, ins))
+	require.NoError(t, decode.WriteInflation(&b, ins))
 	require.Contains(t, b.String(), "inflation")
 	require.Len(t, strings.Split(strings.TrimSpace(b.String()), "\n"), 3)
 
-	_, err = tokens.CachePitfall(t.Context(), unique, shared, point(rtokens.WorkloadText, 0, 4, 1, 1), []int{1})
+	_, err = decode.CachePitfall(t.Context(), unique, shared, point(tokens.WorkloadText, 0, 4, 1, 1), []int{1})
 	require.ErrorContains(t, err, "want a shared-prompt runner")
 }

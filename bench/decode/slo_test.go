@@ -1,4 +1,4 @@
-package tokens_test
+package decode_test
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/tokens"
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts/slo"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // A token run's SLO: on a clock that moves 1 ms per reading every TTFT and
@@ -32,8 +32,8 @@ func TestMeasureTokenSLO(t *testing.T) {
 		{config.SLO{TPOT: time.Microsecond}, 0, nil}, // reported, no target stated
 	} {
 		t.Run(fmt.Sprintf("ttft=%s/tpot=%s", tc.slo.TTFT, tc.slo.TPOT), func(t *testing.T) {
-			r := runner(t, srv, tokens.WithClock(newTick().Now))
-			p := point(rtokens.WorkloadText, 4, 8, 2, 0).WithSLO(tc.slo)
+			r := runner(t, srv, decode.WithClock(newTick().Now))
+			p := point(tokens.WorkloadText, 4, 8, 2, 0).WithSLO(tc.slo)
 			rec, err := r.Measure(t.Context(), p)
 			require.NotNil(t, rec)
 			if tc.err != nil {
@@ -47,7 +47,7 @@ func TestMeasureTokenSLO(t *testing.T) {
 			require.Equal(t, 8, g.Of)
 			require.NoError(t, rec.Validate(), "Validate recomputes the goodput from the requests")
 			var found bool
-			for _, m := range tokens.Metrics(rec) {
+			for _, m := range decode.Metrics(rec) {
 				if m.Unit == "goodput" {
 					found = true
 					require.InDelta(t, float64(tc.within)/8, m.Value, 1e-12)
@@ -56,6 +56,6 @@ func TestMeasureTokenSLO(t *testing.T) {
 			require.True(t, found, "goodput is a metric of the line")
 		})
 	}
-	p := point(rtokens.WorkloadText, 4, 8, 1, 0).WithSLO(config.SLO{Latency: time.Second})
+	p := point(tokens.WorkloadText, 4, 8, 1, 0).WithSLO(config.SLO{Latency: time.Second})
 	require.Nil(t, p.SLO, "a judgment latency target is no token target")
 }

@@ -16,7 +16,7 @@
 //
 // Every wait has a deadline and honours ctx; a cancelled run returns the
 // cells measured so far with a stopped block.
-package matrix
+package grid
 
 import (
 	"context"
@@ -33,13 +33,13 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
 	"github.com/vetbench/vetbench/bench/loop"
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
-	rmatrix "github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
 // Options say what to measure and how long to wait.
@@ -118,7 +118,7 @@ func (o Options) validate() error {
 type Runner struct {
 	Endpoint bench.Endpoint
 	Model    string
-	Identity rmatrix.Identity
+	Identity matrix.Identity
 	RunID    string
 	Notes    []string
 	// MaxModelLen is the model's, from /v1/models (0 unknown); KVTokens
@@ -172,7 +172,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 			r.MaxModelLen = s.MaxModelLen
 		}
 	}
-	r.Identity = rmatrix.Identity{Model: receipts.Weights(pins), ServerBuild: info.Version, ServerFlags: cfg.ServerFlags,
+	r.Identity = matrix.Identity{Model: receipts.Weights(pins), ServerBuild: info.Version, ServerFlags: cfg.ServerFlags,
 		Tool: "vetbench", HarnessVersion: bench.HarnessVersion}
 	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
 		r.Identity.CacheConfig = scrape.CacheConfig(snap)
@@ -202,16 +202,16 @@ var ErrStopped = errors.New("matrix stopped early")
 // measured, also with an error (wrapping ErrStopped) when ctx was
 // cancelled or the server could not be used; the matrix then says so in
 // its stopped block.
-func (r *Runner) Run(ctx context.Context, o Options) (*rmatrix.Matrix, error) {
+func (r *Runner) Run(ctx context.Context, o Options) (*matrix.Matrix, error) {
 	o = o.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	m := &rmatrix.Matrix{
-		Schema: rmatrix.Schema, Source: rmatrix.SourceVetbench, RunID: r.RunID, Started: r.now().UTC(),
+	m := &matrix.Matrix{
+		Schema: matrix.Schema, Source: matrix.SourceVetbench, RunID: r.RunID, Started: r.now().UTC(),
 		Target: r.Endpoint.Receipt(), Identity: r.Identity,
 		DurationSeconds: o.Duration.Seconds(), MaxOutputTokens: o.OutputTokens,
-		Prefill: []rmatrix.Prefill{}, Cells: []rmatrix.Cell{},
+		Prefill: []matrix.Prefill{}, Cells: []matrix.Cell{},
 		Warnings: slices.Clone(r.Notes),
 	}
 	m.Description = fmt.Sprintf("vetbench %s on %s: sustained decode %s per cell, max_tokens %d, ignore_eos",
@@ -228,13 +228,13 @@ func (r *Runner) Run(ctx context.Context, o Options) (*rmatrix.Matrix, error) {
 		case errors.Is(err, context.DeadlineExceeded):
 			reason = "timeout"
 		}
-		m.Stopped = &rmatrix.Stopped{Reason: reason, Message: err.Error()}
+		m.Stopped = &matrix.Stopped{Reason: reason, Message: err.Error()}
 		return m, fmt.Errorf("%w: %w", ErrStopped, err)
 	}
 	return m, nil
 }
 
-func (r *Runner) run(ctx context.Context, o Options, m *rmatrix.Matrix) error {
+func (r *Runner) run(ctx context.Context, o Options, m *matrix.Matrix) error {
 	for _, want := range o.Contexts {
 		row, err := r.row(ctx, o, want)
 		if row != nil {
@@ -246,9 +246,9 @@ func (r *Runner) run(ctx context.Context, o Options, m *rmatrix.Matrix) error {
 		if row.chars == 0 {
 			continue // does not fit at all (a warning says so)
 		}
-		if slices.ContainsFunc(m.Cells, func(c rmatrix.Cell) bool { return c.Context == row.Label }) ||
-			slices.ContainsFunc(m.Prefill, func(p rmatrix.Prefill) bool { return p.Context == row.Label }) {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("context %s is %s again after trimming: measured once", rmatrix.ContextLabel(want), row.Label))
+		if slices.ContainsFunc(m.Cells, func(c matrix.Cell) bool { return c.Context == row.Label }) ||
+			slices.ContainsFunc(m.Prefill, func(p matrix.Prefill) bool { return p.Context == row.Label }) {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("context %s is %s again after trimming: measured once", matrix.ContextLabel(want), row.Label))
 			continue
 		}
 		if !o.NoPrefill {
@@ -266,7 +266,7 @@ func (r *Runner) run(ctx context.Context, o Options, m *rmatrix.Matrix) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if cell.Status != rmatrix.Skipped {
+			if cell.Status != matrix.Skipped {
 				if err := sleep(ctx, o.Pause); err != nil {
 					return err
 				}
@@ -316,14 +316,14 @@ func (r *Runner) row(ctx context.Context, o Options, want int) (*Row, error) {
 		if fits := r.MaxModelLen - o.OutputTokens - 64; want > fits {
 			row.Tokens = fits
 			row.Warnings = append(row.Warnings, fmt.Sprintf("context %s trimmed to %d tokens (%s) to fit max_model_len %d − output %d − 64",
-				rmatrix.ContextLabel(want), fits, rmatrix.ContextLabel(fits), r.MaxModelLen, o.OutputTokens))
+				matrix.ContextLabel(want), fits, matrix.ContextLabel(fits), r.MaxModelLen, o.OutputTokens))
 		}
 	}
 	if row.Tokens < 1 {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("context %s does not fit at all: skipped", rmatrix.ContextLabel(want)))
+		row.Warnings = append(row.Warnings, fmt.Sprintf("context %s does not fit at all: skipped", matrix.ContextLabel(want)))
 		return row, nil
 	}
-	row.Label = rmatrix.ContextLabel(row.Tokens)
+	row.Label = matrix.ContextLabel(row.Tokens)
 	if o.Targeting == config.TargetingEstimate && r.cpt > 0 {
 		row.chars = int(float64(row.Tokens) * r.cpt)
 		return row, nil
@@ -359,15 +359,15 @@ func (r *Runner) tag(purpose string, tokens, c int) string {
 
 // Prefill sends one cold request (a tag of its own, one output token)
 // and reads prompt tokens ÷ time to first token.
-func (row *Row) Prefill(ctx context.Context) rmatrix.Prefill {
+func (row *Row) Prefill(ctx context.Context) matrix.Prefill {
 	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
-	p := rmatrix.Prefill{Context: rmatrix.ContextLabel(tokens), ContextTokens: tokens, Requests: 1}
+	p := matrix.Prefill{Context: matrix.ContextLabel(tokens), ContextTokens: tokens, Requests: 1}
 	if reason := SkipReason(1, tokens, 1, r.KVTokens, r.MaxModelLen); reason != "" {
-		p.Status, p.Reason = rmatrix.Skipped, reason
+		p.Status, p.Reason = matrix.Skipped, reason
 		return p
 	}
 	if err := r.drain(ctx, o); err != nil {
-		p.Status, p.Reason = rmatrix.Failed, err.Error()
+		p.Status, p.Reason = matrix.Failed, err.Error()
 		return p
 	}
 	req := stream.Text(prompt(r.tag("prefill", tokens, 1), chars), 1)
@@ -376,11 +376,11 @@ func (row *Row) Prefill(ctx context.Context) rmatrix.Prefill {
 	ttft, ok := res.TTFT()
 	switch {
 	case res.Err != nil:
-		p.Status, p.Reason = rmatrix.Failed, res.Err.Error()
+		p.Status, p.Reason = matrix.Failed, res.Err.Error()
 	case !ok || ttft <= 0 || res.PromptTokens <= 0:
-		p.Status, p.Reason = rmatrix.Failed, "no first token or no usage.prompt_tokens to time the prefill by"
+		p.Status, p.Reason = matrix.Failed, "no first token or no usage.prompt_tokens to time the prefill by"
 	default:
-		p.Status = rmatrix.Valid
+		p.Status = matrix.Valid
 		p.Samples = 1
 		p.PromptTokens = ptr(res.PromptTokens)
 		p.TTFTMs = ptr(ttft.Seconds() * 1000)
@@ -463,15 +463,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Cell measures the row's cell at concurrency c: sustained decode for the
 // options' duration after the cell is ready, or its status when it is
 // skipped, queued, looped or failed.
-func (row *Row) Cell(ctx context.Context, c int) rmatrix.Cell {
+func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
-	cell := rmatrix.Cell{Context: rmatrix.ContextLabel(tokens), ContextTokens: tokens, Concurrency: c}
+	cell := matrix.Cell{Context: matrix.ContextLabel(tokens), ContextTokens: tokens, Concurrency: c}
 	if reason := SkipReason(c, tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen); reason != "" {
-		cell.Status, cell.Reason = rmatrix.Skipped, reason
+		cell.Status, cell.Reason = matrix.Skipped, reason
 		return cell
 	}
-	fail := func(why string) rmatrix.Cell {
-		cell.Status, cell.Reason = rmatrix.Failed, why
+	fail := func(why string) matrix.Cell {
+		cell.Status, cell.Reason = matrix.Failed, why
 		return cell
 	}
 	if err := r.drain(ctx, o); err != nil {
@@ -553,24 +553,24 @@ func (row *Row) Cell(ctx context.Context, c int) rmatrix.Cell {
 var errWindowClosed = errors.New("the window closed")
 
 // finish classifies the cell and fills its figures.
-func (r *Runner) finish(ctx context.Context, cell rmatrix.Cell, w *workers, start, end time.Time, readings []Gauges, notReady string, o Options) rmatrix.Cell {
+func (r *Runner) finish(ctx context.Context, cell matrix.Cell, w *workers, start, end time.Time, readings []Gauges, notReady string, o Options) matrix.Cell {
 	out := Outcome{C: cell.Concurrency, Loop: w.loopErr(), Failures: w.failures(), NotReady: notReady, Occupancy: Occupy(readings)}
 	if ctx.Err() != nil && out.Loop == nil {
 		out.Failures = append([]string{"canceled: " + ctx.Err().Error()}, out.Failures...)
 	}
 	cell.Status, cell.Reason = Classify(out)
 	if err := r.drain(ctx, o); err != nil && ctx.Err() == nil {
-		cell.Status = rmatrix.Failed
+		cell.Status = matrix.Failed
 		cell.Reason = joinReason(cell.Reason, "after the cell: "+err.Error())
 	}
 	// A loop voids the cell (the peer's aggregate −3): figures of a model
 	// repeating itself measure nothing worth keeping.
-	if start.IsZero() || cell.Status == rmatrix.Looped {
+	if start.IsZero() || cell.Status == matrix.Looped {
 		return cell
 	}
 	if !Figures(&cell, w.all(), start, end, out.Occupancy) &&
-		(cell.Status == rmatrix.Valid || cell.Status == rmatrix.RequestsQueued) {
-		cell.Status = rmatrix.Failed
+		(cell.Status == matrix.Valid || cell.Status == matrix.RequestsQueued) {
+		cell.Status = matrix.Failed
 		cell.Reason = joinReason(cell.Reason, "no token arrived inside the window")
 	}
 	return cell
@@ -584,7 +584,7 @@ func (r *Runner) finish(ctx context.Context, cell rmatrix.Cell, w *workers, star
 // warm-up included (as the peer reports them); completed = streams that
 // ended cleanly inside; average active from the window's gauge readings.
 // False when no token arrived inside the window.
-func Figures(cell *rmatrix.Cell, results []*stream.Result, start, end time.Time, occ Occupancy) bool {
+func Figures(cell *matrix.Cell, results []*stream.Result, start, end time.Time, occ Occupancy) bool {
 	win := stream.Measure(results, start, end)
 	if win.Last.IsZero() {
 		return false
@@ -636,14 +636,14 @@ func median(xs []float64) *float64 {
 
 func ptr[T any](v T) *T { return &v }
 
-func prefillLine(p rmatrix.Prefill) string {
+func prefillLine(p matrix.Prefill) string {
 	if p.TokS == nil {
 		return p.Status.Label() + ": " + p.Reason
 	}
 	return fmt.Sprintf("%.1f tok/s, TTFT %.0f ms (%d prompt tokens)", *p.TokS, *p.TTFTMs, *p.PromptTokens)
 }
 
-func cellLine(c rmatrix.Cell) string {
+func cellLine(c matrix.Cell) string {
 	s := c.Status.Label()
 	if c.TotalTokS != nil {
 		s = fmt.Sprintf("%.1f tok/s total, %s", *c.TotalTokS, s)

@@ -1,4 +1,4 @@
-package tokens_test
+package decode_test
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
-	"github.com/vetbench/vetbench/bench/config"
-	"github.com/vetbench/vetbench/bench/tokens"
-	"github.com/vetbench/vetbench/bench/tokens/tokenstest"
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/decode/tokenstest"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // tick is a clock that moves 1 ms on every reading: every figure is then
@@ -48,23 +48,23 @@ func start(t *testing.T, cfg tokenstest.Config) *tokenstest.Server {
 	return s
 }
 
-func runner(t *testing.T, srv *tokenstest.Server, opts ...tokens.Option) *tokens.Runner {
+func runner(t *testing.T, srv *tokenstest.Server, opts ...decode.Option) *decode.Runner {
 	t.Helper()
 	ep := bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}
-	r, err := tokens.NewRunner(t.Context(), ep, config.Default(), opts...)
+	r, err := decode.NewRunner(t.Context(), ep, config.Default(), opts...)
 	require.NoError(t, err)
 	return r
 }
 
-func point(workload string, c, out, repeats, warmup int) tokens.Point {
-	return tokens.Point{Workload: workload, Concurrency: c, OutputTokens: out, Repeats: repeats, Warmup: warmup}
+func point(workload string, c, out, repeats, warmup int) decode.Point {
+	return decode.Point{Workload: workload, Concurrency: c, OutputTokens: out, Repeats: repeats, Warmup: warmup}
 }
 
 func TestMeasureVerifiesEveryRequest(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{GPUBlocks: 1000, BlockSize: 16})
 	r := runner(t, srv)
-	rec, err := r.Measure(t.Context(), point(rtokens.WorkloadText, 4, 16, 2, 1))
+	rec, err := r.Measure(t.Context(), point(tokens.WorkloadText, 4, 16, 2, 1))
 	require.NoError(t, err)
 
 	s := rec.Summary
@@ -88,13 +88,13 @@ func TestMeasureVerifiesEveryRequest(t *testing.T) {
 	require.NotNil(t, s.TTFTMs)
 	require.NotNil(t, s.TPOTMs)
 	require.Nil(t, rec.Stopped)
-	require.Equal(t, rtokens.CacheUniquePrompts, rec.Identity.CacheIsolation)
+	require.Equal(t, tokens.CacheUniquePrompts, rec.Identity.CacheIsolation)
 	require.Equal(t, "org/fake", rec.Identity.Model, "the served root names the weights")
 	require.Equal(t, "0.0.0-fake", rec.Identity.ServerBuild)
 	require.Equal(t, "1000", rec.Identity.Profile["num_gpu_blocks"])
-	require.Equal(t, tokens.Sampling, rec.Identity.Sampling)
-	require.Equal(t, tokens.Digest(rtokens.WorkloadText), rec.Identity.PromptDigest)
-	_, err = rtokens.Marshal(rec)
+	require.Equal(t, decode.Sampling, rec.Identity.Sampling)
+	require.Equal(t, decode.Digest(tokens.WorkloadText), rec.Identity.PromptDigest)
+	_, err = tokens.Marshal(rec)
 	require.NoError(t, err, "the receipt validates (figures recomputed)")
 
 	// On the wire: 12 requests (4 warm-up, 8 measured), each greedy,
@@ -113,7 +113,7 @@ func TestMeasureVerifiesEveryRequest(t *testing.T) {
 		tags[tag] = true
 	}
 	// A second point of the same run shares no tag with the first.
-	_, err = r.Measure(t.Context(), point(rtokens.WorkloadText, 2, 4, 1, 0))
+	_, err = r.Measure(t.Context(), point(tokens.WorkloadText, 2, 4, 1, 0))
 	require.NoError(t, err)
 	for _, q := range srv.Requests()[12:] {
 		require.False(t, tags[q.Text[:strings.Index(q.Text, "]")+1]])
@@ -123,7 +123,7 @@ func TestMeasureVerifiesEveryRequest(t *testing.T) {
 func TestOneImageRequestsCarryAnImageOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{})
-	rec, err := runner(t, srv).Measure(t.Context(), point(rtokens.WorkloadOneImage, 3, 4, 1, 0))
+	rec, err := runner(t, srv).Measure(t.Context(), point(tokens.WorkloadOneImage, 3, 4, 1, 0))
 	require.NoError(t, err)
 	require.Equal(t, 12, rec.Summary.TotalVerifiedOutputTokens)
 	seen := map[string]bool{}
@@ -136,7 +136,7 @@ func TestOneImageRequestsCarryAnImageOfTheirOwn(t *testing.T) {
 		seen[q.Images[0]] = true
 		require.Equal(t, 10+(len(q.Text)+3)/4+256, q.Prompt)
 	}
-	require.NotEqual(t, tokens.Digest(rtokens.WorkloadText), rec.Identity.PromptDigest)
+	require.NotEqual(t, decode.Digest(tokens.WorkloadText), rec.Identity.PromptDigest)
 }
 
 func TestShortStreamIsCountedAndFailsThePoint(t *testing.T) {
@@ -148,8 +148,8 @@ func TestShortStreamIsCountedAndFailsThePoint(t *testing.T) {
 		return q.MaxTokens
 	}
 	srv := start(t, tokenstest.Config{Tokens: short})
-	rec, err := runner(t, srv).Measure(t.Context(), point(rtokens.WorkloadText, 4, 12, 2, 0))
-	require.ErrorIs(t, err, tokens.ErrFailures)
+	rec, err := runner(t, srv).Measure(t.Context(), point(tokens.WorkloadText, 4, 12, 2, 0))
+	require.ErrorIs(t, err, decode.ErrFailures)
 	require.ErrorContains(t, err, "1 of 8 requests failed or came back short (1 short)")
 	require.NotNil(t, rec)
 	require.Equal(t, 1, rec.Summary.Short)
@@ -159,11 +159,11 @@ func TestShortStreamIsCountedAndFailsThePoint(t *testing.T) {
 		classes = append(classes, q.ErrorClass)
 	}
 	require.Contains(t, classes, "short")
-	_, err = rtokens.Marshal(rec)
+	_, err = tokens.Marshal(rec)
 	require.NoError(t, err, "a failed point still has a valid receipt")
 
 	// Accepted: 1 of 8 is within 0.2.
-	p := point(rtokens.WorkloadText, 4, 12, 2, 0)
+	p := point(tokens.WorkloadText, 4, 12, 2, 0)
 	p.MaxFailed = 0.2
 	srv2 := start(t, tokenstest.Config{Tokens: short})
 	rec, err = runner(t, srv2).Measure(t.Context(), p)
@@ -173,7 +173,7 @@ func TestShortStreamIsCountedAndFailsThePoint(t *testing.T) {
 
 	// Positive control: the same server without the short stream passes.
 	srv3 := start(t, tokenstest.Config{})
-	rec, err = runner(t, srv3).Measure(t.Context(), point(rtokens.WorkloadText, 4, 12, 2, 0))
+	rec, err = runner(t, srv3).Measure(t.Context(), point(tokens.WorkloadText, 4, 12, 2, 0))
 	require.NoError(t, err)
 	require.Zero(t, rec.Summary.Short)
 }
@@ -189,8 +189,8 @@ func TestFailedRequestsAreKept(t *testing.T) {
 		}
 		return 0
 	}})
-	rec, err := runner(t, srv).Measure(t.Context(), point(rtokens.WorkloadText, 4, 8, 1, 0))
-	require.ErrorIs(t, err, tokens.ErrFailures)
+	rec, err := runner(t, srv).Measure(t.Context(), point(tokens.WorkloadText, 4, 8, 1, 0))
+	require.ErrorIs(t, err, decode.ErrFailures)
 	require.Equal(t, 2, rec.Summary.Failed)
 	classes := map[string]int{}
 	for _, q := range rec.Runs[0].Requests {
@@ -202,13 +202,13 @@ func TestFailedRequestsAreKept(t *testing.T) {
 func TestEveryRequestFailingStopsThePoint(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{Fail: func(tokenstest.Request) int { return 503 }})
-	rec, err := runner(t, srv).Measure(t.Context(), point(rtokens.WorkloadText, 2, 8, 3, 1))
-	require.ErrorIs(t, err, tokens.ErrStopped)
+	rec, err := runner(t, srv).Measure(t.Context(), point(tokens.WorkloadText, 2, 8, 3, 1))
+	require.ErrorIs(t, err, decode.ErrStopped)
 	require.NotNil(t, rec.Stopped)
 	require.Equal(t, "error", rec.Stopped.Reason)
 	require.Contains(t, rec.Stopped.Message, "warm-up 1")
 	require.Empty(t, rec.Runs)
-	_, err = rtokens.Marshal(rec)
+	_, err = tokens.Marshal(rec)
 	require.NoError(t, err)
 }
 
@@ -222,13 +222,13 @@ func TestCancelKeepsFinishedRepeats(t *testing.T) {
 		}
 		return q.MaxTokens
 	}, TokenDelay: time.Millisecond})
-	rec, err := runner(t, srv).Measure(ctx, point(rtokens.WorkloadText, 2, 50, 3, 0))
-	require.ErrorIs(t, err, tokens.ErrStopped)
+	rec, err := runner(t, srv).Measure(ctx, point(tokens.WorkloadText, 2, 50, 3, 0))
+	require.ErrorIs(t, err, decode.ErrStopped)
 	require.Equal(t, "canceled", rec.Stopped.Reason)
 	require.Len(t, rec.Runs, 1)
 	require.Equal(t, 1, rec.Stopped.Runs)
 	require.Equal(t, 100, rec.Summary.TotalVerifiedOutputTokens)
-	_, err = rtokens.Marshal(rec)
+	_, err = tokens.Marshal(rec)
 	require.NoError(t, err)
 }
 
@@ -236,11 +236,11 @@ func TestLittlesLawOnATokenRun(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{})
 	clk := newTick()
-	r := runner(t, srv, tokens.WithClock(clk.Now))
+	r := runner(t, srv, decode.WithClock(clk.Now))
 	// One request at a time: on a clock that ticks per reading, other
 	// streams' readings would count as time too (so they do in real time,
 	// by microseconds, not by whole ticks).
-	rec, err := r.Measure(t.Context(), point(rtokens.WorkloadText, 1, 200, 2, 0))
+	rec, err := r.Measure(t.Context(), point(tokens.WorkloadText, 1, 200, 2, 0))
 	require.NoError(t, err)
 	ll := rec.Runs[0].LittlesLaw
 	require.True(t, ll.OK, "%v", ll.Problems)
@@ -252,9 +252,9 @@ func TestLittlesLawOnATokenRun(t *testing.T) {
 	// clock stopped (a blocked hand-off) breaks L = λW, and the receipt
 	// says so.
 	clk2 := newTick()
-	r2 := runner(t, srv, tokens.WithClock(clk2.Now))
+	r2 := runner(t, srv, decode.WithClock(clk2.Now))
 	r2.SetAfterDo(func() { clk2.Add(2 * time.Second) })
-	rec, err = r2.Measure(t.Context(), point(rtokens.WorkloadText, 1, 200, 1, 0))
+	rec, err = r2.Measure(t.Context(), point(tokens.WorkloadText, 1, 200, 1, 0))
 	require.NoError(t, err)
 	ll = rec.Runs[0].LittlesLaw
 	require.False(t, ll.OK)
@@ -266,21 +266,21 @@ func TestLittlesLawOnATokenRun(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{})
-	rec, err := runner(t, srv, tokens.WithClock(newTick().Now)).Measure(t.Context(), point(rtokens.WorkloadText, 2, 10, 1, 0))
+	rec, err := runner(t, srv, decode.WithClock(newTick().Now)).Measure(t.Context(), point(tokens.WorkloadText, 2, 10, 1, 0))
 	require.NoError(t, err)
 	got := map[string]float64{}
-	for _, m := range tokens.Metrics(rec) {
+	for _, m := range decode.Metrics(rec) {
 		got[m.Unit] = m.Value
 	}
 	s := rec.Summary
-	require.Equal(t, s.AggregateOutputTokS, got[tokens.OutputTokPerSec])
-	require.Equal(t, s.AggregateOutputTokS/2, got[tokens.RequestTokPerSec])
-	require.Equal(t, s.MeanTPOTMs/1000, got[tokens.MeanTPOTSec])
-	require.Equal(t, s.TTFTMs.P50/1000, got[tokens.TTFTP50Sec])
-	require.Equal(t, s.TPOTMs.P99/1000, got[tokens.TPOTP99Sec])
-	require.Equal(t, 0.0, got[tokens.FailedRequests])
+	require.Equal(t, s.AggregateOutputTokS, got[decode.OutputTokPerSec])
+	require.Equal(t, s.AggregateOutputTokS/2, got[decode.RequestTokPerSec])
+	require.Equal(t, s.MeanTPOTMs/1000, got[decode.MeanTPOTSec])
+	require.Equal(t, s.TTFTMs.P50/1000, got[decode.TTFTP50Sec])
+	require.Equal(t, s.TPOTMs.P99/1000, got[decode.TPOTP99Sec])
+	require.Equal(t, 0.0, got[decode.FailedRequests])
 	units := map[string]bool{}
-	for _, u := range tokens.Units() {
+	for _, u := range decode.Units() {
 		units[u.Name] = true
 		require.NotContains(t, u.Name, " ")
 	}
@@ -292,10 +292,10 @@ func TestMetrics(t *testing.T) {
 func TestPointValidation(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{})
-	_, err := runner(t, srv).Measure(t.Context(), tokens.Point{Workload: "text"})
+	_, err := runner(t, srv).Measure(t.Context(), decode.Point{Workload: "text"})
 	require.ErrorContains(t, err, "concurrency 0")
 	require.ErrorContains(t, err, "repeats 0")
 	_, err = runner(t, srv).Measure(t.Context(), point("video", 1, 1, 1, 0))
 	require.ErrorContains(t, err, `workload "video"`)
-	require.False(t, errors.Is(err, tokens.ErrFailures))
+	require.False(t, errors.Is(err, decode.ErrFailures))
 }

@@ -23,7 +23,7 @@ import (
 const (
 	ReceiptsDir  = "receipts"      // pass 1's receipts; pass k's in receipts/pass<k>
 	BenchFile    = "bench.txt"     // benchmark lines (go test -bench format)
-	SettingsFile = "settings.toml" // the run's effective settings (bench/config)
+	SettingsFile = "settings.toml" // the run's effective settings (bench/sweep/config)
 	TwinLog      = "twin.log"      // the container twin's log (testcontainers)
 )
 

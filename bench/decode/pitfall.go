@@ -1,4 +1,4 @@
-package tokens
+package decode
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	rtokens "github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // Inflation is one level of the cache-pitfall ladder: the same point
@@ -15,7 +15,7 @@ import (
 // prompts of their own.
 type Inflation struct {
 	Concurrency    int
-	Shared, Unique *rtokens.Receipt
+	Shared, Unique *tokens.Receipt
 	// Rel is shared ÷ unique aggregate tok/s − 1: how much the warm
 	// ladder overstates throughput (0 when the workload gives the cache
 	// nothing to save, a fact about the workload, not the cache).
@@ -29,7 +29,7 @@ type Inflation struct {
 // the unique ladder cannot warm it. The receipts say which is which
 // (identity.cache_isolation).
 func CachePitfall(ctx context.Context, shared, unique *Runner, base Point, levels []int) ([]Inflation, error) {
-	if shared.prompts.Isolation() != rtokens.CacheSharedPrompts || unique.prompts.Isolation() != rtokens.CacheUniquePrompts {
+	if shared.prompts.Isolation() != tokens.CacheSharedPrompts || unique.prompts.Isolation() != tokens.CacheUniquePrompts {
 		return nil, fmt.Errorf("cache pitfall: want a shared-prompt runner and a unique-prompt runner")
 	}
 	var out []Inflation
@@ -61,7 +61,7 @@ func WriteInflation(w io.Writer, ins []Inflation) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "c\tshared tok/s\tunique tok/s\tinflation\tTTFT p50 shared\tTTFT p50 unique")
 	for _, in := range ins {
-		ttft := func(r *rtokens.Receipt) string {
+		ttft := func(r *tokens.Receipt) string {
 			if r.Summary.TTFTMs == nil {
 				return "—"
 			}
