@@ -86,9 +86,15 @@ func (c *collector) event(t time.Time, data []byte) (Update, bool, error) {
 	}
 	r := c.res
 	if len(ch.Choices) > 0 {
+		// vllm bench serve's record (endpoint_request_func.py, chat): the
+		// first chunk with choices is its TTFT, every later one adds a gap
+		// to its ITL list, the last one ends its latency.
 		if r.FirstChunk.IsZero() {
 			r.FirstChunk = t
+		} else {
+			r.ChunkGaps = append(r.ChunkGaps, t.Sub(r.LastChunk))
 		}
+		r.LastChunk = t
 		// n = 1 requests: choice 0 only.
 		for _, cc := range ch.Choices {
 			if cc.Index != 0 {
