@@ -81,7 +81,8 @@ type Point struct {
 // PointFrom is the point cfg asks for at a workload and concurrency.
 func PointFrom(cfg config.Tokens, workload string, c int) Point {
 	return Point{Workload: workload, Concurrency: c, OutputTokens: cfg.OutputTokens, Repeats: cfg.Repeats,
-		Warmup: cfg.Warmup, MaxFailed: cfg.MaxFailed}
+		Warmup: cfg.Warmup, MaxFailed: cfg.MaxFailed, NumPrompts: cfg.NumPrompts, RequestRate: cfg.RequestRate,
+		Burstiness: cfg.Burstiness, ServeGoodput: cfg.Goodput, MetricPercentiles: cfg.MetricPercentiles}
 }
 
 // receiptPoint is the point as its receipt records it.
@@ -218,8 +219,12 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 		rec.Stopped = &tokens.Stopped{Reason: reason, Message: msg, Runs: len(rec.Runs)}
 	}
 	var stopErr error
+	// A warm-up is a closed batch of one request per slot (refilled or
+	// not): it opens the connections the point holds in flight.
+	warm := p
+	warm.NumPrompts, warm.RequestRate = 0, 0
 	for i := range p.Warmup {
-		run, err := r.batch(ctx, p)
+		run, err := r.batch(ctx, warm)
 		if err == nil && run.GeneratedTokens == 0 && len(run.Requests) > 0 {
 			err = fmt.Errorf("every warm-up request failed: %s", run.Requests[0].Error)
 		}

@@ -46,7 +46,7 @@ func TestTokensCommand(t *testing.T) {
 	require.Equal(t, exitPass, code, stderr)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	require.Len(t, lines, 4, stdout)
-	require.Regexp(t, `^text +c=1 +[0-9.]+ tok/s +[0-9.]+ tok/s/request +TPOT +[0-9.]+ ms +TTFT p50 +[0-9.]+ ms +verified 32/32 tokens$`, lines[0])
+	require.Regexp(t, `^text +c=1 +[0-9.]+ tok/s +[0-9.]+ tok/s/request +batch +[0-9.]+ ms/token +\| vllm: median TTFT [0-9.]+ ms, TPOT [0-9.]+ ms, ITL [0-9.]+ ms \(p99 [0-9.]+\) +verified 32/32 tokens$`, lines[0])
 	require.Contains(t, lines[3], "one_image c=4")
 	require.Contains(t, lines[3], "verified 128/128 tokens")
 
@@ -110,8 +110,7 @@ func TestTokensCompareWithThePublishedReceipt(t *testing.T) {
 	environ, _ := fakeEnv(t, tokenstest.Config{})
 	stdout, stderr, code := runEnv(t, environ, "tokens", "-workload", "text", "-levels", "1,4", "-repeats", "1", "-baseline", published)
 	require.Equal(t, exitPass, code, stderr)
-	require.Contains(t, stdout, "workload  c  output  aggregate tok/s")
-	require.Regexp(t, `text +1 +128 +156\.6 → [0-9.]+ \(\+[0-9.]+%\)`, stdout)
+	require.Regexp(t, `workload=text/c=1/output=128 +aggregate_output_tok_s +published token-throughput receipt +156\.58 → [0-9.]+ \(\+[0-9.]+%\)`, stdout)
 	require.Contains(t, stdout, "only in baseline: workload=one_image/c=1/output=128")
 }
 
@@ -123,8 +122,8 @@ func TestTokensCompareWithoutMeasuring(t *testing.T) {
 	dirs := []string{filepath.Join(environ["VETBENCH_OUT"], "receipts")}
 	stdout, stderr, code := runEnv(t, nil, "tokens", "-baseline", published, "-candidate", dirs[0])
 	require.Equal(t, exitPass, code, stderr)
-	require.Regexp(t, `one_image +1 +128 +127\.9 → `, stdout)
-	require.Regexp(t, `text +1 +128 +156\.6 → `, stdout)
+	require.Regexp(t, `workload=one_image/c=1/output=128 +aggregate_output_tok_s .* 127\.91 → `, stdout)
+	require.Regexp(t, `workload=text/c=1/output=128 +aggregate_output_tok_s .* 156\.58 → `, stdout)
 	require.Contains(t, stdout, "only in baseline: workload=text/c=32/output=128")
 
 	stdout, _, code = runEnv(t, nil, "tokens", "-json", "-baseline", published, "-candidate", dirs[0])

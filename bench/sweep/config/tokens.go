@@ -144,11 +144,11 @@ func tokenServeSettings() []setting {
 	tok := []Scope{ScopeTokens}
 	return []setting{
 		{env: EnvTokensNumPrompts, flag: "num-prompts", key: "tokens.num_prompts", scopes: tok, def: "0",
-			show:  func(c *Config) string { return strconv.Itoa(c.Tokens.NumPrompts) },
+			show:  func(c *Config) string { return unlessZero(c.Tokens.NumPrompts != 0, strconv.Itoa(c.Tokens.NumPrompts)) },
 			usage: "`n` requests per repeat through -levels refilled slots, as vllm bench serve --max-concurrency C --num-prompts N; 0 sends closed batches (" + EnvTokensNumPrompts + ")",
 			set:   func(c *Config, v string) (err error) { c.Tokens.NumPrompts, err = atLeast(v, 0); return err }},
 		{env: EnvTokensRequestRate, flag: "request-rate", key: "tokens.request_rate", scopes: tok, def: "inf",
-			show:  func(c *Config) string { return tomlFloat(c.Tokens.RequestRate) },
+			show:  func(c *Config) string { return unlessZero(c.Tokens.RequestRate != 0, tomlFloat(c.Tokens.RequestRate)) },
 			usage: "refilled slots: requests per `second` on vllm bench serve's gamma schedule, inf = all queued at once (" + EnvTokensRequestRate + ")",
 			set: func(c *Config, v string) error {
 				v = strings.TrimSpace(v)
@@ -164,7 +164,7 @@ func tokenServeSettings() []setting {
 				return nil
 			}},
 		{env: EnvTokensBurstiness, flag: "burstiness", key: "tokens.burstiness", scopes: tok, def: "1",
-			show:  func(c *Config) string { return tomlFloat(c.Tokens.Burstiness) },
+			show:  func(c *Config) string { return unlessZero(c.Tokens.Burstiness != 0, tomlFloat(c.Tokens.Burstiness)) },
 			usage: "refilled slots at a rate: the gamma `shape` of inter-arrival times, 1 = Poisson (" + EnvTokensBurstiness + ")",
 			set: func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -175,14 +175,18 @@ func tokenServeSettings() []setting {
 				return nil
 			}},
 		{env: EnvTokensGoodput, flag: "goodput", key: "tokens.goodput", scopes: tok,
-			show:  func(c *Config) string { return tomlString(FormatGoodput(c.Tokens.Goodput)) },
+			show: func(c *Config) string {
+				return unlessZero(len(c.Tokens.Goodput) > 0, tomlString(FormatGoodput(c.Tokens.Goodput)))
+			},
 			usage: "vllm bench serve --goodput `SLOs` for request_goodput: \"ttft:MS tpot:MS e2el:MS\" (" + EnvTokensGoodput + ")",
 			set: func(c *Config, v string) (err error) {
 				c.Tokens.Goodput, err = ParseGoodput(v)
 				return err
 			}},
 		{env: EnvTokensPercentiles, flag: "metric-percentiles", key: "tokens.metric_percentiles", sep: ",", scopes: tok, def: "99",
-			show:  func(c *Config) string { return tomlFloats(c.Tokens.MetricPercentiles) },
+			show: func(c *Config) string {
+				return unlessZero(len(c.Tokens.MetricPercentiles) > 0, tomlFloats(c.Tokens.MetricPercentiles))
+			},
 			usage: "comma-separated `percentiles` of TTFT, TPOT, ITL and E2EL, as vllm bench serve --metric-percentiles (" + EnvTokensPercentiles + ")",
 			set: func(c *Config, v string) error {
 				var out []float64
@@ -233,6 +237,15 @@ func FormatGoodput(m map[string]float64) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// unlessZero is v when set, else "" (settings.toml leaves the key out: a
+// closed batch says nothing of loads).
+func unlessZero(set bool, v string) string {
+	if !set {
+		return ""
+	}
+	return v
 }
 
 func tomlFloats(fs []float64) string {
