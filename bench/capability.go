@@ -46,11 +46,11 @@ func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model stri
 	if s.Info.Version != "" {
 		build = "vLLM " + s.Info.Version
 	}
-	why := fmt.Sprintf("scoring mode %s needs logprob_token_ids, and this server (%s) ignores it: a one-token request asking for ids %v got %s of them back (the field arrived in vLLM PR #43463)",
-		judgments.ModeTokenIDs, build, got.Asked, countWord(len(got.Asked)-len(got.Missing)))
+	why := fmt.Sprintf("scoring mode %s needs logprob_token_ids (vLLM >= %s, PR #43463), and this server (%s) ignores it: a one-token request asking for ids %v got %s of them back",
+		judgments.ModeTokenIDs, probe.TokenIDsMinVersion, build, got.Asked, countWord(len(got.Asked)-len(got.Missing)))
 	if !s.Config.ScoringFallback {
-		return &tokenIDsError{msg: fmt.Sprintf("%s; set %s=%s to score from the top logprobs, or %s=true to let a run fall back by itself",
-			why, config.EnvScoring, judgments.ModeTopLogprobs, config.EnvScoringFallback)}
+		return &tokenIDsError{msg: fmt.Sprintf("%s; upgrade to vLLM >= %s, or on an older server set %s=%s to score from the top logprobs, or %s=true to let a run fall back by itself",
+			why, probe.TokenIDsMinVersion, config.EnvScoring, judgments.ModeTopLogprobs, config.EnvScoringFallback)}
 	}
 	s.Client = s.newClient(model, judgments.ModeTopLogprobs)
 	s.Fallback = fmt.Sprintf("%s → %s: %s (%s=true)", judgments.ModeTokenIDs, judgments.ModeTopLogprobs, why, config.EnvScoringFallback)
