@@ -123,6 +123,9 @@ func (r *Run) Pass(ctx context.Context) iter.Seq2[Outcome, error] {
 				yield(Outcome{Step: st}, ErrInterrupted)
 				return
 			}
+			if r.opts.OnStep != nil {
+				r.opts.OnStep(st)
+			}
 			o, err := r.step(ctx, st)
 			if !yield(o, err) || err != nil {
 				return

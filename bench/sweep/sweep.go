@@ -52,6 +52,9 @@ type Options struct {
 	Sets map[string]fixtures.Set
 	// OnProgress is given to every session (bench.Session.OnProgress).
 	OnProgress func(bench.Progress)
+	// OnStep, when set, is told as each step of a pass begins (a console
+	// counts the points of the run).
+	OnStep func(Step)
 	// Warn gets what the run wants the user to know that is no error (the
 	// configuration lines incomplete); nil drops it.
 	Warn func(string)

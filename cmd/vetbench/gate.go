@@ -318,6 +318,11 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		files[i] = dir.File(rundir.BenchFile)
 	}
 	order := sweep.Interleave(o.count, ta.live(), tb.live())
+	points := 0
+	for _, i := range order {
+		points += len(runs[i].Steps())
+	}
+	prog.Plan(points)
 	done := [2]int{}
 	start := e.now()
 	for n, i := range order {

@@ -86,6 +86,7 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		return failOpen(ctx, e, "run", err)
 	}
 	prog.SetTimeScale(run.Scale().Factor)
+	prog.Plan(*count * len(run.Steps()))
 	fmt.Fprintln(e.stdout, targetLine("", run))
 	fmt.Fprintf(e.stderr, "vetbench run: results in %s\n", dir.Path)
 	code := exitPass

@@ -25,6 +25,7 @@ func (e *env) runOptions(cmd string, prog *progress.Renderer, sets map[string]fi
 	}
 	if prog != nil {
 		o.OnProgress = prog.Observe
+		o.OnStep = func(sweep.Step) { prog.Next() }
 	}
 	return o
 }

@@ -308,4 +308,3 @@ type pitfallLevel struct {
 	Inflation    float64 `json:"inflation"`
 	TTFTRelative float64 `json:"ttft_relative"`
 }
-
