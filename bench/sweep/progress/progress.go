@@ -58,8 +58,8 @@ type Renderer struct {
 	// point in flight (1-based) and when the first began (wall clock).
 	points, point int
 	runStart      time.Time
-	drawn     bool      // a line is on the terminal, the cursor saved before it
-	last      time.Time // when the last line was written
+	drawn         bool      // a line is on the terminal, the cursor saved before it
+	last          time.Time // when the last line was written
 }
 
 // Option configures a Renderer.
