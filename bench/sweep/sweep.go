@@ -94,14 +94,13 @@ type Run struct {
 	sessions map[string]*bench.Session
 }
 
-// Open starts the target cfg names and, when dir is not nil, writes
-// settings.toml there and opens bench.txt with the run's configuration
-// lines (the container twin logs to dir/twin.log).
+// Open starts the target cfg names and, when dir is not nil, records the
+// run there (Record; the container twin logs to dir/twin.log).
 func Open(ctx context.Context, cfg config.Config, dir *rundir.Dir, o Options) (*Run, error) {
 	if o.Sets == nil {
 		o.Sets = map[string]fixtures.Set{}
 	}
-	r := &Run{Config: cfg, Dir: dir, opts: o, sessions: map[string]*bench.Session{}}
+	r := &Run{Config: cfg, opts: o, sessions: map[string]*bench.Session{}}
 	if dir != nil && cfg.Target.Endpoint == "" && cfg.Twin.Placement != receipts.TargetInProcess {
 		log, err := os.OpenFile(dir.File(rundir.TwinLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
@@ -116,10 +115,26 @@ func Open(ctx context.Context, cfg config.Config, dir *rundir.Dir, o Options) (*
 	if dir == nil {
 		return r, nil
 	}
-	if err := r.openBenchFile(ctx); err != nil {
+	if err := r.Record(ctx, dir); err != nil {
 		return nil, errors.Join(err, r.Target.Close())
 	}
 	return r, nil
+}
+
+// Record makes dir the run's results directory: it writes settings.toml
+// there and opens bench.txt with the run's configuration lines. A command
+// that first checks the target answers (a token runner's probe) records
+// only then, so that a target that does not leaves no empty run behind.
+func (r *Run) Record(ctx context.Context, dir *rundir.Dir) error {
+	if r.Dir != nil {
+		return errors.New("run already recorded in " + r.Dir.Path)
+	}
+	r.Dir = dir
+	if err := r.openBenchFile(ctx); err != nil {
+		r.Dir = nil
+		return err
+	}
+	return nil
 }
 
 // openBenchFile writes settings.toml and opens bench.txt, its configuration

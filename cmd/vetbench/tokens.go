@@ -91,11 +91,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if *pitfall {
 		return runPitfall(ctx, e, cfg, *asJSON)
 	}
-	dir, err := openRunDir(e, cfg)
-	if err != nil {
-		return fail(exitNoVerdict, err)
-	}
-	run, err := sweep.Open(ctx, cfg, dir, e.runOptions("tokens", nil, nil, sweep.Tokens))
+	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("tokens", nil, nil, sweep.Tokens))
 	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
@@ -107,6 +103,14 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 		}
 	}()
 	tr, err := run.TokenRunner(ctx)
+	if err != nil {
+		code = fail(exitNoVerdict, err)
+		return code
+	}
+	dir, err := openRunDir(e, cfg)
+	if err == nil {
+		err = run.Record(ctx, dir)
+	}
 	if err != nil {
 		code = fail(exitNoVerdict, err)
 		return code
