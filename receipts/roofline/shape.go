@@ -467,6 +467,17 @@ func (s *Shape) kvHeld(context, tp int) float64 {
 	return b
 }
 
+// KVBytesPerGPU is KVBytesPerToken on one of tp GPUs (a replicated
+// one-head cache counts whole on each).
+func (s *Shape) KVBytesPerGPU(tp int) float64 {
+	b := 0.0
+	for _, g := range s.groups {
+		share := math.Ceil(float64(g.heads)/float64(max(tp, 1))) / float64(g.heads)
+		b += float64(g.storeBytes) / float64(g.ratio) * share
+	}
+	return b
+}
+
 // WeightBytesPerGPU is what one of tp GPUs holds: its shard of the
 // sharded weights (the embedding and lm_head vocab-parallel, each
 // expert's share of its width) and every replicated weight whole.
