@@ -16,7 +16,6 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/decode"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
@@ -208,7 +207,7 @@ func npPercentile(xs []float64, q float64) float64 {
 func serveRunner(t *testing.T, srv *httptest.Server, clock *scripted) *decode.Runner {
 	t.Helper()
 	ep := bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}
-	r, err := decode.NewRunner(t.Context(), ep, config.Default(), decode.WithClock(clock.Now))
+	r, err := decode.NewRunner(t.Context(), ep, decode.WithClock(clock.Now))
 	require.NoError(t, err)
 	return r
 }
