@@ -170,6 +170,8 @@ type Comparison struct {
 	Points []*PointComparison
 	// OnlyBase and OnlyCand are points measured on one side only.
 	OnlyBase, OnlyCand []Key
+	// Judged is the verdict once judged (Verdict); WriteText prints it.
+	Judged *Verdict `json:"verdict,omitempty"`
 }
 
 // Compare matches points by key and compares each pair. Two receipts of
@@ -273,6 +275,12 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}
 	for _, k := range c.OnlyCand {
 		fmt.Fprintf(&b, "only in candidate: %s\n", k)
+	}
+	if v := c.Judged; v != nil {
+		fmt.Fprintf(&b, "verdict: %s (margin %.1f%%)\n", v.Outcome, 100*v.Margin)
+		for _, r := range v.Reasons {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
