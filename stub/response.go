@@ -30,7 +30,7 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 	p := r.prompt
 	n := countOptions(p.Text)
 	key := contentKey(p)
-	dist, outcome := s.cfg.replay.lookup(rid, n)
+	dist, outcome := s.cfg.Replay.lookup(rid, n)
 	s.mu.Lock()
 	switch outcome {
 	case replayServed:
@@ -42,26 +42,26 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 	}
 	s.mu.Unlock()
 	if outcome != replayServed {
-		dist = modelDistribution(key, n, s.cfg.spread)
-		dist.addNoise(key, r.batchSeqs, s.cfg.batchNoise)
-		if offFormatDraw(key, s.cfg.vllm.offFormat) {
+		dist = modelDistribution(key, n, s.cfg.Spread)
+		dist.addNoise(key, r.batchSeqs, s.cfg.BatchNoise)
+		if offFormatDraw(key, s.cfg.OffFormat) {
 			dist.makeOffFormat(key)
 		}
 	}
-	if s.cfg.adjust != nil {
+	if s.cfg.Adjust != nil {
 		if item, question, ok := judgments.ParseRequestID(rid); ok {
 			logits := make(map[int]float64, n)
 			for i, v := range dist.cand {
 				logits[controlID(i)] = v
 			}
-			s.cfg.adjust(item, question, logits)
+			s.cfg.Adjust(item, question, logits)
 			for i := range dist.cand {
 				dist.cand[i] = logits[controlID(i)]
 			}
 		}
 	}
 	resp := &chatResponse{
-		id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.model,
+		id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.Model,
 		promptTokens: len(p.Tokens), generated: r.generated, finishReason: r.finishReason,
 		promptDetails: s.promptDetails(r),
 	}
@@ -115,7 +115,7 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 			if k < 0 || k > len(order) {
 				k = len(order)
 			}
-			if lim := s.cfg.profile.MaxLogprobs; lim >= 0 {
+			if lim := s.cfg.Profile.MaxLogprobs; lim >= 0 {
 				k = min(k, lim)
 			}
 			for _, t := range order[:k] {
@@ -197,10 +197,10 @@ func (resp *chatResponse) wire() map[string]any {
 // prompt_tokens; null for a text prompt). A legacy server sends null when
 // nothing was cached, as the older code did.
 func (s *Server) promptDetails(r *request) map[string]any {
-	if !s.cfg.vllm.promptTokensDetails {
+	if !s.cfg.PromptTokensDetails {
 		return nil
 	}
-	if s.cfg.vllm.legacy {
+	if s.cfg.Legacy {
 		if r.numCached == 0 {
 			return nil
 		}

@@ -24,7 +24,10 @@ type clock struct {
 	late time.Duration // running mean of how late timers fire
 }
 
-func (c *clock) now() float64 { return time.Since(c.origin).Seconds() * c.scale }
+func (c *clock) now() float64 { return c.model(time.Since(c.origin)) }
+
+// model is the model seconds that wall duration d stands for.
+func (c *clock) model(d time.Duration) float64 { return d.Seconds() * c.scale }
 
 // sleepUntil blocks until model time t (or ctx ends). Timers fire late by
 // up to a scheduler tick (about 1 ms on some kernels), which a time-scaled
