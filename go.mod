@@ -69,4 +69,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-tool golang.org/x/perf/cmd/benchstat
+tool (
+	github.com/vetbench/vetbench/cmd/vetbench
+	golang.org/x/perf/cmd/benchstat
+)
