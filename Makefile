@@ -75,6 +75,13 @@ gate:
 	@scripts/gate $(GATE_FLAGS) $(BASE) $(CAND) || { s=$$?; \
 	  echo "make gate: vetbench gate exited $$s ($$(case $$s in 1) echo the candidate is slower;; 2) echo could not compare;; 130) echo interrupted;; *) echo failed;; esac)); make exits 2 for any failure" >&2; exit $$s; }
 
+## docs-check: run every checked example of README.md and docs/*.md (fenced
+##             blocks tagged `sh check` or `sh check-slow`: their commands,
+##             exit statuses and stated outputs; docs/development.md);
+##             make test runs the `sh check` ones
+docs-check:
+	VETBENCH_DOCS_CHECK=slow $(GO) test ./cmd/vetbench -count=1 -run '^TestDocExamples$$' -v -timeout 60m
+
 ## vetbench: build the CLI into bin/vetbench, stamped with VERSION (default:
 ##           git describe) through -ldflags; `go install` and `go build` work
 ##           too and take the version from the module and VCS (docs/install.md)
