@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -12,6 +14,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/bench/sweep/interrupt"
+	"github.com/vetbench/vetbench/stub/container"
 )
 
 // The exit contract (0 pass, 1 worse, 2 could not compare, 130
@@ -152,4 +157,57 @@ func waitOpening(t *testing.T, path string) {
 		}
 	}
 	t.Fatalf("no process blocked opening %s", path)
+}
+
+// Two Ctrl-C during a run on the container twin leave no container behind
+// (no reaper runs: TESTCONTAINERS_RYUK_DISABLED). The first cancels, the
+// second — while the run still stops — exits 130 after removing the
+// container (interrupt.AtExit); either way the container the run's
+// twin.log names is gone when vetbench has exited.
+func TestTwoCtrlCLeaveNoContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the container twin")
+	}
+	if err := container.DockerAvailable(t.Context()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true needs a Docker daemon for the container twin: %v", err)
+		}
+		t.Skipf("no Docker daemon: %v", err)
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	bin := vetbenchBinary(t, root)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "-out", out, "-sets", "checks", "-levels", "1,4,16,32", "-count", "50")
+	cmd.Env = append(os.Environ(), "VETBENCH_STUB=container", "TESTCONTAINERS_RYUK_DISABLED=true")
+	var stderr strings.Builder
+	cmd.Stderr, cmd.Stdout = &stderr, io.Discard
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	id := ""
+	for deadline := time.Now().Add(2 * time.Minute); id == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		log, _ := os.ReadFile(filepath.Join(out, "twin.log"))
+		if m := regexp.MustCompile(`Container started: ([0-9a-f]+)`).FindSubmatch(log); m != nil {
+			id = string(m[1])
+		}
+	}
+	require.NotEmpty(t, id, "the container twin never started:\n%s", stderr.String())
+	time.Sleep(500 * time.Millisecond) // measuring
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	time.Sleep(4 * interrupt.Echo) // a second Ctrl-C, not the echo of the first
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case err := <-done:
+		require.Equal(t, exitInterrupted, exitCode(t, err), "%s", stderr.String())
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("two Ctrl-C did not end the run:\n%s", stderr.String())
+	}
+	inspect, err := exec.Command("docker", "ps", "-a", "-q", "--no-trunc", "--filter", "id="+id).Output()
+	require.NoError(t, err)
+	if left := strings.TrimSpace(string(inspect)); left != "" {
+		_ = exec.Command("docker", "rm", "-f", left).Run()
+		t.Fatalf("container %s left behind after two Ctrl-C:\n%s", id, stderr.String())
+	}
 }

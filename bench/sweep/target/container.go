@@ -20,21 +20,19 @@ import (
 // process (interrupt.AtExit): no reaper removes the twin's container
 // (TESTCONTAINERS_RYUK_DISABLED), so a process that exits without it would
 // leave it running on its port. The returned stop terminates once.
-func removedOnExit(terminate func(context.Context) error) (stop func() error) {
+func removedOnExit(terminate func(context.Context) error) func() error {
 	var once sync.Once
 	var err error
-	stop = func() error {
+	once1 := func() error {
 		once.Do(func() { err = terminate(context.Background()) })
 		return err
 	}
 	unregister := interrupt.AtExit(func() {
 		fmt.Fprintln(os.Stderr, "[vetbench] removing the twin's container before exiting")
-		_ = stop()
+		_ = once1()
 	})
-	return func() error { defer unregister(); return stop() }
+	return func() error { defer unregister(); return once1() }
 }
-
-// The only lines that know how the twin's container is run.
 
 // dockerAvailable is nil when a Docker daemon answers.
 func dockerAvailable(ctx context.Context) error { return container.DockerAvailable(ctx) }
