@@ -46,6 +46,7 @@ func workflowSteps(t *testing.T) []ciStep {
 // 2×: answers pass, speed fails, both report, the summary holds the report
 // and never the receipts, and the job's verdict is the worse of the two.
 func TestCIWorkflowSteps(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the twin")
 	}
@@ -121,6 +122,7 @@ size = 2
 // actionlint (a tool of go.mod: Debian has no package) finds nothing in the
 // workflow, and finds a mistake put in a copy of it.
 func TestCIWorkflowLint(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds actionlint")
 	}

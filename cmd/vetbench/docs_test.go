@@ -73,6 +73,7 @@ func docExamples(t *testing.T, path string) []docExample {
 // TestDocExamples runs every checked example of README.md and docs/*.md.
 // VETBENCH_DOCS_CHECK=slow (make docs-check) runs the slow ones too.
 func TestDocExamples(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the documents' commands")
 	}
@@ -123,6 +124,7 @@ func vetbenchBinary(t *testing.T, root string) string {
 // output that the command does not print fails (a positive control for
 // the check itself).
 func TestDocExamplesReader(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "x.md")
 	require.NoError(t, os.WriteFile(path, []byte("text\n```sh\nnot checked\n```\n```sh check\necho hi   # exit 0\n# output contains: hi\nfalse # exit 1\n```\n"), 0o644))
 	ex := docExamples(t, path)

@@ -25,6 +25,7 @@ import (
 // which is why the documents name these forms. Each runs as a user runs
 // it, from the module root, on recorded twin outputs.
 func TestDocumentedInvocationsKeepExitStatus(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds vetbench with the go command")
 	}
@@ -80,6 +81,7 @@ func TestDocumentedInvocationsKeepExitStatus(t *testing.T) {
 // alike. The gate blocks opening a FIFO nobody writes, so only the
 // signals can end it.
 func TestInterruptThroughGoTool(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds vetbench with the go command")
 	}
@@ -165,6 +167,7 @@ func waitOpening(t *testing.T, path string) {
 // container (interrupt.AtExit); either way the container the run's
 // twin.log names is gone when vetbench has exited.
 func TestTwoCtrlCLeaveNoContainer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the container twin")
 	}
