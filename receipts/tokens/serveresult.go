@@ -40,14 +40,16 @@ func ServeResult(r *Receipt) (map[string]any, error) {
 	if p.RequestRate > 0 {
 		rate = p.RequestRate
 	}
-	mode := "closed_batch"
+	// num_prompts is vLLM's per-run count: the refilled run's prompts (its
+	// repeats pooled into one duration), a closed batch's every request.
+	mode, prompts := "closed_batch", r.Summary.Requests
 	if p.NumPrompts > 0 {
-		mode = "refilled_slots"
+		mode, prompts = "refilled_slots", p.NumPrompts
 	}
 	out := map[string]any{
 		"date": r.Started.Format("20060102-150405"), "endpoint_type": "openai-chat", "backend": "openai-chat",
 		"label": "vetbench", "model_id": r.Identity.Model, "tokenizer_id": r.Identity.Model,
-		"num_prompts": r.Summary.Requests, "request_rate": rate, "burstiness": max(p.Burstiness, 1.0),
+		"num_prompts": prompts, "request_rate": rate, "burstiness": max(p.Burstiness, 1.0),
 		"max_concurrency": p.Concurrency, MetaWorkload: p.Workload, MetaOutputTokens: strconv.Itoa(p.OutputTokens), MetaMode: mode,
 		"duration": v.Duration, "completed": v.Completed, "failed": v.Failed,
 		"total_input_tokens": v.TotalInputTokens, "total_output_tokens": v.TotalOutputTokens,
