@@ -4,7 +4,6 @@ import (
 	_ "embed" // the E2B profile's model config
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -206,13 +205,18 @@ type ServeFlags struct {
 	Speculative    *roofline.Speculative
 	// BlockSize is --block-size (0: the profile's 16).
 	BlockSize int
+	// NoHybridKVCache is --disable-hybrid-kv-cache-manager: every layer
+	// then holds every token, sliding-window layers included.
+	NoHybridKVCache bool
 }
 
 // ProfilePhysical builds a profile from first principles: the model's
 // config and dtypes, the GPU's peaks and its family's efficiency
-// constants time every step (roofline), and the KV capacity is what the
-// GPU's memory × gpu_memory_utilization leaves after the weights, in
-// tokens of the model's KV bytes per token. The network and the client
+// constants time every step (roofline), and the KV capacity is vLLM's
+// (roofline.Shape.KVPlan): the GPU's memory × gpu_memory_utilization less
+// the weights and the profile run's activations, per GPU, in blocks of the
+// layer kinds' pages (with the hybrid manager, sliding-window layers hold
+// only their window). The network and the client
 // are not modelled (a profile of a server, not of a path to it).
 func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw roofline.Hardware, eff Efficiency, f ServeFlags) (Profile, error) {
 	if cfg == nil {
@@ -258,17 +262,12 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 		p.BlockSize = f.BlockSize
 	}
 	p.EnablePrefixCaching = !f.NoPrefixCaching
-	tp := max(f.TensorParallel, 1)
-	kvBytes := float64(shape.KVBytesPerToken)
-	if tp > 1 {
-		kvBytes = shape.KVBytesPerGPU(tp)
+	plan, err := shape.KVPlan(hw, roofline.KVLayout{BlockSize: p.BlockSize, Utilization: p.GPUMemoryUtilization, TP: f.TensorParallel,
+		NoHybrid: f.NoHybridKVCache, MaxNumBatchedTokens: p.MaxNumBatchedTokens, MaxNumSeqs: p.MaxNumSeqs})
+	if err != nil {
+		return Profile{}, fmt.Errorf("physical profile: %w", err)
 	}
-	weights := shape.WeightBytesPerGPU(tp)
-	free := hw.MemoryBytes*p.GPUMemoryUtilization - weights
-	if kvBytes <= 0 || free <= 0 {
-		return Profile{}, fmt.Errorf("physical profile: %.3g bytes of weights per GPU leave no KV memory in %.3g × %v", weights, hw.MemoryBytes, p.GPUMemoryUtilization)
-	}
-	p.NumGPUBlocks = int(math.Floor(free / kvBytes / float64(p.BlockSize)))
+	p.NumGPUBlocks = plan.NumBlocks
 	p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepTokenExponent = 0, 0, 0, 0, 1
 	p.FrontendBase, p.FrontendPerPromptToken = eff.FrontendBase, eff.FrontendPerPromptToken
 	p.IngestBase, p.IngestPerPromptToken = eff.IngestBase, eff.IngestPerPromptToken
