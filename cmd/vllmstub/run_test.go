@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/vetbench/vetbench/receipts/roofline"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
 )
 
