@@ -187,14 +187,20 @@ func estimate(o Options, rows []PlanRow, cells int) (Estimate, error) {
 // Text is the estimate in a line, in the server's time and, for a
 // time-scaled twin, in wall time too.
 func (e Estimate) Text(cells, prefill int, scale float64) string {
+	short := func(d time.Duration) string {
+		if d >= time.Minute {
+			return d.Round(time.Second).String()
+		}
+		return d.Round(100 * time.Millisecond).String()
+	}
 	wall := func(d time.Duration) string {
-		s := d.Round(time.Second).String()
+		s := short(d)
 		if scale > 1 {
-			s += fmt.Sprintf(" (%s wall at twin ×%g)", time.Duration(float64(d)/scale).Round(time.Second), scale)
+			s += fmt.Sprintf(" (%s wall at twin ×%g)", short(time.Duration(float64(d)/scale)), scale)
 		}
 		return s
 	}
-	s := fmt.Sprintf("%d cells and %d prefill rows: at least %s, at most %s", cells, prefill, wall(e.Least), wall(e.Most))
+	s := fmt.Sprintf("%d %s and %d prefill %s: at least %s, at most %s", cells, plural(cells, "cell"), prefill, plural(prefill, "row"), wall(e.Least), wall(e.Most))
 	if e.Budget > 0 {
 		s += fmt.Sprintf(" within the budget of %s (each cell's warm-up ≤ %s)", e.Budget, e.CellWarmup.Round(time.Millisecond))
 	}
