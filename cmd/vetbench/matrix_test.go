@@ -186,7 +186,7 @@ func TestMatrixCommandBaseline(t *testing.T) {
 	require.Equal(t, exitPass, code, stderr)
 	stdout, stderr, code := runEnv(t, environ, append(args, "-baseline", first, "-tolerance", "10000%")...)
 	require.Equal(t, exitPass, code, stderr)
-	require.Contains(t, stdout, "3 cells compared: 0 statuses changed, 0 with a figure beyond ±10000%, 0 missing from the candidate: SAME")
+	require.Contains(t, stdout, "3 cells compared: 0 with a status changed, 0 with a figure beyond ±10000%, 0 missing from the candidate: SAME")
 
 	_, stderr, code = runEnv(t, environ, append(args, "-baseline", publishedDeepSeek, "-baseline-subset")...)
 	require.Equal(t, exitNoVerdict, code, stderr)
