@@ -9,9 +9,8 @@ import (
 	"os"
 	"slices"
 
-	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
-	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
@@ -94,12 +93,12 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	tg, err := target.Open(ctx, cfg)
+	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("matrix", nil, nil, sweep.Judgments))
 	if err != nil {
 		return fail(err)
 	}
-	defer tg.Close()
-	r, err := grid.NewRunner(ctx, tg.Endpoint, cfg)
+	defer run.Close(true)
+	r, opts, err := run.MatrixRunner(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -111,7 +110,7 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	printPlan(e.stderr, r, plan, *quiet)
 	if !*quiet {
 		r.Log = e.stderr
-		fmt.Fprintf(e.stderr, "vetbench matrix: target %s %s, model %s\n", tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model)
+		fmt.Fprintf(e.stderr, "vetbench matrix: target %s, model %s\n", run.Describe(), r.Model)
 	}
 	m, runErr := r.Run(ctx, opts)
 	if m == nil {
