@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts/matrix"
@@ -102,7 +103,6 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	opts := grid.OptionsFrom(cfg.Matrix)
 	plan, err := r.Plan(opts)
 	if err != nil {
 		return fail(err)
