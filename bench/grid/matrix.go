@@ -1,4 +1,4 @@
-// Package matrix measures the speed test matrix: for each context length a
+// Package grid measures the speed test matrix: for each context length a
 // prefill row (prompt tokens ÷ time to first token of a cold request) and,
 // for each concurrency C, a cell of fixed-duration sustained decode.
 //
@@ -544,32 +544,7 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 	}
 
 	// Warm-up: until ready, or the timeout (measured anyway, flagged).
-	timeout := o.ReadyTimeout
-	if timeout <= 0 {
-		timeout = ReadyTimeout(tokens)
-	}
-	if o.cellWarmup > 0 {
-		timeout = min(timeout, o.cellWarmup)
-	}
-	ready := Readiness{C: c, Hold: o.Hold}
-	deadline := r.now().Add(timeout)
-	notReady := ""
-	var g Gauges
-	for {
-		g = r.gauges(cellCtx)
-		ok, why := ready.Observe(g, w.streaming())
-		if ok {
-			break
-		}
-		if cellCtx.Err() != nil {
-			break
-		}
-		if !r.now().Before(deadline) {
-			notReady = fmt.Sprintf("%s after %s", why, timeout)
-			break
-		}
-		_ = r.sleep(cellCtx, o.ScrapeInterval)
-	}
+	g, notReady := r.warmUp(cellCtx, row, c, w)
 	if cause := context.Cause(cellCtx); cause != nil {
 		stop()
 		return r.finish(ctx, cell, w, time.Time{}, time.Time{}, nil, notReady, o)
@@ -596,6 +571,33 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 }
 
 var errWindowClosed = errors.New("the window closed")
+
+// warmUp waits until the cell at c is ready, or its warm-up timeout (by
+// context, or what the budget leaves it) has passed: then notReady says
+// what was missing. g is the last reading.
+func (r *Runner) warmUp(ctx context.Context, row *Row, c int, w *workers) (g Gauges, notReady string) {
+	o := row.o
+	timeout := o.ReadyTimeout
+	if timeout <= 0 {
+		timeout = ReadyTimeout(row.Tokens)
+	}
+	if o.cellWarmup > 0 {
+		timeout = min(timeout, o.cellWarmup)
+	}
+	ready := Readiness{C: c, Hold: o.Hold}
+	deadline := r.now().Add(timeout)
+	for {
+		g = r.gauges(ctx)
+		ok, why := ready.Observe(g, w.streaming())
+		if ok || ctx.Err() != nil {
+			return g, ""
+		}
+		if !r.now().Before(deadline) {
+			return g, fmt.Sprintf("%s after %s", why, timeout)
+		}
+		_ = r.sleep(ctx, o.ScrapeInterval)
+	}
+}
 
 // finish classifies the cell and fills its figures.
 func (r *Runner) finish(ctx context.Context, cell matrix.Cell, w *workers, start, end time.Time, readings []Gauges, notReady string, o Options) matrix.Cell {

@@ -80,15 +80,8 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if cand != nil {
 		return bf.compare(e.stdout, e.stderr, base, cand)
 	}
-	if !*force {
-		for _, p := range []string{*jsonPath, *csvPath} {
-			if p == "" {
-				continue
-			}
-			if _, err := os.Stat(p); err == nil {
-				return fail(fmt.Errorf("%s exists: give another file, or -force to replace it", p))
-			}
-		}
+	if err := refuseExisting(*force, *jsonPath, *csvPath); err != nil {
+		return fail(err)
 	}
 	cfg, err := config.Load(config.Env(e.lookup), flags)
 	if err != nil {
@@ -128,24 +121,42 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "vetbench matrix: note: %s\n", w)
 		}
 	}
+	if err := writeMatrix(e, m, *jsonPath, *csvPath, *force); err != nil {
+		return fail(err)
+	}
+	return matrixVerdict(ctx, e, m, runErr, bf, base)
+}
+
+// refuseExisting refuses output files that exist, unless -force: before
+// anything is measured.
+func refuseExisting(force bool, paths ...string) error {
+	for _, p := range paths {
+		if p == "" || force {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return fmt.Errorf("%s exists: give another file, or -force to replace it", p)
+		}
+	}
+	return nil
+}
+
+// writeMatrix writes m to the -json and -csv files asked for.
+func writeMatrix(e *env, m *matrix.Matrix, jsonPath, csvPath string, force bool) error {
 	write := func(path string, fresh, replace func(string, *matrix.Matrix) error) error {
 		if path == "" {
 			return nil
 		}
 		w := fresh
-		if *force {
+		if force {
 			w = replace
 		}
 		// A second Ctrl-C waits for the file (interrupt.Handler).
 		return e.signals.Write(func() error { return w(path, m) })
 	}
-	werr := errors.Join(
-		write(*jsonPath, matrix.WriteFile, matrix.ReplaceFile),
-		write(*csvPath, matrix.WriteCSVFile, matrix.ReplaceCSVFile))
-	if werr != nil {
-		return fail(werr)
-	}
-	return matrixVerdict(ctx, e, m, runErr, bf, base)
+	return errors.Join(
+		write(jsonPath, matrix.WriteFile, matrix.ReplaceFile),
+		write(csvPath, matrix.WriteCSVFile, matrix.ReplaceCSVFile))
 }
 
 // printPlan says, before anything is measured, what will run: first the
