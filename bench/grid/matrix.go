@@ -37,7 +37,6 @@ import (
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
@@ -48,7 +47,7 @@ type Options struct {
 	Levels       []int
 	Duration     time.Duration
 	OutputTokens int
-	Targeting    string // config.TargetingEstimate or config.TargetingExact
+	Targeting    string // TargetingEstimate or TargetingExact
 	// ReadyTimeout bounds a cell's warm-up (0: ReadyTimeout(context)).
 	ReadyTimeout  time.Duration
 	LoopDetection bool
@@ -74,12 +73,12 @@ type Options struct {
 	cellWarmup time.Duration
 }
 
-// OptionsFrom is the configuration's matrix, with the peer's waits.
-func OptionsFrom(m config.Matrix) Options {
-	return Options{Contexts: slices.Clone(m.Contexts), Levels: slices.Clone(m.Levels), Duration: m.Duration,
-		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
-		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause, Budget: m.Budget}
-}
+// How a cell's context length is reached: estimated from a calibrated
+// characters-per-token ratio, or counted exactly (tokenize).
+const (
+	TargetingEstimate = "estimate"
+	TargetingExact    = "exact"
+)
 
 func (o Options) withDefaults() Options {
 	if o.ScrapeInterval <= 0 {
@@ -99,7 +98,7 @@ func (o Options) withDefaults() Options {
 		o.Pause = 2 * time.Second
 	}
 	if o.Targeting == "" {
-		o.Targeting = config.TargetingEstimate
+		o.Targeting = TargetingEstimate
 	}
 	if o.CalibrationTokens <= 0 {
 		o.CalibrationTokens = 8192
@@ -125,7 +124,7 @@ func (o Options) validate() error {
 		errs = append(errs, fmt.Errorf("output tokens %d: want at least 2", o.OutputTokens))
 	}
 	switch o.Targeting {
-	case config.TargetingEstimate, config.TargetingExact:
+	case TargetingEstimate, TargetingExact:
 	default:
 		errs = append(errs, fmt.Errorf("targeting %q: want estimate or exact", o.Targeting))
 	}
@@ -159,11 +158,29 @@ type Runner struct {
 	// length found per (mode, context): nothing is calibrated twice.
 	cal   map[string]calibration
 	chars map[calKey]int
+	// stall and serverFlags are the options' (WithStallTimeout,
+	// WithServerFlags).
+	stall       time.Duration
+	serverFlags string
 }
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithStallTimeout fails a stream that sends nothing for d (0: never).
+func WithStallTimeout(d time.Duration) Option { return func(r *Runner) { r.stall = d } }
+
+// WithServerFlags are the server's flags as the user states them, pinned
+// in the matrix's identity.
+func WithServerFlags(flags string) Option { return func(r *Runner) { r.serverFlags = flags } }
+
+// WithHTTPClient sends every request with hc: the run's one client per
+// target (default: a client of its own).
+func WithHTTPClient(hc *http.Client) Option { return func(r *Runner) { r.hc = hc } }
 
 // NewRunner probes the endpoint: served model and its max_model_len,
 // vLLM version, and the cache configuration from /metrics.
-func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runner, error) {
+func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner, error) {
 	if ep.Target.Kind == "" {
 		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the matrix")
 	}
@@ -172,11 +189,13 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 		// over several they would describe none of them.
 		return nil, fmt.Errorf("%w: the speed matrix measures one endpoint, %d given (measure a router URL, or each replica in turn)", bench.ErrSeveralEndpoints, len(ep.Replicas)+1)
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
-	auth := func(req *http.Request) {
-		if ep.APIKey != "" {
-			req.Header.Set("Authorization", "Bearer "+ep.APIKey)
-		}
+	o := &Runner{}
+	for _, opt := range opts {
+		opt(o)
+	}
+	hc, auth := o.hc, ep.Authorize
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	}
 	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
 	if err != nil {
@@ -189,7 +208,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 	if err := info.Check(model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", ep.Target.Kind, err)
 	}
-	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), hc: hc, auth: auth, wall: time.Now, epoch: time.Now(),
+	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), hc: hc, auth: auth, wall: time.Now, epoch: time.Now(), stall: o.stall,
 		TimeScale: ep.Target.TimeScale, cal: map[string]calibration{}, chars: map[calKey]int{},
 		Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
 	pins := receipts.Pins{Model: model}
@@ -199,7 +218,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 			r.MaxModelLen = s.MaxModelLen
 		}
 	}
-	r.Identity = matrix.Identity{Model: receipts.Weights(pins), ServerBuild: info.Version, ServerFlags: cfg.ServerFlags,
+	r.Identity = matrix.Identity{Model: receipts.Weights(pins), ServerBuild: info.Version, ServerFlags: o.serverFlags,
 		Tool: "vetbench", HarnessVersion: bench.HarnessVersion}
 	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
 		r.Identity.CacheConfig = scrape.CacheConfig(snap)
@@ -212,7 +231,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
 	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
-		stream.WithStallTimeout(cfg.RequestTimeout), stream.WithClock(r.now))
+		stream.WithStallTimeout(r.stall), stream.WithClock(r.now))
 	return r, nil
 }
 

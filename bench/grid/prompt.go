@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench/stream"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 )
 
 // padding is the document a long prompt repeats until it is long enough:
@@ -117,7 +116,7 @@ func (r *Runner) promptChars(ctx context.Context, o Options, tokens int) (int, e
 		return c, nil
 	}
 	count := usageCounter(r.client, r.Model)
-	if o.Targeting == config.TargetingExact {
+	if o.Targeting == TargetingExact {
 		count = tokenizeCounter(r.hc, r.Endpoint.BaseURL, r.Model, r.auth)
 	}
 	cal, ok := r.cal[o.Targeting]
@@ -140,7 +139,7 @@ func (r *Runner) promptChars(ctx context.Context, o Options, tokens int) (int, e
 		r.cal[o.Targeting] = cal
 	}
 	chars := cal.charsFor(tokens)
-	if o.Targeting == config.TargetingExact {
+	if o.Targeting == TargetingExact {
 		var err error
 		chars, _, err = fit(ctx, count, r.tag("cal", tokens, 0), chars, tokens, max(64, tokens/200), 4)
 		if err != nil {

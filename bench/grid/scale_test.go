@@ -21,10 +21,16 @@ import (
 	"github.com/vetbench/vetbench/bench/decode/tokenstest"
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/stream"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
+
+// published is the default matrix: the peer's grid and waits (8K…128K ×
+// 1…128, 30 s, 4,096 tokens).
+func published() grid.Options {
+	return grid.Options{Contexts: []int{8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10}, Levels: []int{1, 2, 4, 8, 16, 32, 64, 128},
+		Duration: 30 * time.Second, OutputTokens: 4096, LoopDetection: true}
+}
 
 // The default matrix on a twin of 8,192 tokens: the notice says, before a
 // request is sent, that every context becomes one 3K row, and which grid
@@ -33,7 +39,7 @@ func TestPlanSaysWhatWillRunBeforeMeasuring(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{MaxModelLen: 8192, GPUBlocks: 2100, BlockSize: 16})
 	r := runner(t, srv)
-	o := grid.OptionsFrom(config.Default().Matrix)
+	o := published()
 	p, err := r.Plan(o)
 	require.NoError(t, err)
 	require.Empty(t, srv.Requests(), "planning sends nothing")
@@ -57,7 +63,7 @@ func TestBudgetFitsTheGridOrIsRefused(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{MaxModelLen: 1 << 21})
 	r := runner(t, srv)
-	o := grid.OptionsFrom(config.Default().Matrix)
+	o := published()
 	o.Contexts = []int{8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1019 << 10, 1020 << 10}
 	p, err := r.Plan(o)
 	require.NoError(t, err)
@@ -125,7 +131,7 @@ func TestCalibrationIsChunkedAndCached(t *testing.T) {
 		proxy(srv.URL).ServeHTTP(w, q)
 	}))
 	t.Cleanup(counting.Close)
-	r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: counting.URL, Target: receipts.Target{Kind: receipts.TargetLive}}, config.Default())
+	r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: counting.URL, Target: receipts.Target{Kind: receipts.TargetLive}})
 	require.NoError(t, err)
 
 	o := quick([]int{1 << 20}, []int{1})
@@ -142,7 +148,7 @@ func TestCalibrationIsChunkedAndCached(t *testing.T) {
 	}
 	require.Equal(t, 2, cal, "a bare prompt and one 8K chunk, once")
 
-	o.Targeting = config.TargetingExact
+	o.Targeting = grid.TargetingExact
 	for range 2 {
 		row, err := r.Row(t.Context(), o, 1<<20)
 		require.NoError(t, err)
@@ -168,7 +174,7 @@ func TestReasoningAndMultiTokenChunksAreCountedFromUsage(t *testing.T) {
 			up := start(t, tokenstest.Config{TokenDelay: time.Millisecond, GPUBlocks: 100000, BlockSize: 16})
 			srv := httptest.NewServer(rechunk(up.URL, 4, field, true))
 			t.Cleanup(srv.Close)
-			r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}, config.Default())
+			r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}})
 			require.NoError(t, err)
 			o := quick([]int{1000}, []int{2})
 			o.OutputTokens = 200
@@ -187,11 +193,11 @@ func TestReasoningAndMultiTokenChunksAreCountedFromUsage(t *testing.T) {
 	up := start(t, tokenstest.Config{TokenDelay: time.Millisecond})
 	srv := httptest.NewServer(rechunk(up.URL, 4, "reasoning", false))
 	t.Cleanup(srv.Close)
-	r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}, config.Default())
+	r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}})
 	require.NoError(t, err)
 	o := quick([]int{1000}, []int{1})
 	// A window longer than any stream: the first to end fails the cell.
-	o.OutputTokens, o.Targeting, o.Duration = 50, config.TargetingExact, time.Minute
+	o.OutputTokens, o.Targeting, o.Duration = 50, grid.TargetingExact, time.Minute
 	m, err := r.Run(t.Context(), o)
 	require.NoError(t, err)
 	require.Equal(t, matrix.Failed, m.Cell("1000", 1).Status)
@@ -282,7 +288,7 @@ func TestTimeScaleGivesModelTime(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond})
 	ep := bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetInProcess, Profile: "fake", TimeScale: 10}}
-	r, err := grid.NewRunner(t.Context(), ep, config.Default())
+	r, err := grid.NewRunner(t.Context(), ep)
 	require.NoError(t, err)
 	require.Equal(t, 10.0, r.TimeScale)
 	o := quick([]int{1000}, []int{1})
