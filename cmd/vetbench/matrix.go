@@ -26,7 +26,7 @@ counted inside it from continuous usage. Each cell's prompt starts with a
 tag of its own. Statuses: Valid, Requests queued (a request waited or
 fewer than 0.95·C ran), Looped (an exact periodic tail; the cell is
 cancelled), Failed, Skipped (C × (context + output) exceeds the KV cache
-in vllm:cache_config_info). Before measuring it says what will run: the
+in vllm:cache_config_info, or the -budget is spent). Before measuring it says what will run: the
 contexts trimmed to the server's max_model_len, the grid, and how long it
 takes (-budget gives the whole matrix a time it must fit). On a
 time-scaled twin every wait and figure is model time. Prints the matrix
