@@ -94,26 +94,31 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	for _, w := range m.Warnings {
 		fmt.Fprintf(e.stderr, "vetbench matrix: note: %s\n", w)
 	}
-	write := func(path string, fresh, replace func(string, *matrix.Matrix) error) error {
-		if path == "" {
-			return nil
-		}
-		w := fresh
-		if *force {
-			w = replace
-		}
-		// A second Ctrl-C waits for the file (interrupt.Handler).
-		return e.signals.Write(func() error { return w(path, m) })
-	}
-	werr := errors.Join(
-		write(*jsonPath, matrix.WriteFile, matrix.ReplaceFile),
-		write(*csvPath, matrix.WriteCSVFile, matrix.ReplaceCSVFile))
-	if werr != nil {
-		return fail(werr)
+	if err := writeMatrix(e, m, *jsonPath, *csvPath, *force); err != nil {
+		return fail(err)
 	}
 	if runErr != nil {
 		fmt.Fprintf(e.stderr, "vetbench matrix: %v\n", runErr)
 		return exitFail
 	}
 	return exitPass
+}
+
+// writeMatrix writes m as JSON and CSV to the files named ("" none),
+// replacing files that exist only when force.
+func writeMatrix(e *env, m *matrix.Matrix, jsonPath, csvPath string, force bool) error {
+	write := func(path string, fresh, replace func(string, *matrix.Matrix) error) error {
+		if path == "" {
+			return nil
+		}
+		w := fresh
+		if force {
+			w = replace
+		}
+		// A second Ctrl-C waits for the file (interrupt.Handler).
+		return e.signals.Write(func() error { return w(path, m) })
+	}
+	return errors.Join(
+		write(jsonPath, matrix.WriteFile, matrix.ReplaceFile),
+		write(csvPath, matrix.WriteCSVFile, matrix.ReplaceCSVFile))
 }

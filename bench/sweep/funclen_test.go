@@ -1,0 +1,139 @@
+package sweep_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// MaxFuncLines is how long a function may be: one screen.
+const MaxFuncLines = 80
+
+// longKnown are the functions over MaxFuncLines when the rule came in,
+// outside the folders whose owners split theirs in that step; each is to be
+// split, and leaves the list when it is (a listed function that fits fails
+// the test too, so the list only shrinks).
+var longKnown = []string{
+	"receipts/report/report.go runsSection",
+	"receipts/quality/quality.go Compute",
+	"bench/decode/tokenstest/server.go chat",
+	"receipts/report/svg.go SVG",
+	"receipts/answers/compare.go Compare",
+	"receipts/validate.go validateAnswer",
+	"receipts/roofline/config.go ParseConfig",
+	"receipts/matrix/validate.go validate",
+	"cmd/vetbench/roofline.go runRoofline",
+	"cmd/vetbench/compare.go runCompare",
+	"cmd/vetbench/report.go runReport",
+	"fixtures/faces/draw.go DrawFace",
+	"receipts/typevet/typevet.go server",
+	"receipts/internal/jsontree/jsontree.go check",
+	"receipts/roofline/config.go readMoE",
+	"bench/scrape/diff.go Diff",
+	"receipts/typevet/typevet.go throughput",
+	"receipts/typevet/typevet.go pins",
+	"bench/grid/matrix.go Cell",
+	"receipts/internal/jsontree/parse.go str",
+	"receipts/speed/speed.go Decide",
+	"receipts/report/stream.go tokensSection",
+	"judgments/score.go Candidates",
+	"receipts/internal/jsontree/parse.go object",
+	"bench/scrape/histogram.go histogram",
+}
+
+// funcLen is one function of the tree: where, its name, its lines, and
+// whether it is mostly a table (a composite literal over half its lines).
+type funcLen struct {
+	where string // "dir/file.go Name"
+	lines int
+	table bool
+}
+
+// longFuncs are the functions over MaxFuncLines in the non-test Go files
+// under roots (relative to the module root), tables left out.
+func longFuncs(t *testing.T, roots ...string) []funcLen {
+	t.Helper()
+	var out []funcLen
+	for _, root := range roots {
+		err := filepath.WalkDir(filepath.Join("../..", root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "/testdata/") {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			name, _ := filepath.Rel("../..", path)
+			out = append(out, fileFuncs(fset, f, filepath.ToSlash(name))...)
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	return out
+}
+
+// fileFuncs are f's functions over MaxFuncLines.
+func fileFuncs(fset *token.FileSet, f *ast.File, name string) []funcLen {
+	var out []funcLen
+	lines := func(n ast.Node) int { return fset.Position(n.End()).Line - fset.Position(n.Pos()).Line + 1 }
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil || lines(fd) <= MaxFuncLines {
+			continue
+		}
+		biggest := 0
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if cl, ok := n.(*ast.CompositeLit); ok {
+				biggest = max(biggest, lines(cl))
+				return false
+			}
+			return true
+		})
+		out = append(out, funcLen{where: name + " " + fd.Name.Name, lines: lines(fd), table: 2*biggest > lines(fd)})
+	}
+	return out
+}
+
+// Functions fit on a screen in bench/, cmd/, receipts/, judgments/ and
+// fixtures/ (the twin's folders, stub/ and cmd/vllmstub, are checked by
+// its own rule as it is split).
+func TestFunctionsFitOnAScreen(t *testing.T) {
+	var long, fit []string
+	for _, f := range longFuncs(t, "bench", "cmd", "receipts", "judgments", "fixtures") {
+		if f.table || strings.HasPrefix(f.where, "cmd/vllmstub/") {
+			continue
+		}
+		if !slices.Contains(longKnown, f.where) {
+			long = append(long, fmt.Sprintf("%s: %d lines", f.where, f.lines))
+		}
+		fit = append(fit, f.where)
+	}
+	require.Empty(t, long, "functions over %d lines: split them along their steps", MaxFuncLines)
+	for _, k := range longKnown {
+		require.Contains(t, fit, k, "%s fits now (or is gone): take it off longKnown", k)
+	}
+}
+
+// Positive control: a function one line over is found, one at the limit
+// and a table are not.
+func TestLongFuncsFinds(t *testing.T) {
+	body := func(n int) string { return strings.Repeat("\tx++\n", n) }
+	src := "package p\n\nvar x int\n\nfunc long() {\n" + body(MaxFuncLines-1) + "}\n\nfunc fits() {\n" + body(MaxFuncLines-2) + "}\n\n" +
+		"func table() []int {\n\treturn []int{\n" + strings.Repeat("\t\t1,\n", MaxFuncLines) + "\t}\n}\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, 0)
+	require.NoError(t, err)
+	got := fileFuncs(fset, f, "p.go")
+	require.Len(t, got, 2)
+	require.Equal(t, funcLen{where: "p.go long", lines: MaxFuncLines + 1}, got[0])
+	require.True(t, got[1].table, "a table is no long function")
+}
