@@ -48,7 +48,7 @@ func TestWarmWindowOpensConnections(t *testing.T) {
 		warmup    int
 		newInside bool
 	}{{1, false}, {0, true}} {
-		tw, err := stub.New(stub.WithProfile(stub.ProfileFast()), stub.WithTimeScale(100))
+		tw, err := stub.New(stub.Config{Profile: stub.ProfileFast(), TimeScale: 100})
 		require.NoError(t, err)
 		var w windowConns
 		srv := httptest.NewUnstartedServer(tw)

@@ -42,7 +42,7 @@ func BenchmarkWarmWindow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tg, err := target.InProcess(stub.WithProfile(stub.ProfileFast()), stub.WithTimeScale(1000))
+	tg, err := target.InProcess(stub.Config{Profile: stub.ProfileFast(), TimeScale: 1000})
 	if err != nil {
 		b.Fatal(err)
 	}
