@@ -18,35 +18,34 @@ import (
 const MaxFuncLines = 80
 
 // longKnown are the functions over MaxFuncLines when the rule came in,
-// outside the folders whose owners split theirs in that step; each is to be
-// split, and leaves the list when it is (a listed function that fits fails
-// the test too, so the list only shrinks).
-var longKnown = []string{
-	"receipts/report/report.go runsSection",
-	"receipts/quality/quality.go Compute",
-	"bench/decode/tokenstest/server.go chat",
-	"receipts/report/svg.go SVG",
-	"receipts/answers/compare.go Compare",
-	"receipts/validate.go validateAnswer",
-	"receipts/roofline/config.go ParseConfig",
-	"receipts/matrix/validate.go validate",
-	"cmd/vetbench/roofline.go runRoofline",
-	"cmd/vetbench/compare.go runCompare",
-	"cmd/vetbench/report.go runReport",
-	"fixtures/faces/draw.go DrawFace",
-	"receipts/typevet/typevet.go server",
-	"receipts/internal/jsontree/jsontree.go check",
-	"receipts/roofline/config.go readMoE",
-	"bench/scrape/diff.go Diff",
-	"receipts/typevet/typevet.go throughput",
-	"receipts/typevet/typevet.go pins",
-	"bench/grid/matrix.go Cell",
-	"receipts/internal/jsontree/parse.go str",
-	"receipts/speed/speed.go Decide",
-	"receipts/report/stream.go tokensSection",
-	"judgments/score.go Candidates",
-	"receipts/internal/jsontree/parse.go object",
-	"bench/scrape/histogram.go histogram",
+// outside the folders whose owners split theirs in that step, with their
+// length then: each is to be split along its steps. A listed function may
+// not grow; one that fits now is noted (take it off the list).
+var longKnown = map[string]int{
+	"bench/decode/tokenstest/server.go chat":       139,
+	"bench/scrape/diff.go Diff":                    90,
+	"bench/scrape/histogram.go histogram":          81,
+	"cmd/vetbench/compare.go runCompare":           108,
+	"cmd/vetbench/report.go runReport":             89,
+	"cmd/vetbench/roofline.go runRoofline":         130,
+	"fixtures/faces/draw.go DrawFace":              99,
+	"judgments/score.go Candidates":                82,
+	"receipts/answers/compare.go Compare":          124,
+	"receipts/internal/jsontree/jsontree.go check": 98,
+	"receipts/internal/jsontree/parse.go object":   81,
+	"receipts/internal/jsontree/parse.go str":      85,
+	"receipts/matrix/validate.go validate":         104,
+	"receipts/quality/quality.go Compute":          139,
+	"receipts/report/report.go runsSection":        144,
+	"receipts/report/stream.go tokensSection":      82,
+	"receipts/report/svg.go SVG":                   126,
+	"receipts/roofline/config.go ParseConfig":      122,
+	"receipts/roofline/config.go readMoE":          97,
+	"receipts/speed/speed.go Decide":               84,
+	"receipts/typevet/typevet.go pins":             88,
+	"receipts/typevet/typevet.go server":           98,
+	"receipts/typevet/typevet.go throughput":       88,
+	"receipts/validate.go validateAnswer":          111,
 }
 
 // funcLen is one function of the tree: where, its name, its lines, and
@@ -112,14 +111,16 @@ func TestFunctionsFitOnAScreen(t *testing.T) {
 		if f.table || strings.HasPrefix(f.where, "cmd/vllmstub/") {
 			continue
 		}
-		if !slices.Contains(longKnown, f.where) {
+		fit = append(fit, f.where)
+		if was, ok := longKnown[f.where]; !ok || f.lines > was {
 			long = append(long, fmt.Sprintf("%s: %d lines", f.where, f.lines))
 		}
-		fit = append(fit, f.where)
 	}
-	require.Empty(t, long, "functions over %d lines: split them along their steps", MaxFuncLines)
-	for _, k := range longKnown {
-		require.Contains(t, fit, k, "%s fits now (or is gone): take it off longKnown", k)
+	require.Empty(t, long, "functions over %d lines (or listed ones grown): split them along their steps", MaxFuncLines)
+	for k := range longKnown {
+		if !slices.Contains(fit, k) {
+			t.Logf("%s fits now (or is gone): take it off longKnown", k)
+		}
 	}
 }
 
