@@ -222,39 +222,61 @@ func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored,
 			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrNonFinite}
 		}
 		if found[i] {
-			if dups == nil {
-				dups = map[int]*spread{}
-			}
-			if dups[i] == nil {
-				v := out.Logprobs[i]
-				dups[i] = &spread{lo: v, hi: v, lse: v}
-			}
-			dups[i].add(*e.Logprob)
-			out.Logprobs[i] = dups[i].hi
-			out.DuplicateDecodings++
+			dups = merge(dups, i, &out, *e.Logprob)
 			continue
 		}
 		found[i] = true
 		out.Logprobs[i] = *e.Logprob
 	}
-	for i, ok := range found[:n] {
+	if err := complete(q, found[:n], out.Logprobs, dups); err != nil {
+		return Scored{}, err
+	}
+	out.OffFormat = offFormat(pos.Sampled, mode, index)
+	return out, nil
+}
+
+// offFormat says the sampled token (as the server spelled it; "" when
+// unknown) is no candidate's key.
+func offFormat(sampled string, mode Mode, index func(string) (int, bool)) bool {
+	if sampled == "" {
+		return false
+	}
+	if mode == ModeTokenIDs {
+		sampled = strings.TrimPrefix(sampled, "token_id:")
+	}
+	_, candidate := index(sampled)
+	return !candidate
+}
+
+// complete says which candidate is missing, or that entries decoding to
+// one control leave the answer ambiguous; nil when the scores stand.
+func complete(q Question, found []bool, lps []float64, dups map[int]*spread) error {
+	for i, ok := range found {
 		if !ok {
-			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrMissingCandidate}
+			return &CandidateError{Question: q.ID, Control: Control(i), Err: ErrMissingCandidate}
 		}
 	}
-	if c, ok := ambiguous(out.Logprobs, dups); !ok {
-		return Scored{}, &CandidateError{Question: q.ID, Control: Control(c),
+	if c, ok := ambiguous(lps, dups); !ok {
+		return &CandidateError{Question: q.ID, Control: Control(c),
 			Err: fmt.Errorf("%w: several entries decode to one control and which one is the tokenizer's decides the answer", ErrDuplicateCandidate)}
 	}
-	if pos.Sampled != "" {
-		key := pos.Sampled
-		if mode == ModeTokenIDs {
-			key = strings.TrimPrefix(key, "token_id:")
-		}
-		_, candidate := index(key)
-		out.OffFormat = !candidate
+	return nil
+}
+
+// merge combines a second entry decoding to control i into out (its most
+// probable entry stands) and records the spread of its readings.
+func merge(dups map[int]*spread, i int, out *Scored, lp float64) map[int]*spread {
+	if dups == nil {
+		dups = map[int]*spread{}
 	}
-	return out, nil
+	if dups[i] == nil {
+		v := out.Logprobs[i]
+		dups[i] = &spread{lo: v, hi: v, lse: v}
+	}
+	dups[i].add(lp)
+	out.Logprobs[i] = dups[i].hi
+	out.DuplicateDecodings++
+	return dups
 }
 
 // ambiguous checks that lps (each duplicated control at its most probable

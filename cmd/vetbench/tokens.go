@@ -90,6 +90,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if math.IsNaN(*margin) || *margin < 0 {
 		return fail(exitNoVerdict, errors.New("-margin must be >= 0"))
 	}
+	out := tokenOutputs{saveResult: *saveResult, margin: *margin}
 	var base []*tokens.Receipt
 	if *baseline != "" {
 		var err error
@@ -102,13 +103,13 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 		if err != nil {
 			return fail(exitNoVerdict, fmt.Errorf("candidate: %w", err))
 		}
-		if err := saveServeResult(*saveResult, cand); err != nil {
+		if err := saveServeResult(out.saveResult, cand); err != nil {
 			return fail(exitNoVerdict, err)
 		}
 		if base == nil {
 			return exitPass
 		}
-		return compareTokens(e, base, cand, *asJSON, exitPass, *margin)
+		return compareTokens(e, base, cand, *asJSON, exitPass, out.margin)
 	}
 
 	cfg, err := config.Load(config.Env(e.lookup), flags)
@@ -118,6 +119,20 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if *pitfall {
 		return runPitfall(ctx, e, cfg, *asJSON)
 	}
+	return tokenRun(ctx, e, cfg, base, *asJSON, out)
+}
+
+// tokenOutputs are what a run writes and judges besides its receipts: a
+// vllm bench serve result file, and the comparison's margin.
+type tokenOutputs struct {
+	saveResult string
+	margin     float64
+}
+
+// tokenRun measures the configured token points into a run directory of
+// their own and, with a baseline, compares them with it.
+func tokenRun(ctx context.Context, e *env, cfg config.Config, base []*tokens.Receipt, asJSON bool, out tokenOutputs) int {
+	fail := func(code int, err error) int { return failure(e, "tokens", asJSON, code, err.Error()) }
 	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("tokens", nil, nil, sweep.Tokens))
 	if err != nil {
 		return fail(exitNoVerdict, err)
@@ -144,18 +159,18 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stderr, "vetbench tokens: target %s, model %s; results in %s\n", run.Describe(), tr.Model, dir.Path)
 	var recs []*tokens.Receipt
-	if code, recs = measureTokens(ctx, e, run, tr, *asJSON); code == exitNoVerdict {
+	if code, recs = measureTokens(ctx, e, run, tr, asJSON); code == exitNoVerdict {
 		return code
 	}
-	if err := saveServeResult(*saveResult, recs); err != nil {
+	if err := saveServeResult(out.saveResult, recs); err != nil {
 		code = fail(exitNoVerdict, err)
 		return code
 	}
 	if base != nil {
-		code = compareTokens(e, base, recs, *asJSON, code, *margin)
+		code = compareTokens(e, base, recs, asJSON, code, out.margin)
 		return code
 	}
-	if *asJSON {
+	if asJSON {
 		if err := writeJSON(e.stdout, recs); err != nil {
 			code = fail(exitNoVerdict, err)
 			return code
@@ -181,7 +196,7 @@ func measureTokens(ctx context.Context, e *env, run *sweep.Run, tr *decode.Runne
 		if o.Receipt != nil {
 			recs = append(recs, o.Receipt)
 			if !asJSON {
-				fmt.Fprintln(e.stdout, tokenLine(o.Receipt, run.Scale()))
+				fmt.Fprintln(e.stdout, sweep.TokenLine(o.Receipt, run.Scale()))
 			}
 		}
 		if o.Err != nil {
@@ -193,36 +208,6 @@ func measureTokens(ctx context.Context, e *env, run *sweep.Run, tr *decode.Runne
 		}
 	}
 	return code, recs
-}
-
-// tokenLine is one point: aggregate and per-request tok/s, TPOT, TTFT,
-// verified tokens, and what went wrong; a time-scaled twin's in model time,
-// labelled.
-func tokenLine(r *tokens.Receipt, scale sweep.Scale) string {
-	s := r.Summary
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-9s c=%-3d %9.1f tok/s  %7.1f tok/s/request", r.Point.Workload, r.Point.Concurrency,
-		scale.Rate(s.AggregateOutputTokS), scale.Rate(s.PerRequestOutputTokS))
-	if s.MeanBatchMsPerToken > 0 {
-		fmt.Fprintf(&b, "  batch %6.2f ms/token", scale.Seconds(s.MeanBatchMsPerToken))
-	}
-	if v := s.Serve; v != nil {
-		// vllm bench serve's figures, by its definitions.
-		fmt.Fprintf(&b, "  | vllm: median TTFT %.1f ms, TPOT %.2f ms, ITL %.2f ms (p99 %.2f)",
-			scale.Seconds(v.MedianTTFTMs), scale.Seconds(v.MedianTPOTMs), scale.Seconds(v.MedianITLMs), scale.Seconds(v.P99ITLMs))
-	}
-	asked := r.Point.OutputTokens * r.Point.Requests() * len(r.Runs)
-	fmt.Fprintf(&b, "  verified %d/%d tokens", s.TotalVerifiedOutputTokens, asked)
-	if n := s.Failed + s.Short; n > 0 {
-		fmt.Fprintf(&b, "  FAILED %d (%d short)", n, s.Short)
-	}
-	if st := r.Stopped; st != nil {
-		fmt.Fprintf(&b, "  STOPPED after %d of %d repeats (%s)", st.Runs, r.Point.Repeats, st.Reason)
-	}
-	if scale.Scaled() {
-		fmt.Fprintf(&b, "  [%s; wall clock %.1f tok/s]", scale, s.AggregateOutputTokS)
-	}
-	return b.String()
 }
 
 // compareTokens prints the comparison and its verdict and returns the
@@ -267,8 +252,8 @@ func saveServeResult(path string, recs []*tokens.Receipt) error {
 
 // readTokenReceipts reads a baseline or candidate: a file (a receipt or
 // the published format) or a directory of receipts (*.json of schema
-// vetbench.tokens/v1; other files are left alone, a malformed receipt is
-// an error).
+// vetbench.tokens/v2; a v1 receipt is refused with why, other files are
+// left alone, a malformed receipt is an error).
 func readTokenReceipts(path string) ([]*tokens.Receipt, error) {
 	st, err := os.Stat(path)
 	if err != nil {

@@ -139,12 +139,6 @@ func (b *builder) tokensSection() (Section, bool) {
 		t := Table{Caption: "Token throughput, " + b.cand.Label + " vs " + b.base.Label + " (receipts/tokens)", CSV: "tokens_compare.csv",
 			Header: []string{"point", "aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "identity", "problems"}}
 		for _, p := range c.Points {
-			fig := func(name string, sign int) Cell {
-				if f, ok := p.Figure(name); ok {
-					return deltaCell(f.Delta, sign)
-				}
-				return Cell{Text: "—"}
-			}
 			// No difference among the fields both record; what only one
 			// side records is unverified, not equal.
 			id := Cell{Text: "no difference recorded"}
@@ -158,7 +152,8 @@ func (b *builder) tokensSection() (Section, bool) {
 			if prob.Text != "" {
 				prob.Tone = Bad
 			}
-			t.Rows = append(t.Rows, []Cell{{Text: p.Key.String()}, fig("aggregate_output_tok_s", 1), fig("per_request_output_tok_s", 1), fig("mean_batch_ms_per_token", -1), fig("median_ttft_ms", -1), id, prob})
+			t.Rows = append(t.Rows, []Cell{{Text: p.Key.String()}, figCell(p, "aggregate_output_tok_s", 1), figCell(p, "per_request_output_tok_s", 1),
+				figCell(p, "mean_batch_ms_per_token", -1), figCell(p, "median_ttft_ms", -1), id, prob})
 		}
 		for _, side := range []struct {
 			name string
@@ -285,4 +280,13 @@ func optCell(v *float64) Cell {
 		return Cell{Text: "—"}
 	}
 	return Cell{Text: num(*v), Raw: raw(*v)}
+}
+
+// figCell is a compared figure's delta cell; "—" when the comparison has
+// no such figure (a side lacks its definition).
+func figCell(p *tokens.PointComparison, name string, sign int) Cell {
+	if f, ok := p.Figure(name); ok {
+		return deltaCell(f.Delta, sign)
+	}
+	return Cell{Text: "—"}
 }
