@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -765,6 +766,10 @@ const maxConfigBytes = 4 << 20
 // pipe would block the open, /dev/zero would never end.
 func readConfigFile(path string) ([]byte, error) {
 	if fi, err := os.Stat(path); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Op = "open" // what the caller asked for
+		}
 		return nil, err
 	} else if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())

@@ -115,6 +115,10 @@ func Open(path string) (*os.File, int64, error) {
 func regular(path string, stat func(string) (fs.FileInfo, error)) error {
 	fi, err := stat(path)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Op = "open" // what the caller asked for
+		}
 		return err
 	}
 	if !fi.Mode().IsRegular() {
