@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -60,8 +61,5 @@ func stripURL(raw string) string {
 	return u.String()
 }
 
-func (e Endpoint) authorize(req *http.Request) {
-	if e.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.APIKey)
-	}
-}
+// Authorize sends the endpoint's key on req (judgments.Authorize).
+func (e Endpoint) Authorize(req *http.Request) { judgments.Authorize(req, e.APIKey) }

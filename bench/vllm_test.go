@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
@@ -23,7 +24,7 @@ func TestOffFormatRun(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 14)
 	cfg := testConfig()
-	off := inProcess(t, set, cfg, stub.WithOffFormat(0.3))
+	off := inProcess(t, set, cfg, stub.Config{OffFormat: 0.3})
 	rec, err := off.Measure(t.Context(), bench.Point{Concurrency: 1})
 	require.NoError(t, err)
 	require.Nil(t, rec.Stopped)
@@ -51,7 +52,7 @@ func TestOffFormatRun(t *testing.T) {
 	require.Equal(t, o.Total, n)
 	require.NoError(t, rec.Validate())
 
-	clean := inProcess(t, set, cfg)
+	clean := inProcess(t, set, cfg, stub.Config{})
 	base, err := clean.Measure(t.Context(), bench.Point{Concurrency: 1})
 	require.NoError(t, err)
 	require.Zero(t, base.OffFormat.Total)
@@ -76,10 +77,10 @@ func tokenIDsOf(c map[string]int) []string {
 func TestOlderServer(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 7)
-	tg, err := target.InProcess(stub.WithDevMode(true), stub.WithLegacyServer(true))
+	tg, err := target.InProcess(stub.Config{DevMode: true, Legacy: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
-	_, err = bench.NewSession(t.Context(), tg.Endpoint, set, testConfig())
+	_, err = bench.NewSession(t.Context(), tg.Endpoint, set, sweep.SessionOptions(testConfig()))
 	require.ErrorIs(t, err, bench.ErrTokenIDsIgnored)
 	for _, want := range []string{"scoring mode token_ids needs logprob_token_ids", "vLLM " + stub.LegacyVersion,
 		"got none of them back", "set VETBENCH_SCORING=top_logprobs", "VETBENCH_SCORING_FALLBACK=true"} {
@@ -88,7 +89,7 @@ func TestOlderServer(t *testing.T) {
 
 	cfg := testConfig()
 	cfg.ScoringFallback = true
-	sess, err := bench.NewSession(t.Context(), tg.Endpoint, set, cfg)
+	sess, err := bench.NewSession(t.Context(), tg.Endpoint, set, sweep.SessionOptions(cfg))
 	require.NoError(t, err)
 	require.Equal(t, judgments.ModeTopLogprobs, sess.Client.Mode())
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2})
@@ -105,7 +106,7 @@ func TestOlderServer(t *testing.T) {
 // engines' hits over their queries.
 func TestDataParallelReceipt(t *testing.T) {
 	s := getSuite(t)
-	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), testConfig(), stub.WithDataParallel(2))
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), testConfig(), stub.Config{DataParallel: 2})
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 	require.NoError(t, err)
 	srv := rec.Server
@@ -131,7 +132,7 @@ func TestCachedTokensReconcile(t *testing.T) {
 	s := getSuite(t)
 	cfg := testConfig()
 	cfg.ServerEnv = "VLLM_BATCH_INVARIANT=1"
-	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), cfg, stub.WithPromptTokensDetails(true))
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), cfg, stub.Config{PromptTokensDetails: true})
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 	require.NoError(t, err)
 	rc := rec.Checks.Reconciliation
