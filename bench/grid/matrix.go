@@ -19,6 +19,7 @@
 package grid
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,6 +38,7 @@ import (
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
@@ -136,6 +138,7 @@ type Runner struct {
 	// WithServerFlags).
 	stall       time.Duration
 	serverFlags string
+	control     time.Duration
 }
 
 // Option configures a Runner.
@@ -147,6 +150,11 @@ func WithStallTimeout(d time.Duration) Option { return func(r *Runner) { r.stall
 // WithServerFlags are the server's flags as the user states them, pinned
 // in the matrix's identity.
 func WithServerFlags(flags string) Option { return func(r *Runner) { r.serverFlags = flags } }
+
+// WithControlTimeout bounds each probe, /tokenize and /metrics scrape
+// (default probe.DefaultTimeout): a server that does not answer one is
+// found out in the control timeout, not in a stream's.
+func WithControlTimeout(d time.Duration) Option { return func(r *Runner) { r.control = d } }
 
 // WithHTTPClient sends every request with hc: the run's one client per
 // target (default: a client of its own).
@@ -171,6 +179,13 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	}
+	// The key masked in what the server sends, no redirect out of the
+	// origin; the probes, /tokenize and /metrics (r.hc) bounded by the
+	// control timeout, the streams by their own.
+	streams := judgments.Secret(ep.APIKey).Guard(hc)
+	control := *streams
+	control.Timeout = cmp.Or(o.control, probe.DefaultTimeout)
+	hc = &control
 	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s target: %w", ep.Target.Kind, err)
@@ -203,7 +218,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	} else {
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
-	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
+	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(streams),
 		stream.WithStallTimeout(r.stall))
 	return r, nil
 }
