@@ -18,7 +18,7 @@ const EnvExtraPrefix = "VETBENCH_X_"
 // test suite and of the twin's contract tests. They are known, so not
 // typos, though no run reads them.
 var otherVars = []string{
-	"VETBENCH_BROWSER_CHECK", "VETBENCH_BROWSER_CHECK_OUT",
+	"VETBENCH_BROWSER_CHECK_OUT",
 	"VETBENCH_GATE_CHECK", "VETBENCH_GATE_CHECK_OUT", "VETBENCH_GATE_CHECK_TRIALS",
 	"VETBENCH_DOCS_CHECK",
 	"VETBENCH_DATA_PARALLEL", "VETBENCH_DEV_MODE", "VETBENCH_EXCLUSIVE", "VETBENCH_IMAGE_LIMIT",
