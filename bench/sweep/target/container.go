@@ -37,10 +37,10 @@ func removedOnExit(terminate func(context.Context) error) func() error {
 // dockerAvailable is nil when a Docker daemon answers.
 func dockerAvailable(ctx context.Context) error { return container.DockerAvailable(ctx) }
 
-// runContainer starts the twin with opts in a container and returns its
-// base URL and how to remove it.
-func runContainer(ctx context.Context, opts []stub.Option) (baseURL string, stop func() error, err error) {
-	ctr, err := container.Run(ctx, container.WithStub(opts...))
+// runContainer starts the twin of tw in a container and returns its base
+// URL and how to remove it.
+func runContainer(ctx context.Context, tw stub.Config) (baseURL string, stop func() error, err error) {
+	ctr, err := container.Run(ctx, container.WithConfig(tw))
 	if err != nil {
 		if ctr != nil {
 			_ = ctr.Terminate(context.WithoutCancel(ctx))
@@ -56,15 +56,15 @@ func runContainer(ctx context.Context, opts []stub.Option) (baseURL string, stop
 
 // runContainers starts n twins; more than one run on one network
 // (container.RunReplicas).
-func runContainers(ctx context.Context, n int, opts []stub.Option) (baseURLs []string, stop func() error, err error) {
+func runContainers(ctx context.Context, n int, tw stub.Config) (baseURLs []string, stop func() error, err error) {
 	if n == 1 {
-		base, stop, err := runContainer(ctx, opts)
+		base, stop, err := runContainer(ctx, tw)
 		if err != nil {
 			return nil, nil, err
 		}
 		return []string{base}, stop, nil
 	}
-	reps, err := container.RunReplicas(ctx, n, container.WithStub(opts...))
+	reps, err := container.RunReplicas(ctx, n, container.WithConfig(tw))
 	if err != nil {
 		if reps != nil {
 			_ = reps.Terminate(context.WithoutCancel(ctx))
