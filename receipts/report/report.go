@@ -643,7 +643,7 @@ func verdictBanner(rows [][]Cell) Banner {
 	ban := Banner{Tone: OK}
 	var title []string
 	for _, kind := range []string{"answers", "speed", "failures"} {
-		word := map[Tone]string{OK: "pass", Warn: "no verdict", Bad: "FAIL", Plain: "—"}[worst[kind]]
+		word := map[Tone]string{OK: "pass", Warn: "no verdict", Bad: "FAIL", Plain: "nothing to compare"}[worst[kind]]
 		if kind == "failures" {
 			word = map[Tone]string{OK: "none", Bad: "TROUBLE", Plain: "—", Warn: "warnings"}[worst[kind]]
 		}
