@@ -98,6 +98,19 @@ type Profile struct {
 	IngestBase, IngestPerPromptToken time.Duration
 	IngestPerInflight                time.Duration
 	IngestInflightExponent           float64
+
+	// Serving features of the deployment (twin-features: spec.go,
+	// reasoning.go, loops.go). Speculative is --speculative-config (nil:
+	// none); StreamInterval is --stream-interval (0 or 1: every step);
+	// Reasoning is --reasoning-parser (nil: none); Looping is the model's
+	// tendency to loop (nil: never, unless the loop fault says so);
+	// VLLMVersion is the release /version reports and whose response
+	// shapes the twin follows ("": Version).
+	Speculative    *Speculative `json:",omitempty"`
+	StreamInterval int          `json:",omitempty"`
+	Reasoning      *Reasoning   `json:",omitempty"`
+	Looping        *Looping     `json:",omitempty"`
+	VLLMVersion    string       `json:",omitempty"`
 }
 
 // Profile names.
@@ -280,6 +293,9 @@ func (p Profile) Validate() error {
 		if d < 0 {
 			return fmt.Errorf("profile %s: negative duration %s", p.Name, d)
 		}
+	}
+	if err := p.validateFeatures(); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	if p.Physical != nil {
 		if err := p.Physical.validate(); err != nil {

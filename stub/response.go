@@ -21,6 +21,12 @@ type chatResponse struct {
 	finishReason string
 	// promptDetails is usage.prompt_tokens_details; nil is null.
 	promptDetails map[string]any
+	// thinking says the request reasoned: message.reasoning is reasoning
+	// and message.content is body (nil: null), spelled by version
+	// (reasoning.go).
+	thinking        bool
+	reasoning, body *string
+	version         string
 }
 
 // answer builds the completion of a finished request: the answer
@@ -127,6 +133,11 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 		}
 		resp.logprobs = append(resp.logprobs, cl)
 	}
+	if reasoningEnd(r) > 0 && r.generated > 0 {
+		first := tokenText(rank(dist.logprobs())[0].id)
+		resp.thinking, resp.version = true, s.servedVersion()
+		resp.reasoning, resp.body = messageReasoning(r, first)
+	}
 	return resp
 }
 
@@ -164,14 +175,18 @@ func (resp *chatResponse) wire() map[string]any {
 	if resp.logprobs != nil {
 		logprobs = map[string]any{"content": resp.logprobs}
 	}
+	message := map[string]any{
+		"role": "assistant", "content": resp.content, "refusal": nil, "annotations": nil,
+		"audio": nil, "function_call": nil, "tool_calls": []any{}, "reasoning": nil,
+	}
+	if resp.thinking {
+		resp.spellReasoning(message)
+	}
 	return map[string]any{
 		"id": resp.id, "object": "chat.completion", "created": resp.created, "model": resp.model,
 		"choices": []any{map[string]any{
-			"index": 0,
-			"message": map[string]any{
-				"role": "assistant", "content": resp.content, "refusal": nil, "annotations": nil,
-				"audio": nil, "function_call": nil, "tool_calls": []any{}, "reasoning": nil,
-			},
+			"index":         0,
+			"message":       message,
 			"logprobs":      logprobs,
 			"finish_reason": resp.finishReason,
 			"stop_reason":   nil,

@@ -341,11 +341,7 @@ func (s *Server) Stats() Stats {
 }
 
 func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
-	v := Version
-	if s.cfg.vllm.legacy {
-		v = LegacyVersion
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"version": v})
+	writeJSON(w, http.StatusOK, map[string]string{"version": s.reportedVersion()})
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
@@ -657,6 +653,7 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 	r := &request{prompt: p, hashes: blockHashes(p, s.cfg.profile.BlockSize, req.CacheSalt), maxTokens: maxTokens,
 		arrival: arrival, done: make(chan struct{})}
 	decodeFaults(r, &req, fault, maxTokens)
+	s.cfg.profile.applyFeatures(r, &req)
 	if err := eng.submit(r, ready); err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: EngineDeadMessage})
 		return

@@ -233,3 +233,17 @@ func stepGroups(times []float64) []int {
 	}
 	return out
 }
+
+// validateFeatures checks a profile's serving features.
+func (p Profile) validateFeatures() error {
+	if p.StreamInterval < 0 {
+		return fmt.Errorf("stream interval %d: want 1 or more", p.StreamInterval)
+	}
+	if err := p.Speculative.validate(); err != nil {
+		return err
+	}
+	if err := p.Reasoning.validate(); err != nil {
+		return err
+	}
+	return p.Looping.validate()
+}

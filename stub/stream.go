@@ -1,6 +1,7 @@
 package stub
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -97,6 +98,7 @@ func decodeFaults(r *request, req *chatRequest, f *faultState, maxTokens int) {
 
 // streamCall is one streamed request.
 type streamCall struct {
+	ctx   context.Context
 	eng   *engine // the engine holding it (data parallel: one of several)
 	rid   string
 	req   *chatRequest
@@ -128,8 +130,10 @@ type (
 		TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
 	}
 	deltaJSON struct {
-		Role    string  `json:"role,omitempty"`
-		Content *string `json:"content,omitempty"`
+		Role             string  `json:"role,omitempty"`
+		Content          *string `json:"content,omitempty"`
+		Reasoning        *string `json:"reasoning,omitempty"`
+		ReasoningContent *string `json:"reasoning_content,omitempty"`
 	}
 	usageJSON struct {
 		PromptTokens     int `json:"prompt_tokens"`
@@ -174,6 +178,7 @@ func (s *sse) flush() {
 // stream serves a submitted request as vLLM's event stream.
 func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
 	ctx := hr.Context()
+	c.ctx = ctx
 	r := c.r
 	opts, _ := c.req.streamOptions()
 	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
@@ -229,6 +234,7 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
 		}
 		cut = max(1, n/2)
 	}
+	em := &emitter{s: s, c: c, out: out, ch: chunker{interval: s.cfg.profile.StreamInterval}, chunk: chunk, cut: cut}
 	sent := 0
 	for {
 		select {
@@ -245,48 +251,9 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
 		view := *r
 		eng.mu.Unlock()
 		finished := view.finishReason != "" || view.err != nil
-		for k, at := range times {
-			i := sent + k
-			if eng.clock.sleepUntil(ctx, at+c.rt/2) != nil {
-				gone()
-				return
-			}
-			last := finished && i == view.generated-1 && view.finishReason != "error"
-			if view.finishReason == "error" && i == view.generated-1 {
-				break // the failed step's output is the error, below
-			}
-			choice := choiceJSON{Index: 0, Logprobs: jsonNull, TokenIDs: jsonNull}
-			var text string
-			if i == 0 {
-				first := view
-				first.generated = 1
-				resp := s.answer(c.rid, c.req, c.topK, &first)
-				text = resp.content
-				if resp.logprobs != nil {
-					choice.Logprobs = logprobsJSON(resp.logprobs[:1])
-				}
-				role := chunk([]choiceJSON{{Index: 0, Delta: deltaJSON{Role: "assistant", Content: new(string)}, Logprobs: jsonNull}}, 0)
-				role.PromptTokenIDs = jsonNull
-				out.data(role)
-			} else {
-				tok := r.gen.token(i)
-				text = tokenText(tok)
-				if c.req.logprobs() {
-					choice.Logprobs = logprobsJSON([]contentLogprob{s.continuationLogprob(c.req, c.topK, r.gen.logprobs(i), tok)})
-				}
-			}
-			choice.Delta = deltaJSON{Content: &text}
-			if last {
-				reason := view.finishReason
-				choice.FinishReason = &reason
-				choice.StopReason = jsonNull
-			}
-			out.data(chunk([]choiceJSON{choice}, i+1))
-			if i+1 == cut {
-				out.flush()
-				gone()
-				panic(http.ErrAbortHandler) // the connection drops mid-stream
-			}
+		if !em.emit(&view, sent, times) {
+			gone()
+			return
 		}
 		sent += len(times)
 		if out.err != nil {
