@@ -23,6 +23,10 @@ type Endpoint struct {
 	Target receipts.Target
 	// Notes are facts about how it was chosen, for receipts.
 	Notes []string
+	// Transport, when set, carries the requests of the measurers that
+	// honour it (the speed matrix): an in-memory twin on fake time in
+	// tests. nil: the network.
+	Transport http.RoundTripper
 }
 
 // Receipt is the target as a receipt records it: the endpoint (BaseURL when

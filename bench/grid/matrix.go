@@ -146,7 +146,11 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 		// over several they would describe none of them.
 		return nil, fmt.Errorf("%w: the speed matrix measures one endpoint, %d given (measure a router URL, or each replica in turn)", bench.ErrSeveralEndpoints, len(ep.Replicas)+1)
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	var rt http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 1024}
+	if ep.Transport != nil {
+		rt = ep.Transport
+	}
+	hc := &http.Client{Transport: rt}
 	auth := func(req *http.Request) {
 		if ep.APIKey != "" {
 			req.Header.Set("Authorization", "Bearer "+ep.APIKey)

@@ -1,0 +1,69 @@
+package stub_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/matrix"
+	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/internal/twintest"
+)
+
+// The speed matrix measured on the twin on fake time: the grid runner and
+// the twin in one synctest bubble over the in-memory transport, so the
+// figures are the model's, whatever the machine is doing.
+
+// gridOn runs a matrix of the given contexts and levels on a twin of p.
+func gridOn(t *testing.T, p stub.Profile, o grid.Options, opts ...stub.Option) *matrix.Matrix {
+	t.Helper()
+	s, err := stub.New(append([]stub.Option{stub.WithProfile(p), stub.WithDevMode(true)}, opts...)...)
+	require.NoError(t, err)
+	defer s.Close()
+	ep := bench.Endpoint{BaseURL: twinURL, Target: receipts.Target{Kind: receipts.TargetInProcess, Profile: p.Name},
+		Transport: twintest.StreamTransport(s)}
+	r, err := grid.NewRunner(t.Context(), ep, config.Default())
+	require.NoError(t, err)
+	r.RunID = "fixed" // the same prompts every run
+	m, err := r.Run(t.Context(), o)
+	require.NoError(t, err)
+	return m
+}
+
+func smallGrid(contexts, levels []int) grid.Options {
+	return grid.Options{Contexts: contexts, Levels: levels, Duration: 5 * time.Second, OutputTokens: 2000,
+		LoopDetection: true, ScrapeInterval: 250 * time.Millisecond, Hold: time.Second, Pause: -1}
+}
+
+// Looped cells come from the model's loop property and the published
+// detector, not from a fault: a model that always loops past its onset
+// gives Looped cells, the same twin without the property Valid ones; with
+// speculative decoding and reasoning output on, the Valid cells' tokens
+// are counted (several per chunk, most of them reasoning).
+func TestMatrixLoopsFromTheModel(t *testing.T) {
+	p := stub.ProfileFast()
+	p.Speculative = &stub.Speculative{Method: "mtp", NumSpeculativeTokens: 3}
+	p.Reasoning = &stub.Reasoning{Parser: "deepseek_v4", ThinkByDefault: true}
+	o := smallGrid([]int{1000, 3000}, []int{1, 4})
+	synctest.Test(t, func(t *testing.T) {
+		m := gridOn(t, p, o)
+		for _, c := range m.Cells {
+			require.Equal(t, matrix.Valid, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
+			require.Positive(t, *c.OutputTokens)
+			require.Positive(t, *c.TotalTokS)
+		}
+	})
+	p.Looping = &stub.Looping{Base: 1, BaseContext: 1000, MinPeriod: 30, MaxPeriod: 90, MinOnset: 50, MaxOnset: 200}
+	synctest.Test(t, func(t *testing.T) {
+		m := gridOn(t, p, o)
+		for _, c := range m.Cells {
+			require.Equal(t, matrix.Looped, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
+		}
+	})
+}
