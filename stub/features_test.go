@@ -176,3 +176,25 @@ func TestLoopingModel(t *testing.T) {
 	require.Error(t, (&Looping{Base: 2, BaseContext: 1, MinPeriod: 1, MaxPeriod: 1, MinOnset: 1, MaxOnset: 1}).validate())
 	require.False(t, math.IsNaN(l.Probability(0, 0)))
 }
+
+// Long texts tokenize once and come back the same; the cache keeps to its
+// bound, oldest out first.
+func TestTextCache(t *testing.T) {
+	c := &textCache{max: 1000, ids: map[string][]int{}}
+	text := strings.Repeat("the harbour kept a ledger ", 30)
+	var want []int
+	for _, tk := range Tokenize(text) {
+		want = append(want, tk.ID)
+	}
+	require.Equal(t, want, c.tokenIDs(text))
+	require.Equal(t, want, c.tokenIDs(text))
+	require.Len(t, c.order, 1)
+	for i := range 20 {
+		c.tokenIDs(fmt.Sprintf("%d %s", i, text))
+	}
+	require.LessOrEqual(t, c.held, c.max)
+	_, kept := c.ids[text]
+	require.False(t, kept, "the oldest went first")
+	long := strings.Repeat("x", longText)
+	require.Equal(t, appendText(nil, long), appendText(nil, long))
+}
