@@ -133,7 +133,7 @@ func ReadCSV(r io.Reader, name string) (*Matrix, error) {
 	}
 	cr := csv.NewReader(bytes.NewReader(data))
 	cr.FieldsPerRecord = -1
-	rd := &rowReader{cr: cr, file: name, offset: offset}
+	rd := &rowReader{cr: cr, file: name, offset: offset, pos: cr.FieldPos}
 	header, err := rd.next()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -176,6 +176,8 @@ type rowReader struct {
 	cr     *csv.Reader
 	file   string
 	offset int
+	// pos is the line and column of field i of the record just read.
+	pos func(i int) (line, column int)
 }
 
 func (rd *rowReader) next() ([]string, error) {
@@ -188,7 +190,7 @@ func (rd *rowReader) next() ([]string, error) {
 }
 
 func (rd *rowReader) fieldErr(i int, column, format string, args ...any) error {
-	line, col := rd.cr.FieldPos(i)
+	line, col := rd.pos(i)
 	return &receipts.SchemaError{File: rd.file, Line: line + rd.offset, Column: col, Path: column, Msg: fmt.Sprintf(format, args...)}
 }
 

@@ -437,10 +437,10 @@ func TestResolve(t *testing.T) {
 	require.Empty(t, c.Fixtures.CEDARDir, "unset stays unset")
 }
 
-// The README's sample run file is a run file: it loads, and says what it
+// docs/configuration.md's sample run file is a run file: it loads, and says what it
 // says it does.
 func TestREADMERunFile(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../../docs/configuration.md")
 	require.NoError(t, err)
 	_, rest, ok := strings.Cut(string(readme), "### Run file")
 	require.True(t, ok)
