@@ -142,7 +142,7 @@ func newMetrics(p Profile, model string, now time.Time) *metrics {
 		"block_size":               strconv.Itoa(p.BlockSize),
 		"gpu_memory_utilization":   pyFloat(p.GPUMemoryUtilization),
 		"swap_space_bytes":         "4294967296",
-		"cache_dtype":              "auto",
+		"cache_dtype":              cacheDtype(p),
 		"is_attention_free":        "False",
 		"num_gpu_blocks_override":  "None",
 		"sliding_window":           "None",

@@ -247,3 +247,12 @@ func (p Profile) validateFeatures() error {
 	}
 	return p.Looping.validate()
 }
+
+// cacheDtype is --kv-cache-dtype as vllm:cache_config_info labels it:
+// the physical model's KV dtype when it names one, "auto" otherwise.
+func cacheDtype(p Profile) string {
+	if p.Physical != nil && p.Physical.Dtypes.KV != "" {
+		return string(p.Physical.Dtypes.KV)
+	}
+	return "auto"
+}
