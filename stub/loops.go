@@ -45,8 +45,8 @@ func (l *Looping) validate() error {
 		return fmt.Errorf("looping: base probability %v: want [0, 1]", l.Base)
 	case l.BaseContext <= 0:
 		return fmt.Errorf("looping: base context %d: want a positive token count", l.BaseContext)
-	case !(l.ContextExponent >= 0 && l.ContextExponent <= 4) || !(l.BatchExponent >= 0 && l.BatchExponent <= 4):
-		return fmt.Errorf("looping: exponents %v, %v: want [0, 4]", l.ContextExponent, l.BatchExponent)
+	case !(l.ContextExponent >= 0 && l.ContextExponent <= 32) || !(l.BatchExponent >= 0 && l.BatchExponent <= 32):
+		return fmt.Errorf("looping: exponents %v, %v: want [0, 32]", l.ContextExponent, l.BatchExponent)
 	case l.MinPeriod < 1 || l.MaxPeriod < l.MinPeriod:
 		return fmt.Errorf("looping: period %d..%d tokens: want 1 ≤ min ≤ max", l.MinPeriod, l.MaxPeriod)
 	case l.MinOnset < 1 || l.MaxOnset < l.MinOnset:
