@@ -1,6 +1,7 @@
 package stub_test
 
 import (
+	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,17 +21,20 @@ import (
 // the twin in one synctest bubble over the in-memory transport, so the
 // figures are the model's, whatever the machine is doing.
 
-// gridOn runs a matrix of the given contexts and levels on a twin of p.
-func gridOn(t *testing.T, p stub.Profile, o grid.Options, opts ...stub.Option) *matrix.Matrix {
+// gridOn runs the matrix o on a twin of p that wants apiKey ("": none).
+func gridOn(t *testing.T, p stub.Profile, o grid.Options, apiKey string) *matrix.Matrix {
 	t.Helper()
-	s, err := stub.New(append([]stub.Option{stub.WithProfile(p), stub.WithDevMode(true)}, opts...)...)
+	s, err := stub.New(stub.WithProfile(p), stub.WithDevMode(true), stub.WithAPIKey(apiKey))
 	require.NoError(t, err)
 	defer s.Close()
-	ep := bench.Endpoint{BaseURL: twinURL, Target: receipts.Target{Kind: receipts.TargetInProcess, Profile: p.Name},
+	ep := bench.Endpoint{BaseURL: twinURL, APIKey: apiKey, Target: receipts.Target{Kind: receipts.TargetInProcess, Profile: p.Name},
 		Transport: twintest.StreamTransport(s)}
 	r, err := grid.NewRunner(t.Context(), ep, config.Default())
 	require.NoError(t, err)
 	r.RunID = "fixed" // the same prompts every run
+	if testing.Verbose() {
+		r.Log = os.Stderr // a line per row and cell as it ends
+	}
 	m, err := r.Run(t.Context(), o)
 	require.NoError(t, err)
 	return m
@@ -53,7 +57,7 @@ func TestMatrixLoopsFromTheModel(t *testing.T) {
 	p.Reasoning = &stub.Reasoning{Parser: "deepseek_v4", ThinkByDefault: true}
 	p.Looping = &stub.Looping{Base: 1, BaseContext: 2500, ContextExponent: 24, MinPeriod: 30, MaxPeriod: 90, MinOnset: 50, MaxOnset: 200}
 	synctest.Test(t, func(t *testing.T) {
-		m := gridOn(t, p, smallGrid([]int{1000, 3000}, []int{1, 4}))
+		m := gridOn(t, p, smallGrid([]int{1000, 3000}, []int{1, 4}), "")
 		require.Len(t, m.Cells, 4)
 		for _, c := range m.Cells {
 			want := map[string]matrix.Status{"1000": matrix.Valid, "2K": matrix.Looped}[c.Context]

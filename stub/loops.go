@@ -19,10 +19,11 @@ import (
 
 // Looping is a profile's loop model:
 //
-//	P(loop) = min(1, Base · (context ÷ BaseContext)^ContextExponent · batch^BatchExponent)
+//	P(loop) = min(1, Base · (context ÷ BaseContext)^ContextExponent · bucket^BatchExponent)
 //
 // for a request whose prompt has context tokens and whose prefill
-// finished in a step of batch sequences. A looping request repeats a cycle
+// finished in a step of batch sequences, bucket being that batch rounded
+// up to a power of two (batchBucket). A looping request repeats a cycle
 // of MinPeriod..MaxPeriod tokens from an onset drawn in
 // [MinOnset, MaxOnset] output tokens.
 type Looping struct {
@@ -62,8 +63,21 @@ func (l *Looping) Probability(context, batch int) float64 {
 		return 0
 	}
 	p := l.Base * math.Pow(float64(context)/float64(l.BaseContext), l.ContextExponent) *
-		math.Pow(float64(max(1, batch)), l.BatchExponent)
+		math.Pow(float64(batchBucket(batch)), l.BatchExponent)
 	return min(1, p)
+}
+
+// batchBucket is the power of two a batch is padded to: batch-variant
+// numerics change with the kernel shape, not with every sequence more
+// (vLLM pads decode batches to its CUDA-graph capture sizes, 1, 2, 4, 8,
+// then multiples of 8, approximately powers of two here). The same prompt
+// in batches of one bucket decodes the same way.
+func batchBucket(batch int) int {
+	b := 1
+	for b < batch {
+		b *= 2
+	}
+	return b
 }
 
 // draw decides whether a request loops, and if so its onset and period in
@@ -73,7 +87,7 @@ func (l *Looping) draw(key []byte, context, batch int) (onset, period int) {
 		return 0, 0
 	}
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(max(1, batch)))
+	binary.LittleEndian.PutUint64(b[:], uint64(batchBucket(batch)))
 	r := newRNG(key, []byte("loop"), b[:])
 	if r.float() >= l.Probability(context, batch) {
 		return 0, 0
