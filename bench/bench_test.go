@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/receipts"
@@ -31,68 +30,65 @@ import (
 // Once the server is found down, no later point runs.
 func BenchmarkJudgments(b *testing.B) {
 	s := getSuite(b)
-	for _, name := range s.cfg.Sets {
-		// Levels × arms, or for an open loop (VETBENCH_RATE) rates × arms.
-		for _, p := range bench.Points(s.cfg) {
-			point := p.Name(name, len(s.cfg.Arms) > 1)
-			b.Run(point, func(b *testing.B) {
-				if down := s.serverDown(); down != nil {
-					b.Fatalf("not measured: %v", down)
-				}
-				ctx := s.context(b)
-				sess := s.session(b, name)
-				var recs []*receipts.Receipt
-				var failed error
-				for b.Loop() {
-					if failed != nil {
-						continue // b.Loop must run out; nothing more is measured
-					}
-					rec, err := sess.Measure(ctx, p)
-					var path string
-					var werr error
-					if rec != nil {
-						path, werr = s.writeReceipt(name, p, rec)
-					}
-					switch {
-					case werr != nil || rec == nil:
-						b.Fatal(errors.Join(err, werr))
-					case err != nil:
-						failed = fmt.Errorf("%w (receipt written to %s)", err, path)
-						waitOut(b)
-					}
-					// L = λW itself must hold; the pool-health figures beside it
-					// (saturation, idle share) stay warnings in the receipt.
-					if ll := rec.Checks; ll != nil && ll.LittlesLaw != nil && ll.LittlesLaw.RelError > audit.Tolerance && failed == nil {
-						b.Errorf("Little's law does not hold: %v", ll.LittlesLaw.Problems)
-					}
-					// An open loop's, over the response time (client queue included).
-					if ll := rec.Checks; ll != nil && ll.LittlesLawResponse != nil && ll.LittlesLawResponse.RelError > audit.Tolerance && failed == nil {
-						b.Errorf("Little's law (response time) does not hold: %v", ll.LittlesLawResponse.Problems)
-					}
-					recs = append(recs, rec)
-				}
-				b.ReportMetric(0, "ns/op")
-				ms := metrics.FromReceipt(tally.Merge(recs))
-				// Goldens are closed-loop points'.
-				if p.Rate == 0 {
-					if moved, ok := movedAgainstGolden(s, name, p.Concurrency, recs[len(recs)-1]); ok {
-						ms = append(ms, metrics.Moved(moved))
-					}
-				}
-				metrics.Report(b, ms)
-				// bench.txt gets the line go test prints, unless the
-				// benchmark failed (go test prints none then either); a
-				// point that did not pass (failed) still has its line.
-				if !b.Failed() {
-					if err := s.signals.Write(func() error { return s.lines.Write(point, len(recs), ms) }); err != nil {
-						b.Fatalf("bench.txt: %v", err)
-					}
-				}
+	// Sets × levels × arms, or for an open loop (VETBENCH_RATE) rates × arms.
+	for _, st := range s.run.Steps() {
+		point := st.Name(s.run.Armed())
+		b.Run(point, func(b *testing.B) {
+			if down := s.serverDown(); down != nil {
+				b.Fatalf("not measured: %v", down)
+			}
+			ctx := s.context(b)
+			s.progress.Next()
+			var recs []*receipts.Receipt
+			var failed error
+			for b.Loop() {
 				if failed != nil {
-					s.fail(b.Name(), failed)
+					continue // b.Loop must run out; nothing more is measured
 				}
-			})
-		}
+				o, err := s.run.Measure(ctx, st)
+				switch {
+				case err != nil || o.Receipt == nil:
+					b.Fatal(errors.Join(o.Err, err))
+				case o.Err != nil:
+					failed = fmt.Errorf("%w (receipt written to %s)", o.Err, o.Path)
+					waitOut(b)
+				}
+				checkLittle(b, o.Receipt, failed == nil)
+				recs = append(recs, o.Receipt)
+			}
+			b.ReportMetric(0, "ns/op")
+			ms := metrics.FromReceipt(tally.Merge(recs))
+			// Goldens are closed-loop points'.
+			if st.Point.Rate == 0 {
+				if moved, ok := movedAgainstGolden(s, st.Set, st.Point.Concurrency, recs[len(recs)-1]); ok {
+					ms = append(ms, metrics.Moved(moved))
+				}
+			}
+			metrics.Report(b, ms)
+			// bench.txt gets the line go test prints, unless the
+			// benchmark failed (go test prints none then either); a
+			// point that did not pass (failed) still has its line.
+			s.line(b, metrics.Benchmark, point, len(recs), ms)
+			if failed != nil {
+				s.fail(b.Name(), failed)
+			}
+		})
+	}
+}
+
+// checkLittle fails the benchmark when L = λW does not hold (and check: the
+// point did not fail already); the pool-health figures beside it
+// (saturation, idle share) stay warnings in the receipt.
+func checkLittle(b *testing.B, rec *receipts.Receipt, check bool) {
+	if !check || rec.Checks == nil {
+		return
+	}
+	if ll := rec.Checks.LittlesLaw; ll != nil && ll.RelError > audit.Tolerance {
+		b.Errorf("Little's law does not hold: %v", ll.Problems)
+	}
+	// An open loop's, over the response time (client queue included).
+	if ll := rec.Checks.LittlesLawResponse; ll != nil && ll.RelError > audit.Tolerance {
+		b.Errorf("Little's law (response time) does not hold: %v", ll.Problems)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/vetbench/vetbench/bench/sweep/rundir"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // benchmarkRun runs this test binary's BenchmarkJudgments on a small
@@ -21,7 +22,14 @@ import (
 // the exit code.
 func benchmarkRun(t *testing.T, out string, count string, extra ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "^$", "-test.bench", "Judgments", "-test.benchtime", "1x", "-test.count", count)
+	return benchmarkTests(t, "^$", out, count, extra...)
+}
+
+// benchmarkTests is benchmarkRun with the tests that match run run first,
+// as go test -bench runs them.
+func benchmarkTests(t *testing.T, run, out string, count string, extra ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", run, "-test.bench", "Judgments", "-test.benchtime", "1x", "-test.count", count)
 	cmd.Env = append(os.Environ(), "VETBENCH_STUB=inprocess", "VETBENCH_SETS=checks", "VETBENCH_LEVELS=1,2",
 		"VETBENCH_FIXTURE_SIZE=1", "VETBENCH_ENDPOINT=", "VETBENCH_CONFIG=", "VETBENCH_FORCE=", "VETBENCH_OUT="+out)
 	cmd.Env = append(cmd.Env, extra...)
@@ -39,11 +47,32 @@ func benchmarkRun(t *testing.T, out string, count string, extra ...string) (stri
 
 // The tests of this package write nowhere but their temporary directories:
 // without -bench there is no run directory, and a receipt has nowhere to go.
+// With -bench, go test runs the tests first: the run directory is then the
+// benchmarks', and the tests leave it alone.
 func TestTestsWriteNoResults(t *testing.T) {
 	s := getSuite(t)
-	require.Nil(t, s.run, "no run directory unless benchmarking")
-	_, err := s.writeReceipt("checks", benchPoint(1), &receipts.Receipt{})
+	if benchmarking() {
+		require.NotNil(t, s.run.Dir, "benchmarking: the benchmarks' run directory")
+		return
+	}
+	require.Nil(t, s.run.Dir, "no run directory unless benchmarking")
+	_, err := s.run.WriteTokens(&tokens.Receipt{})
 	require.ErrorContains(t, err, "only when benchmarking")
+}
+
+// go test -bench without -run runs the tests too, as for any Go package:
+// they pass beside a benchmark run, the benchmark lines follow and the run
+// directory holds their results.
+func TestBenchmarkBesideTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmark")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	stdout, stderr, code := benchmarkTests(t, "^TestTestsWriteNoResults$", dir, "1", "VETBENCH_LEVELS=1")
+	require.Zero(t, code, "%s\n%s", stdout, stderr)
+	require.Regexp(t, `(?m)^BenchmarkJudgments/set=checks/c=1(-\d+)?\s`, stdout)
+	require.FileExists(t, filepath.Join(dir, "receipts", "checks_c1.json"))
+	require.NotContains(t, stderr, "holds no result")
 }
 
 // A benchmark run writes into the directory named, keeps every -count

@@ -7,57 +7,53 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/interrupt"
 	"github.com/vetbench/vetbench/bench/sweep/progress"
 	"github.com/vetbench/vetbench/bench/sweep/rundir"
-	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/fixtures"
-	"github.com/vetbench/vetbench/fixtures/sets"
-	"github.com/vetbench/vetbench/receipts"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden receipts (receipts/golden) from this run")
 
-// suite is the target and the sets shared by the benchmarks and stability
-// tests of one test process: the configuration is read once (here, at the
+// suite is the run shared by the benchmarks and stability tests of one
+// test process (bench/sweep): the configuration is read once (here, at the
 // edge), the target starts once (a container build takes seconds), each set
 // is generated once.
 type suite struct {
-	cfg    config.Config
-	target *target.Target
-	err    error
+	cfg config.Config
+	// run measures the target; with -bench into a run directory of its own
+	// (receipts/, bench.txt, settings.toml), else writing nowhere.
+	run *sweep.Run
+	err error
 	// interrupt is cancelled by the first Ctrl-C (SIGINT) or SIGTERM: the
 	// run in flight stops, writes its partial receipt and says why; a second
 	// Ctrl-C exits at once, after the receipt being written (signals).
 	interrupt context.Context
 	signals   *interrupt.Handler
-
-	mu       sync.Mutex
-	sets     map[string]fixtures.Set
-	sessions map[string]*bench.Session
-
-	// A benchmark run's results (nil when only tests run: they write
-	// nowhere but t.TempDir): its run directory, bench.txt's writer, and
-	// the progress line on stderr.
-	run      *rundir.Dir
-	benchTxt *os.File
-	lines    *metrics.Writer
+	// progress is the line on stderr while a benchmark measures.
 	progress *progress.Renderer
 
+	mu sync.Mutex
 	// failed lists the points that did not pass but printed their line
 	// (failed judgments, a stop): the process exits non-zero for them.
 	failed []string
 	// down is why the server can no longer be measured: no later point
 	// runs.
 	down error
+	// measured counts the benchmark lines written: none, and the run
+	// directory holds no result (the end says so).
+	measured int
 }
 
 // fail records a point that did not pass, and says so at once on stderr
@@ -68,7 +64,7 @@ func (s *suite) fail(point string, err error) {
 	msg := fmt.Sprintf("FAIL %s: %v", point, err)
 	s.failed = append(s.failed, msg)
 	note("%s", msg)
-	if errors.Is(err, bench.ErrServerDown) && s.down == nil {
+	if errors.Is(err, sweep.ErrServerDown) && s.down == nil {
 		s.down = fmt.Errorf("the server is down since %s: %w", point, err)
 	}
 }
@@ -86,12 +82,18 @@ var (
 	configOnce sync.Once
 )
 
+// benchmarking says go test was asked to run benchmarks (-bench).
+func benchmarking() bool {
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
+}
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	ctx, signals := interrupt.Notify(context.Background())
 	signals.OnSecond = func() { fmt.Fprintln(os.Stderr, "interrupted again: exiting now") }
 	shared.interrupt, shared.signals = ctx, signals
-	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+	if benchmarking() {
 		// benchstat reads these anywhere in the stream: directions and exact counts.
 		if err := metrics.WriteUnits(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -101,9 +103,6 @@ func TestMain(m *testing.M) {
 			note("%v", err)
 			os.Exit(2)
 		}
-		// The token units, and what this run measures (model, twin,
-		// fixture…) as configuration lines the speed gate compares.
-		writeSuiteConfig(os.Stdout)
 	}
 	code := m.Run()
 	interrupted := ctx.Err() != nil
@@ -112,11 +111,6 @@ func TestMain(m *testing.M) {
 	}
 	if interrupted {
 		note("interrupted: the receipt of the point in flight is partial (see its stopped block)")
-	}
-	if shared.target != nil {
-		if err := shared.target.Close(); err != nil {
-			note("close target: %v", err)
-		}
 	}
 	// A point whose line was printed over failed work fails the run: the
 	// line shows its failed-items, this says why, the status says no.
@@ -170,70 +164,84 @@ func (s *suite) loadConfig() error {
 	return s.err
 }
 
-// startRun prepares a benchmark run's results: its own run directory (the
+// options are the run's edges in this process.
+func (s *suite) options() sweep.Options {
+	o := sweep.Options{Signals: s.signals, Kind: sweep.Suite, Warn: func(msg string) { note("%s", msg) }}
+	if s.progress != nil {
+		o.OnProgress = s.progress.Observe
+	}
+	return o
+}
+
+// startRun opens a benchmark run (bench/sweep): its own run directory (the
 // one VETBENCH_OUT names, refused when it holds results unless
 // VETBENCH_FORCE; else a new out/runs/<id> and out/latest), settings.toml,
-// bench.txt, twin.log for testcontainers, and a progress renderer.
+// bench.txt, twin.log for testcontainers, and a progress renderer; it
+// prints the run's configuration lines (what it measures: model, twin,
+// fixture…), which the speed gate compares. A target that cannot be
+// opened prints none (each benchmark then fails on it).
 func (s *suite) startRun() error {
 	if err := s.loadConfig(); err != nil {
 		return err
 	}
-	run, err := rundir.Open(s.cfg.Out, filepath.Join(moduleRoot, rundir.DefaultRoot), s.cfg.Force, time.Now())
+	dir, err := rundir.Open(s.cfg.Out, filepath.Join(moduleRoot, rundir.DefaultRoot), s.cfg.Force, time.Now())
 	if err != nil {
 		return err
 	}
-	s.run = run
-	if run.Warning != "" {
-		note("%s", run.Warning)
+	if dir.Warning != "" {
+		note("%s", dir.Warning)
 	}
-	if err := writeSettings(run, s.cfg); err != nil {
-		return err
-	}
-	if s.benchTxt, err = os.OpenFile(run.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
-		return err
-	}
-	s.lines = metrics.NewWriter(s.benchTxt)
-	log, err := os.OpenFile(run.File(rundir.TwinLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	target.LogContainersTo(log) // closed when the process exits
 	s.progress = progress.ForFile(os.Stderr)
-	s.progress.SetTimeScale(s.cfg.Twin.TimeScale)
-	note("results in %s", displayPath(run.Path))
-	if ts := s.cfg.Twin.TimeScale; s.cfg.Target.Endpoint == "" && ts != 1 {
-		note("the twin runs %gx faster than real time: benchmark lines are wall-clock figures; divide rates and multiply seconds by %g for model time", ts, ts)
+	sharedOnce.Do(func() {
+		s.run, s.err = sweep.Open(context.Background(), s.cfg, dir, s.options())
+	})
+	note("results in %s", displayPath(dir.Path))
+	if s.err != nil {
+		note("no configuration lines: target: %v", s.err)
+		return nil
 	}
+	for _, u := range decode.Units() {
+		fmt.Println(u.Line())
+	}
+	for _, l := range s.run.Identity {
+		fmt.Println(l)
+	}
+	s.announce()
+	// go test -count runs each benchmark that many times.
+	count := 1
+	if f := flag.Lookup("test.count"); f != nil {
+		count, _ = strconv.Atoi(f.Value.String())
+	}
+	s.progress.Plan(max(count, 1) * len(s.run.Steps()))
 	return nil
 }
 
-// endRun ends bench.txt as go test ends its output (PASS, or FAIL when the
-// run did not pass), closes it and says where the results are.
+// announce says what the figures are and where the judgments go.
+func (s *suite) announce() {
+	if sc := s.run.Scale(); sc.Scaled() {
+		s.progress.SetTimeScale(sc.Factor)
+		note("the twin runs %gx faster than real time: benchmark lines are wall-clock figures; divide rates and multiply seconds by %g for model time", sc.Factor, sc.Factor)
+	}
+	if eps := s.run.Endpoint().Receipt().Endpoints; len(eps) > 1 {
+		note("judgments spread over %d endpoints: %s (receipts hold each one's figures)", len(eps), strings.Join(eps, ", "))
+	}
+}
+
+// endRun stops the target, ends bench.txt as go test ends its output
+// (PASS, or FAIL when the run did not pass), closes it and says where the
+// results are.
 func (s *suite) endRun(passed bool) error {
 	if s.run == nil {
 		return nil
 	}
-	err := s.signals.Write(func() error { return s.lines.End(passed) })
-	if serr := s.benchTxt.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := s.benchTxt.Close(); err == nil {
-		err = cerr
-	}
-	note("results in %s (receipts/, bench.txt, settings.toml)", displayPath(s.run.Path))
-	return err
-}
-
-// writeSettings writes the run's effective settings beside its receipts.
-func writeSettings(run *rundir.Dir, cfg config.Config) error {
-	f, err := os.OpenFile(run.File(rundir.SettingsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	err := s.run.Close(passed)
+	if s.run.Dir == nil {
 		return err
 	}
-	err = config.WriteSettings(f, cfg)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if s.measured == 0 {
+		note("no benchmark ran: %s holds no result", displayPath(s.run.Dir.Path))
 	}
+	note("results in %s (receipts/, bench.txt, settings.toml)", displayPath(s.run.Dir.Path))
 	return err
 }
 
@@ -249,7 +257,7 @@ func displayPath(path string) string {
 	return path
 }
 
-// getSuite opens the target the configuration names, once per process.
+// getSuite opens the run the configuration names, once per process.
 func getSuite(tb testing.TB) *suite {
 	tb.Helper()
 	openSuite()
@@ -259,17 +267,16 @@ func getSuite(tb testing.TB) *suite {
 	return &shared
 }
 
-// openSuite opens the shared target once; shared.err says if it failed.
+// openSuite opens the shared run once (writing nowhere: tests only, the
+// benchmark run was opened by TestMain); shared.err says if it failed.
 func openSuite() {
 	sharedOnce.Do(func() {
-		shared.sets = map[string]fixtures.Set{}
-		shared.sessions = map[string]*bench.Session{}
 		if shared.loadConfig() != nil {
 			return
 		}
-		shared.target, shared.err = target.Open(context.Background(), shared.cfg)
+		shared.run, shared.err = sweep.Open(context.Background(), shared.cfg, nil, shared.options())
 		if shared.err == nil {
-			if eps := shared.target.Endpoint.Receipt().Endpoints; len(eps) > 1 {
+			if eps := shared.run.Endpoint().Receipt().Endpoints; len(eps) > 1 {
 				note("judgments spread over %d endpoints: %s (receipts hold each one's figures)", len(eps), strings.Join(eps, ", "))
 			}
 		}
@@ -292,16 +299,10 @@ func (s *suite) context(tb testing.TB) context.Context {
 // set returns the named set, built once.
 func (s *suite) set(tb testing.TB, name string) fixtures.Set {
 	tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if set, ok := s.sets[name]; ok {
-		return set
-	}
-	set, err := sets.Open(context.Background(), name, s.cfg.Fixtures)
+	set, err := s.run.Set(context.Background(), name)
 	if err != nil {
 		tb.Fatalf("set %s: %v", name, err)
 	}
-	s.sets[name] = set
 	return set
 }
 
@@ -309,20 +310,10 @@ func (s *suite) set(tb testing.TB, name string) fixtures.Set {
 // tokenized once.
 func (s *suite) session(tb testing.TB, name string) *bench.Session {
 	tb.Helper()
-	set := s.set(tb, name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sess, ok := s.sessions[name]; ok {
-		return sess
-	}
-	sess, err := bench.NewSession(context.Background(), s.target.Endpoint, set, s.cfg)
+	sess, err := s.run.Session(context.Background(), name)
 	if err != nil {
 		tb.Fatalf("session %s: %v", name, err)
 	}
-	if s.progress != nil {
-		sess.OnProgress = s.progress.Observe
-	}
-	s.sessions[name] = sess
 	return sess
 }
 
@@ -335,20 +326,16 @@ func (s *suite) goldenPath(set string, c int) string {
 	return filepath.Join(dir, fmt.Sprintf("%s_c%d.golden.json", set, c))
 }
 
-// writeReceipt writes a point's receipt atomically into the run directory:
-// the point's first pass in receipts/, the k-th in receipts/pass<k>, so no
-// pass replaces another's. A second Ctrl-C waits for it (or comes before
-// it starts).
-func (s *suite) writeReceipt(set string, p bench.Point, rec *receipts.Receipt) (string, error) {
-	if s.run == nil {
-		return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
+// line writes a result line to bench.txt, as go test prints it, unless the
+// benchmark failed or skipped (go test prints none then).
+func (s *suite) line(b *testing.B, benchmark, point string, iters int, ms []metrics.Metric) {
+	if b.Failed() || b.Skipped() {
+		return
 	}
-	path, _, err := s.run.NextReceipt(filepath.Base(bench.ReceiptPath("", set, p)))
-	if err != nil {
-		return "", err
+	if err := s.run.Line(benchmark, point, iters, ms); err != nil {
+		b.Fatal(err)
 	}
-	if err := s.signals.Write(func() error { return receipts.WriteFile(path, rec) }); err != nil {
-		return path, fmt.Errorf("write receipt: %w", err)
-	}
-	return path, nil
+	s.mu.Lock()
+	s.measured++
+	s.mu.Unlock()
 }

@@ -2,24 +2,17 @@ package bench_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/fixtures"
-	"github.com/vetbench/vetbench/fixtures/sets"
 	"github.com/vetbench/vetbench/receipts/matrix"
-	"github.com/vetbench/vetbench/receipts/speed"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
@@ -34,61 +27,37 @@ import (
 func BenchmarkTokens(b *testing.B) {
 	s := getSuite(b)
 	r := tokenRunner(b, s)
-	write := func(rec *tokens.Receipt) (string, error) {
-		if s.run == nil {
-			return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
-		}
-		path, _, err := s.run.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", rec.Point.Workload, rec.Point.Concurrency))
-		if err != nil {
-			return "", err
-		}
-		return path, s.signals.Write(func() error { return tokens.WriteFile(path, rec) })
-	}
-	for _, w := range s.cfg.Tokens.Workloads {
-		for _, c := range s.cfg.Tokens.Levels {
-			point := fmt.Sprintf("workload=%s/c=%d", w, c)
-			b.Run(point, func(b *testing.B) {
-				ctx := s.context(b)
-				p := decode.PointFrom(s.cfg.Tokens, w, c).WithSLO(s.cfg.SLO)
-				var recs []*tokens.Receipt
-				for b.Loop() {
-					rec, err := r.Measure(ctx, p)
-					if err != nil {
-						if rec != nil {
-							path, werr := write(rec)
-							b.Fatalf("%v (receipt %s, %v)", err, path, werr)
-						}
-						b.Fatal(err)
+	for _, st := range s.run.TokenSteps() {
+		b.Run(st.Name(), func(b *testing.B) {
+			ctx := s.context(b)
+			p := s.run.TokenPoint(st)
+			var recs []*tokens.Receipt
+			for b.Loop() {
+				rec, err := r.Measure(ctx, p)
+				if err != nil {
+					if rec != nil {
+						path, werr := s.run.WriteTokens(rec)
+						b.Fatalf("%v (receipt %s, %v)", err, path, werr)
 					}
-					for i, run := range rec.Runs {
-						if ll := run.LittlesLaw; ll != nil && ll.RelError > audit.Tolerance {
-							b.Errorf("repeat %d: Little's law does not hold: %v", i+1, ll.Problems)
-						}
-					}
-					recs = append(recs, rec)
-				}
-				b.ReportMetric(0, "ns/op")
-				// One receipt per point: the repeats of every pass b.Loop made.
-				merged := mergeTokens(recs)
-				if _, err := write(merged); err != nil {
 					b.Fatal(err)
 				}
-				ms := decode.Metrics(merged)
-				metrics.Report(b, ms)
-				s.benchLine(b, "Tokens", point, len(recs), ms)
-			})
-		}
-	}
-}
-
-// benchLine writes a result line to the run's bench.txt, as go test
-// prints it, unless the benchmark failed (go test prints none then).
-func (s *suite) benchLine(b *testing.B, benchmark, point string, iters int, ms []metrics.Metric) {
-	if s.lines == nil || b.Failed() || b.Skipped() {
-		return
-	}
-	if err := s.signals.Write(func() error { return s.lines.WriteNamed(benchmark, point, iters, ms) }); err != nil {
-		b.Fatalf("bench.txt: %v", err)
+				for i, run := range rec.Runs {
+					if ll := run.LittlesLaw; ll != nil && ll.RelError > audit.Tolerance {
+						b.Errorf("repeat %d: Little's law does not hold: %v", i+1, ll.Problems)
+					}
+				}
+				recs = append(recs, rec)
+			}
+			b.ReportMetric(0, "ns/op")
+			// One receipt per point: the repeats of every pass b.Loop made.
+			merged := mergeTokens(recs)
+			if _, err := s.run.WriteTokens(merged); err != nil {
+				b.Fatal(err)
+			}
+			ms := decode.Metrics(merged)
+			metrics.Report(b, ms)
+			s.line(b, "Tokens", st.Name(), len(recs), ms)
+		})
 	}
 }
 
@@ -114,8 +83,7 @@ func mergeTokens(recs []*tokens.Receipt) *tokens.Receipt {
 // CSV.
 func BenchmarkMatrix(b *testing.B) {
 	s := getSuite(b)
-	r := matrixRunner(b, s)
-	o := grid.OptionsFrom(s.cfg.Matrix)
+	r, o := matrixRunner(b, s)
 	m := &matrix.Matrix{Schema: matrix.Schema, Source: matrix.SourceVetbench, RunID: r.RunID,
 		Target: r.Endpoint.Receipt(), Identity: r.Identity, DurationSeconds: o.Duration.Seconds(),
 		MaxOutputTokens: o.OutputTokens, Prefill: []matrix.Prefill{}, Cells: []matrix.Cell{}, Warnings: slices.Clone(r.Notes)}
@@ -159,19 +127,19 @@ func BenchmarkMatrix(b *testing.B) {
 				}
 				ms := grid.Metrics(cell)
 				metrics.Report(b, ms)
-				s.benchLine(b, "Matrix", point, n, ms)
+				s.line(b, "Matrix", point, n, ms)
 			})
 		}
 	}
 	m.Sort()
-	if len(m.Cells) == 0 || s.run == nil {
+	if len(m.Cells) == 0 || s.run.Dir == nil {
 		return
 	}
 	for _, f := range []struct {
 		name  string
 		write func(string, *matrix.Matrix) error
 	}{{"grid.json", matrix.WriteFile}, {"grid.csv", matrix.WriteCSVFile}} {
-		path, _, err := s.run.NextReceipt(f.name)
+		path, _, err := s.run.Dir.NextReceipt(f.name)
 		if err == nil {
 			err = s.signals.Write(func() error { return f.write(path, m) })
 		}
@@ -185,78 +153,24 @@ var (
 	tokenOnce, matrixOnce sync.Once
 	tokenR                *decode.Runner
 	matrixR               *grid.Runner
+	matrixO               grid.Options
 	tokenErr, matrixErr   error
 )
 
 func tokenRunner(tb testing.TB, s *suite) *decode.Runner {
 	tb.Helper()
-	tokenOnce.Do(func() { tokenR, tokenErr = decode.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
+	tokenOnce.Do(func() { tokenR, tokenErr = s.run.TokenRunner(context.Background()) })
 	if tokenErr != nil {
 		tb.Fatalf("token runner: %v", tokenErr)
 	}
 	return tokenR
 }
 
-func matrixRunner(tb testing.TB, s *suite) *grid.Runner {
+func matrixRunner(tb testing.TB, s *suite) (*grid.Runner, grid.Options) {
 	tb.Helper()
-	matrixOnce.Do(func() { matrixR, matrixErr = grid.NewRunner(context.Background(), s.target.Endpoint, s.cfg) })
+	matrixOnce.Do(func() { matrixR, matrixO, matrixErr = s.run.MatrixRunner(context.Background()) })
 	if matrixErr != nil {
 		tb.Fatalf("matrix runner: %v", matrixErr)
 	}
-	return matrixR
-}
-
-// writeSuiteConfig prints this run's configuration lines
-// (speed.ConfigLines) and gives them, with the token units, to bench.txt's
-// writer: what was measured, so the speed gate can refuse to compare two
-// outputs of different experiments. A target that cannot be opened prints
-// nothing (each benchmark then fails on it).
-func writeSuiteConfig(stdout io.Writer) {
-	for _, u := range decode.Units() {
-		fmt.Fprintln(stdout, u.Line())
-	}
-	openSuite()
-	if shared.err != nil {
-		note("no configuration lines: target: %v", shared.err)
-		return
-	}
-	cfg, err := suiteConfig(context.Background(), &shared)
-	if err != nil {
-		note("configuration lines incomplete: %v", err)
-	}
-	var pairs []string
-	for _, l := range speed.ConfigLines(cfg) {
-		fmt.Fprintln(stdout, l)
-		k, v, _ := strings.Cut(l, ": ")
-		pairs = append(pairs, k, v)
-	}
-	if shared.benchTxt != nil {
-		shared.lines = metrics.NewWriter(shared.benchTxt, pairs...)
-		shared.lines.AddUnits(decode.Units()...)
-	}
-}
-
-// suiteConfig is what this run measures (bench.SpeedConfig), the sets'
-// slices included.
-func suiteConfig(ctx context.Context, s *suite) (map[string]string, error) {
-	var measured []fixtures.Set
-	var errs []error
-	for _, name := range s.cfg.Sets {
-		s.mu.Lock()
-		set, ok := s.sets[name]
-		s.mu.Unlock()
-		if !ok {
-			var err error
-			if set, err = sets.Open(ctx, name, s.cfg.Fixtures); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			s.mu.Lock()
-			s.sets[name] = set
-			s.mu.Unlock()
-		}
-		measured = append(measured, set)
-	}
-	cfg, err := bench.SpeedConfig(ctx, s.target.Endpoint, s.cfg, measured)
-	return cfg, errors.Join(append(errs, err)...)
+	return matrixR, matrixO
 }

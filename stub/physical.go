@@ -27,6 +27,14 @@ type Physical struct {
 	Dtypes     roofline.Dtypes
 	Hardware   roofline.Hardware
 	Efficiency Efficiency
+	// TensorParallel splits the model over that many GPUs (0 reads as 1):
+	// each step is one GPU's share at the efficiency shares, plus the
+	// collectives over the GPU's link (roofline.Deployment).
+	TensorParallel int `json:",omitempty"`
+	// Speculative, when set, makes every decode of a step a verify of
+	// Tokens + 1 tokens, plus the drafter's passes; the engine decides how
+	// many tokens each verify yields (Acceptance).
+	Speculative *roofline.Speculative `json:",omitempty"`
 }
 
 // Efficiency is the named constants of one GPU family, fitted once
@@ -192,6 +200,12 @@ type ServeFlags struct {
 	GPUMemoryUtilization                         float64
 	LimitImages                                  int
 	NoPrefixCaching                              bool
+	// TensorParallel is --tensor-parallel-size (0: 1); Speculative
+	// --speculative-config's draft tokens and the acceptance to price.
+	TensorParallel int
+	Speculative    *roofline.Speculative
+	// BlockSize is --block-size (0: the profile's 16).
+	BlockSize int
 }
 
 // ProfilePhysical builds a profile from first principles: the model's
@@ -240,11 +254,19 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 	if f.LimitImages > 0 {
 		p.LimitImages = f.LimitImages
 	}
+	if f.BlockSize > 0 {
+		p.BlockSize = f.BlockSize
+	}
 	p.EnablePrefixCaching = !f.NoPrefixCaching
+	tp := max(f.TensorParallel, 1)
 	kvBytes := float64(shape.KVBytesPerToken)
-	free := hw.MemoryBytes*p.GPUMemoryUtilization - shape.WeightBytes
+	if tp > 1 {
+		kvBytes = shape.KVBytesPerGPU(tp)
+	}
+	weights := shape.WeightBytesPerGPU(tp)
+	free := hw.MemoryBytes*p.GPUMemoryUtilization - weights
 	if kvBytes <= 0 || free <= 0 {
-		return Profile{}, fmt.Errorf("physical profile: %.3g bytes of weights leave no KV memory in %.3g × %v", shape.WeightBytes, hw.MemoryBytes, p.GPUMemoryUtilization)
+		return Profile{}, fmt.Errorf("physical profile: %.3g bytes of weights per GPU leave no KV memory in %.3g × %v", weights, hw.MemoryBytes, p.GPUMemoryUtilization)
 	}
 	p.NumGPUBlocks = int(math.Floor(free / kvBytes / float64(p.BlockSize)))
 	p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepTokenExponent = 0, 0, 0, 0, 1
@@ -252,7 +274,7 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 	p.IngestBase, p.IngestPerPromptToken = eff.IngestBase, eff.IngestPerPromptToken
 	p.IngestPerInflight, p.IngestInflightExponent = eff.IngestPerInflight, eff.IngestInflightExponent
 	p.FrontendPromptExponent = eff.FrontendPromptExponent
-	p.Physical = &Physical{Config: cfg, Dtypes: d, Hardware: hw, Efficiency: eff}
+	p.Physical = &Physical{Config: cfg, Dtypes: d, Hardware: hw, Efficiency: eff, TensorParallel: f.TensorParallel, Speculative: f.Speculative}
 	return p, p.Validate()
 }
 
@@ -260,6 +282,7 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 type physical struct {
 	shape                   *roofline.Shape
 	hw                      roofline.Hardware
+	deploy                  *roofline.Deployment // nil: one GPU, plain decoding
 	bw, fl, at              float64
 	fixed, perSeq, perImage float64
 }
@@ -274,8 +297,12 @@ func (p *Physical) model() *physical {
 		return nil // Validate refused it before any engine was built
 	}
 	e := p.Efficiency
-	return &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.AttentionShare,
+	m := &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.AttentionShare,
 		fixed: e.StepFixed.Seconds(), perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
+	if p.TensorParallel > 1 || p.Speculative != nil {
+		m.deploy = &roofline.Deployment{Shape: shape, GPU: p.Hardware, TP: p.TensorParallel, Spec: p.Speculative}
+	}
+	return m
 }
 
 func (p *Physical) validate() error {
@@ -288,6 +315,13 @@ func (p *Physical) validate() error {
 	if !(p.Hardware.Bandwidth.Value > 0 && p.Hardware.FLOPs.Value > 0) {
 		return fmt.Errorf("gpu %s has no bandwidth or FLOP/s", p.Hardware.Name)
 	}
+	if p.TensorParallel > 1 || p.Speculative != nil {
+		shape, _ := roofline.NewShape(p.Config, p.Dtypes)
+		d := roofline.Deployment{Shape: shape, GPU: p.Hardware, TP: p.TensorParallel, Spec: p.Speculative}
+		if _, err := d.Decode(1, 0); err != nil {
+			return err
+		}
+	}
 	return p.Efficiency.Validate()
 }
 
@@ -297,13 +331,29 @@ func (m *physical) seconds(s *step) float64 {
 	for i, e := range s.entries {
 		parts[i] = roofline.Part{Context: e.from, Tokens: e.n}
 	}
+	extra := m.perSeq*float64(len(s.entries)) + m.perImage*float64(s.images)
+	if m.deploy != nil {
+		c, err := m.deploy.Step(parts)
+		if err != nil {
+			return m.fixed
+		}
+		return m.fixed + m.bounded(c.PerGPU) + m.bounded(c.Draft) + m.deploy.Ceiling(c).CommSeconds + extra
+	}
 	cost, err := m.shape.Step(parts)
 	if err != nil {
 		return m.fixed // a step always has parts of at least one token
 	}
-	// The roofline's two bounds, each at its achieved share: bytes at the
-	// bandwidth share, matmul and attention FLOPs at theirs.
+	return m.fixed + m.bounded(cost) + extra
+}
+
+// bounded is the roofline's two bounds on a cost, each at its achieved
+// share: bytes at the bandwidth share, matmul and attention FLOPs at
+// theirs.
+func (m *physical) bounded(cost roofline.StepCost) float64 {
+	if cost.Bytes == 0 && cost.FLOPs == 0 {
+		return 0
+	}
 	bw := m.hw.Ceiling(cost).BandwidthSeconds / m.bw
 	fl := (cost.WeightFLOPs/m.fl + cost.AttentionFLOPs/m.at) / m.hw.FLOPs.Value
-	return m.fixed + max(bw, fl) + m.perSeq*float64(len(s.entries)) + m.perImage*float64(s.images)
+	return max(bw, fl)
 }

@@ -61,3 +61,43 @@ func TestPhysicalUnderTheRoofline(t *testing.T) {
 		})
 	}
 }
+
+// TestPhysicalTensorParallel: DeepSeek-V4-Flash on four H200 SXM as the
+// published matrix served it (--tensor-parallel-size 4, fp8 KV, block
+// size 256, gpu_memory_utilization 0.78331) sizes its KV per GPU (each
+// GPU holds a quarter of the sharded weights and the whole replicated
+// cache), and the twin's c = 1 decode on it (speculation priced, one token
+// yielded per step until the engine yields the accepted ones) runs no
+// faster than the deployment's roofline allows.
+func TestPhysicalTensorParallel(t *testing.T) {
+	cfg, err := roofline.ReadConfig(filepath.Join("..", "receipts", "roofline", "testdata", "deepseek-v4-flash.json"))
+	require.NoError(t, err)
+	hw, err := roofline.LookupGPU("h200-sxm")
+	require.NoError(t, err)
+	d := roofline.Dtypes{KV: roofline.FP8}
+	spec := &roofline.Speculative{Tokens: 3, Acceptance: 0.7}
+	p, err := stub.ProfilePhysical("deepseek-v4-flash", cfg, d, hw, stub.EfficiencyHopper,
+		stub.ServeFlags{MaxModelLen: 1 << 20, GPUMemoryUtilization: 0.78331, TensorParallel: 4, BlockSize: 256, Speculative: spec})
+	require.NoError(t, err)
+	shape, err := roofline.NewShape(cfg, d)
+	require.NoError(t, err)
+	want := (141e9*0.78331 - shape.WeightBytesPerGPU(4)) / shape.KVBytesPerGPU(4) / 256
+	require.InDelta(t, want, float64(p.NumGPUBlocks), 1)
+	require.Equal(t, 256, p.BlockSize)
+
+	_, err = stub.ProfilePhysical("bad", cfg, d, hw, stub.EfficiencyHopper, stub.ServeFlags{TensorParallel: 3})
+	require.ErrorContains(t, err, "does not divide")
+
+	synctest.Test(t, func(t *testing.T) {
+		tw := streamTwin(t, stub.WithProfile(p))
+		res := tw.streamClient().Do(t.Context(), stream.Text("Write the history of mathematics.", 64), nil)
+		require.NoError(t, res.Verify(64))
+		itl, _ := res.TimeBetweenTokens()
+		dep := roofline.Deployment{Shape: shape, GPU: hw, TP: 4, Spec: spec}
+		c, err := dep.Decode(1, res.PromptTokens+32)
+		require.NoError(t, err)
+		ceil := dep.Ceiling(c)
+		t.Logf("twin step %.3f ms, deployment ceiling step %.3f ms", 1e3*itl.Seconds(), 1e3*ceil.StepSeconds)
+		require.GreaterOrEqual(t, itl.Seconds(), ceil.StepSeconds, "the twin beats the hardware")
+	})
+}

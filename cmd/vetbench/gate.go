@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/progress"
 	"github.com/vetbench/vetbench/bench/sweep/rundir"
@@ -286,13 +286,13 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
 	shared := map[string]fixtures.Set{}
-	var sweeps [2]*sweep
+	var runs [2]*sweep.Run
 	closeAll := func() error {
 		var errs []error
-		for i, sw := range sweeps {
-			if sw != nil {
-				errs = append(errs, sw.close(failed[i] == nil && ctx.Err() == nil))
-				sweeps[i] = nil
+		for i, run := range runs {
+			if run != nil {
+				errs = append(errs, run.Close(failed[i] == nil && ctx.Err() == nil))
+				runs[i] = nil
 			}
 		}
 		return errors.Join(errs...)
@@ -311,43 +311,31 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		if t.endpoint == "" {
 			c.Twin.Placement = receipts.TargetInProcess
 		}
-		if sweeps[i], err = openSweep(ctx, "gate", names[i], c, dir, e, e.stderr, prog, shared); err != nil {
+		if runs[i], err = sweep.Open(ctx, c, dir, e.runOptions("gate", prog, shared, sweep.Judgments)); err != nil {
 			return nil, failed, fmt.Errorf("%s: %w", names[i], err)
 		}
-		sweeps[i].summaries = false // the receipts hold them; one line per run here
+		fmt.Fprintln(e.stderr, targetLine(names[i], runs[i]))
 		files[i] = dir.File(rundir.BenchFile)
 	}
-	var order []int // which side runs next, run by run
-	switch {
-	case ta.live() && tb.live():
-		for round := range o.count {
-			if round%2 == 0 {
-				order = append(order, 0, 1)
-			} else {
-				order = append(order, 1, 0)
-			}
-		}
-	default:
-		live := 0
-		if tb.live() {
-			live = 1
-		}
-		for range o.count {
-			order = append(order, live)
-		}
+	order := sweep.Interleave(o.count, ta.live(), tb.live())
+	points := 0
+	for _, i := range order {
+		points += len(runs[i].Steps())
 	}
-	runs := [2]int{}
+	prog.Plan(points)
+	done := [2]int{}
 	start := e.now()
 	for n, i := range order {
-		runs[i]++
-		label := fmt.Sprintf("%s %d/%d", names[i], runs[i], o.count)
+		done[i]++
+		label := fmt.Sprintf("%s %d/%d", names[i], done[i], o.count)
 		prog.SetLabel(label)
-		prog.SetTimeScale(sweeps[i].target.Endpoint.Target.TimeScale)
-		bad, err := sweeps[i].pass(ctx)
+		prog.SetTimeScale(runs[i].Scale().Factor)
+		// The receipts hold the point lines; one line per run here.
+		bad, err := printPass(ctx, e, "gate", names[i], runs[i], prog, e.stderr, false)
 		switch {
-		case ctx.Err() != nil || errors.Is(err, errInterrupted):
-			return nil, failed, fmt.Errorf("%s: %w", label, errInterrupted)
-		case errors.Is(err, bench.ErrServerDown):
+		case ctx.Err() != nil || errors.Is(err, sweep.ErrInterrupted):
+			return nil, failed, fmt.Errorf("%s: %w", label, sweep.ErrInterrupted)
+		case errors.Is(err, sweep.ErrServerDown):
 			if failed[i] == nil {
 				failed[i] = fmt.Errorf("%s: %w", label, err)
 			}
@@ -355,13 +343,13 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		case err != nil:
 			return nil, failed, fmt.Errorf("%s: %w", label, err)
 		case bad > 0:
-			err := fmt.Errorf("%s: %d point(s) did not pass (their receipts say why under %s)", label, bad, sweeps[i].dir.Path)
+			err := fmt.Errorf("%s: %d point(s) did not pass (their receipts say why under %s)", label, bad, runs[i].Dir.Path)
 			if failed[i] == nil {
 				failed[i] = err
 			}
 			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: %v\n", label, err)
 		}
-		if errors.Is(err, bench.ErrServerDown) {
+		if errors.Is(err, sweep.ErrServerDown) {
 			break
 		}
 		elapsed := e.now().Sub(start)

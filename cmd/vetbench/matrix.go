@@ -8,9 +8,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
-	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
@@ -72,20 +71,20 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	tg, err := target.Open(ctx, cfg)
+	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("matrix", nil, nil, sweep.Judgments))
 	if err != nil {
 		return fail(err)
 	}
-	defer tg.Close()
-	r, err := grid.NewRunner(ctx, tg.Endpoint, cfg)
+	defer run.Close(true)
+	r, opts, err := run.MatrixRunner(ctx)
 	if err != nil {
 		return fail(err)
 	}
 	if !*quiet {
 		r.Log = e.stderr
-		fmt.Fprintf(e.stderr, "vetbench matrix: target %s %s, model %s\n", tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model)
+		fmt.Fprintf(e.stderr, "vetbench matrix: target %s, model %s\n", run.Describe(), r.Model)
 	}
-	m, runErr := r.Run(ctx, grid.OptionsFrom(cfg.Matrix))
+	m, runErr := r.Run(ctx, opts)
 	if m == nil {
 		return fail(runErr)
 	}

@@ -33,6 +33,25 @@ arithmetic intensity and the GPU's ridge point.
 always wins and the output says which was used). Without -gpu both are
 needed.
 
+The weights are priced in the dtypes the config states (an fp8
+quantization_config, expert_dtype fp4 = MXFP4), else bf16; -weight-dtype
+and -expert-dtype override it.
+
+-tp N splits the model over N GPUs by tensor parallelism (vLLM's
+--tensor-parallel-size): each GPU reads its shard of the sharded weights
+and the replicated ones whole, its share of the KV heads (a one-head
+cache, MLA's or DeepSeek-V4's, is replicated), and every layer
+all-reduces its activations twice over the GPU's link (NVLink from the
+table; -link-bandwidth and -allreduce-latency replace it). The table then
+gives one GPU's share beside the totals.
+
+-spec-tokens K -spec-acceptance A prices speculative decoding: K draft
+tokens per step, each accepted with chance A given the ones before it,
+so (1 − A^(K+1)) ÷ (1 − A) tokens per verified step; the verify step
+computes K + 1 tokens per sequence (logits for each), the drafter K passes
+of the config's num_nextn_predict_layers layers (-spec-draft-layers) and
+the lm_head. A second table gives the ceilings with it.
+
 -json prints the report as JSON (schema vetbench.roofline/v1, see
 docs/roofline.md).
 
@@ -61,7 +80,14 @@ func runRoofline(_ context.Context, e *env, args []string) int {
 	gpu := fs.String("gpu", "", "GPU `name` of the table of published peaks")
 	bandwidth := fs.Float64("bandwidth", 0, "measured memory bandwidth in `bytes/s` (replaces the spec value)")
 	flops := fs.Float64("flops", 0, "measured dense tensor throughput in `FLOP/s` (replaces the spec value)")
-	weightDtype := fs.String("weight-dtype", "bf16", "weight `dtype` of the block linears and experts: bf16, fp16, fp8, mxfp4")
+	weightDtype := fs.String("weight-dtype", "", "weight `dtype` of the block linears and experts: bf16, fp16, fp8, mxfp4 (default: as the config states, else bf16)")
+	expertDtype := fs.String("expert-dtype", "", "routed experts' `dtype` when it differs from -weight-dtype")
+	tp := fs.Int("tp", 1, "tensor-parallel `size`: GPUs the model is split over")
+	linkBandwidth := fs.Float64("link-bandwidth", 0, "measured GPU-to-GPU bandwidth in `bytes/s` per GPU, one direction (replaces the table's)")
+	allReduceLatency := fs.Float64("allreduce-latency", 0, "measured latency of one small all-reduce in `seconds` (replaces the table's estimate)")
+	specTokens := fs.Int("spec-tokens", 0, "speculative decoding: draft `tokens` per step (0: none)")
+	specAcceptance := fs.Float64("spec-acceptance", -1, "speculative decoding: chance a draft token is accepted given the ones before it, `0..1`")
+	specLayers := fs.Int("spec-draft-layers", 0, "speculative decoding: decoder `layers` one draft pass runs (0: the config's num_nextn_predict_layers, else 1)")
 	kvDtype := fs.String("kv-dtype", "bf16", "KV cache `dtype`: bf16, fp16, fp8")
 	batches := fs.String("batch", "1,8,64,256", "comma-separated batch `sizes`")
 	contextLen := fs.Int("context", 8192, "tokens each sequence holds in its KV cache")
@@ -96,9 +122,27 @@ func runRoofline(_ context.Context, e *env, args []string) int {
 		return fail(errors.New("-gpu: missing (or give both -bandwidth and -flops)"))
 	}
 	var d roofline.Dtypes
-	if d.Weights, err = roofline.ParseWeightDtype(*weightDtype); err != nil {
-		return fail(fmt.Errorf("-weight-dtype: %w", err))
+	if *weightDtype != "" {
+		if d.Weights, err = roofline.ParseWeightDtype(*weightDtype); err != nil {
+			return fail(fmt.Errorf("-weight-dtype: %w", err))
+		}
 	}
+	if *expertDtype != "" {
+		if d.Experts, err = roofline.ParseWeightDtype(*expertDtype); err != nil {
+			return fail(fmt.Errorf("-expert-dtype: %w", err))
+		}
+		if d.Weights == "" {
+			return fail(errors.New("-expert-dtype: give -weight-dtype too (or neither, for the config's own)"))
+		}
+	}
+	dep, err := deployment(*tp, *specTokens, *specAcceptance, *specLayers)
+	if err != nil {
+		return fail(err)
+	}
+	if *linkBandwidth < 0 || *allReduceLatency < 0 {
+		return fail(errors.New("-link-bandwidth and -allreduce-latency: want positive values"))
+	}
+	hw = hw.WithLink(*linkBandwidth, *allReduceLatency)
 	if d.KV, err = roofline.ParseKVDtype(*kvDtype); err != nil {
 		return fail(fmt.Errorf("-kv-dtype: %w", err))
 	}
@@ -139,7 +183,8 @@ func runRoofline(_ context.Context, e *env, args []string) int {
 		}
 		return exitPass
 	}
-	rep, err := roofline.Analyse(shape, hw, bs, *contextLen)
+	dep.Shape, dep.GPU = shape, hw
+	rep, err := roofline.AnalyseDeployment(dep, bs, *contextLen)
 	if err != nil {
 		return fail(err)
 	}
@@ -153,6 +198,29 @@ func runRoofline(_ context.Context, e *env, args []string) int {
 		return fail(err)
 	}
 	return exitPass
+}
+
+// deployment reads the tensor-parallel and speculative decoding flags.
+func deployment(tp, specTokens int, acceptance float64, layers int) (roofline.Deployment, error) {
+	var d roofline.Deployment
+	if tp < 1 {
+		return d, fmt.Errorf("-tp %d: want at least 1", tp)
+	}
+	d.TP = tp
+	switch {
+	case specTokens < 0:
+		return d, fmt.Errorf("-spec-tokens %d: want 0 (none) or more", specTokens)
+	case specTokens == 0 && (acceptance >= 0 || layers != 0):
+		return d, errors.New("-spec-acceptance and -spec-draft-layers need -spec-tokens")
+	case specTokens == 0:
+		return d, nil
+	case !(acceptance >= 0 && acceptance <= 1):
+		return d, errors.New("-spec-acceptance: missing or outside 0..1 (the chance a draft token is accepted)")
+	case layers < 0:
+		return d, fmt.Errorf("-spec-draft-layers %d: want 0 (the config's) or more", layers)
+	}
+	d.Spec = &roofline.Speculative{Tokens: specTokens, Acceptance: acceptance, DraftLayers: layers}
+	return d, nil
 }
 
 // parseBatches reads "1,8,64" into batch sizes ≥ 1.

@@ -34,6 +34,12 @@ func TestRooflineGolden(t *testing.T) {
 		{"roofline_no_config", []string{"roofline", "-gpu", "h100-sxm"}, exitNoVerdict},
 		{"roofline_bad_dtype", []string{"roofline", "-config", rl("qwen3-0.6b.json"), "-gpu", "h100-sxm", "-weight-dtype", "int3"}, exitNoVerdict},
 		{"roofline_bad_kv_dtype", []string{"roofline", "-config", rl("qwen3-0.6b.json"), "-gpu", "h100-sxm", "-kv-dtype", "mxfp4"}, exitNoVerdict},
+		{"roofline_deepseek_v4_tp4", []string{"roofline", "-config", rl("deepseek-v4-flash.json"), "-gpu", "h200-sxm", "-tp", "4", "-kv-dtype", "fp8", "-batch", "1,8,32,128", "-context", "8192", "-spec-tokens", "3", "-spec-acceptance", "0.7"}, exitPass},
+		{"roofline_deepseek_v4_json", []string{"roofline", "-config", rl("deepseek-v4-flash.json"), "-gpu", "h200-sxm", "-tp", "4", "-kv-dtype", "fp8", "-batch", "1,128", "-context", "65536", "-spec-tokens", "3", "-spec-acceptance", "0.7", "-json"}, exitPass},
+		{"roofline_deepseek_v4_one_gpu", []string{"roofline", "-config", rl("deepseek-v4-flash.json"), "-gpu", "h200-sxm", "-kv-dtype", "fp8", "-batch", "1,64"}, exitPass},
+		{"roofline_bad_tp", []string{"roofline", "-config", rl("deepseek-v4-flash.json"), "-gpu", "h200-sxm", "-tp", "3"}, exitNoVerdict},
+		{"roofline_spec_no_acceptance", []string{"roofline", "-config", rl("deepseek-v4-flash.json"), "-gpu", "h200-sxm", "-spec-tokens", "3"}, exitNoVerdict},
+		{"roofline_tp_no_link", []string{"roofline", "-config", rl("qwen3-0.6b.json"), "-bandwidth", "1e12", "-flops", "1e14", "-tp", "2"}, exitNoVerdict},
 		{"roofline_bad_batch", []string{"roofline", "-config", rl("qwen3-0.6b.json"), "-gpu", "h100-sxm", "-batch", "1,0"}, exitNoVerdict},
 	}
 	for _, c := range cases {
@@ -83,4 +89,35 @@ func TestRooflineJSONContract(t *testing.T) {
 			require.Contains(t, r, "moe")
 		}
 	}
+}
+
+// TestRooflineDeploymentJSONContract holds the tensor-parallel and
+// speculative fields docs/roofline.md promises.
+func TestRooflineDeploymentJSONContract(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := run(t, "roofline", "-config", rl("deepseek-v4-flash.json"), "-gpu", "h200-sxm", "-tp", "4",
+		"-batch", "1", "-spec-tokens", "2", "-spec-acceptance", "0.5", "-json")
+	require.Equal(t, exitPass, code, stderr)
+	var r map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	for _, k := range []string{"tensor_parallel", "link", "weight_bytes_per_gpu", "speculative"} {
+		require.Contains(t, r, k)
+	}
+	require.InDelta(t, 1.75, r["speculative"].(map[string]any)["tokens_per_step"], 1e-9)
+	p := r["points"].([]any)[0].(map[string]any)
+	for _, k := range []string{"bytes_per_step", "flop_per_step", "ceiling_tok_s"} {
+		require.Contains(t, p, k, "totals")
+	}
+	g := p["per_gpu"].(map[string]any)
+	for _, k := range []string{"bytes_per_step", "weight_bytes_read", "kv_bytes_read", "flop_per_step", "collectives", "comm_ms", "memory_bytes"} {
+		require.Contains(t, g, k)
+	}
+	sp := p["speculative"].(map[string]any)
+	for _, k := range []string{"tokens_per_step", "verify_bytes_per_gpu", "draft_bytes_per_gpu", "ceiling_tok_s", "step_ms", "speedup_over_plain"} {
+		require.Contains(t, sp, k)
+	}
+	plain, _, code := run(t, "roofline", "-config", rl("deepseek-v4-flash.json"), "-gpu", "h200-sxm", "-batch", "1", "-json")
+	require.Equal(t, exitPass, code)
+	require.NotContains(t, plain, "per_gpu", "one GPU: no per-GPU share")
+	require.NotContains(t, plain, "speculative")
 }

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
-	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -80,61 +80,64 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
-	// An error while ctx is cancelled is the interrupt's, whatever the
-	// network said: never "unreachable".
-	fail := func(err error) int {
-		if ctx.Err() != nil {
-			fmt.Fprintf(e.stderr, "vetbench run: interrupted (%v)\n", err)
-			return exitInterrupted
-		}
-		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
-		return exitNoVerdict
-	}
 	prog := newProgress(e.stderr)
-	prog.SetTimeScale(cfg.Twin.TimeScale)
-	sw, err := openSweep(ctx, "run", "", cfg, dir, e, e.stdout, prog, map[string]fixtures.Set{})
+	run, err := sweep.Open(ctx, cfg, dir, e.runOptions("run", prog, nil, sweep.Judgments))
 	if err != nil {
-		return fail(err)
+		return failOpen(ctx, e, "run", err)
 	}
+	prog.SetTimeScale(run.Scale().Factor)
+	prog.Plan(*count * len(run.Steps()))
+	fmt.Fprintln(e.stdout, targetLine("", run))
 	fmt.Fprintf(e.stderr, "vetbench run: results in %s\n", dir.Path)
 	code := exitPass
 	defer func() {
-		if err := sw.close(code == exitPass); err != nil {
+		if err := run.Close(code == exitPass); err != nil {
 			fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		}
 		fmt.Fprintf(e.stderr, "vetbench run: results in %s (receipts/, bench.txt, settings.toml)\n", dir.Path)
 	}()
-
 	for k := range *count {
 		if *count > 1 {
 			prog.SetLabel(fmt.Sprintf("pass %d/%d", k+1, *count))
 		}
-		failed, err := sw.pass(ctx)
+		failed, err := printPass(ctx, e, "run", "", run, prog, e.stdout, true)
 		if failed > 0 {
 			code = exitFail
 		}
 		switch {
-		case errors.Is(err, errInterrupted) || (err != nil && ctx.Err() != nil):
+		case errors.Is(err, sweep.ErrInterrupted):
 			fmt.Fprintln(e.stderr, "vetbench run: interrupted")
 			code = exitInterrupted
 			return code
-		case errors.Is(err, bench.ErrServerDown):
+		case errors.Is(err, sweep.ErrServerDown):
 			fmt.Fprintln(e.stderr, "vetbench run: the server is down: no later point is measured")
 			code = exitFail
 			return code
 		case err != nil:
-			code = fail(err)
+			code = failOpen(ctx, e, "run", err)
 			return code
 		}
 	}
 	return code
 }
 
+// failOpen is the status of an error before or between points: the
+// interrupt's when ctx is cancelled, whatever the network said (never
+// "unreachable"), else could not compare.
+func failOpen(ctx context.Context, e *env, cmd string, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintf(e.stderr, "vetbench %s: interrupted (%v)\n", cmd, err)
+		return exitInterrupted
+	}
+	fmt.Fprintf(e.stderr, "vetbench %s: %v\n", cmd, err)
+	return exitNoVerdict
+}
+
 // pointSummary is one line per point: set, level and arm, speed, the
 // failed and discarded judgments (failures by class), answers and the
 // self-checks. A time-scaled twin's figures are converted to model time
 // (rates ÷ scale, seconds × scale) and labelled so.
-func pointSummary(label string, r *receipts.Receipt, path string, scale float64) string {
+func pointSummary(label string, r *receipts.Receipt, path string, scale sweep.Scale) string {
 	t := r.Throughput
 	var b strings.Builder
 	arm := receipts.ArmCold
@@ -142,33 +145,29 @@ func pointSummary(label string, r *receipts.Receipt, path string, scale float64)
 		arm = r.Server.CacheReset.Arm
 	}
 	b.WriteString(labelPrefix(label))
-	scaled := scale > 0 && scale != 1
-	if !scaled {
-		scale = 1
-	}
 	// An open loop's point is its rate (and cap), as its receipt's name
 	// says; c= would read as a closed loop at that level.
 	point := fmt.Sprintf("c=%-3d", t.Concurrency)
 	open := r.Pins.Load != nil && r.Pins.Load.Mode == receipts.LoadOpen
 	if open {
-		point = "rate=" + strconv.FormatFloat(r.Pins.Load.Rate/scale, 'g', 4, 64) + "/s"
+		point = "rate=" + strconv.FormatFloat(scale.Rate(r.Pins.Load.Rate), 'g', 4, 64) + "/s"
 		if r.Pins.Load.MaxConcurrency > 0 {
 			point += fmt.Sprintf(" max=%d", r.Pins.Load.MaxConcurrency)
 		}
 	}
 	fmt.Fprintf(&b, "%-10s %s %-4s %7.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d  failed %d  discarded %d", r.Set, point, arm,
-		t.JudgmentsPerSecond/scale, t.Latency.P50*scale, t.Latency.P95*scale, t.Judgments, t.Failed, t.Discarded)
+		scale.Rate(t.JudgmentsPerSecond), scale.Seconds(t.Latency.P50), scale.Seconds(t.Latency.P95), t.Judgments, t.Failed, t.Discarded)
 	if t.Failed > 0 {
 		fmt.Fprintf(&b, " (%s)", bench.FailureClasses(t))
 	}
 	if open && t.ClientQueue != nil {
-		fmt.Fprintf(&b, "  open loop, %s arrivals: client queue p95 %.3fs", r.Pins.Load.Process, t.ClientQueue.P95*scale)
+		fmt.Fprintf(&b, "  open loop, %s arrivals: client queue p95 %.3fs", r.Pins.Load.Process, scale.Seconds(t.ClientQueue.P95))
 	}
 	if g := t.SLO; g != nil {
 		fmt.Fprintf(&b, "  goodput %.3f within %ss", g.Goodput, strconv.FormatFloat(g.LatencySeconds, 'g', 4, 64))
 	}
-	if scaled {
-		fmt.Fprintf(&b, "  [model time, twin ×%s; wall clock %.2f judgments/s]", strconv.FormatFloat(scale, 'g', -1, 64), t.JudgmentsPerSecond)
+	if scale.Scaled() {
+		fmt.Fprintf(&b, "  [%s; wall clock %.2f judgments/s]", scale, t.JudgmentsPerSecond)
 	}
 	if s := r.Server; s != nil && s.PrefixCacheHitRate != nil {
 		fmt.Fprintf(&b, "  prefix-hit %.3f", *s.PrefixCacheHitRate)
@@ -203,9 +202,9 @@ func pointSummary(label string, r *receipts.Receipt, path string, scale float64)
 }
 
 // endpointSummary is one endpoint's share of a point spread over several.
-func endpointSummary(e receipts.EndpointFigures, scale float64) string {
+func endpointSummary(e receipts.EndpointFigures, scale sweep.Scale) string {
 	t := e.Throughput
-	line := fmt.Sprintf("endpoint %s: %d judgments  %.2f judgments/s  p50 %.3fs", e.Endpoint, t.Judgments, t.JudgmentsPerSecond/scale, t.Latency.P50*scale)
+	line := fmt.Sprintf("endpoint %s: %d judgments  %.2f judgments/s  p50 %.3fs", e.Endpoint, t.Judgments, scale.Rate(t.JudgmentsPerSecond), scale.Seconds(t.Latency.P50))
 	if s := e.Server; s != nil {
 		line += "  prefix-hit " + ratio(s.PrefixCacheHitRate)
 		if len(s.Engines) > 1 {

@@ -12,12 +12,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/decode"
-	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
-	"github.com/vetbench/vetbench/bench/sweep/rundir"
-	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
@@ -91,71 +88,37 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
-	tg, err := target.Open(ctx, cfg)
-	if err != nil {
-		return fail(exitNoVerdict, err)
-	}
-	defer tg.Close()
-	r, err := decode.NewRunner(ctx, tg.Endpoint, cfg)
-	if err != nil {
-		return fail(exitNoVerdict, err)
-	}
 	if *pitfall {
-		return runPitfall(ctx, e, tg.Endpoint, cfg, r, *asJSON)
+		return runPitfall(ctx, e, cfg, *asJSON)
 	}
-	dir, err := openRunDir(e, cfg)
-	if err != nil {
-		return fail(exitNoVerdict, err)
-	}
-	lines, closeLines, err := tokenBenchFile(ctx, e, dir, tg.Endpoint, cfg)
+	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("tokens", nil, nil, sweep.Tokens))
 	if err != nil {
 		return fail(exitNoVerdict, err)
 	}
 	code := exitPass
 	// bench.txt ends as go test ends its output: PASS, or FAIL.
-	defer func() { closeLines(code == exitPass) }()
-	fmt.Fprintf(e.stderr, "vetbench tokens: target %s %s, model %s; results in %s\n",
-		tg.Endpoint.Target.Kind, tg.Endpoint.Receipt().Endpoint, r.Model, dir.Path)
-	var recs []*tokens.Receipt
-	for _, w := range cfg.Tokens.Workloads {
-		for _, c := range cfg.Tokens.Levels {
-			if ctx.Err() != nil {
-				fmt.Fprintln(e.stderr, "vetbench tokens: interrupted")
-				code = exitFail
-				return code
-			}
-			rec, err := r.Measure(ctx, decode.PointFrom(cfg.Tokens, w, c).WithSLO(cfg.SLO))
-			if rec != nil {
-				path, _, werr := dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", w, c))
-				if werr == nil {
-					werr = e.signals.Write(func() error { return tokens.WriteFile(path, rec) })
-				}
-				if werr != nil {
-					code = fail(exitNoVerdict, fmt.Errorf("write receipt: %w", werr))
-					return code
-				}
-				recs = append(recs, rec)
-				if !*asJSON {
-					fmt.Fprintln(e.stdout, tokenLine(rec))
-				}
-				if err == nil {
-					// As go test: no line for a point that failed.
-					point := fmt.Sprintf("workload=%s/c=%d", w, c)
-					if werr := e.signals.Write(func() error { return lines.WriteNamed("Tokens", point, 1, decode.Metrics(rec)) }); werr != nil {
-						code = fail(exitNoVerdict, fmt.Errorf("bench.txt: %w", werr))
-						return code
-					}
-				}
-			}
-			if err != nil {
-				fmt.Fprintf(e.stderr, "vetbench tokens: %s c=%d: %v\n", w, c, err)
-				if rec == nil {
-					code = fail(exitNoVerdict, err)
-					return code
-				}
-				code = exitFail
-			}
+	defer func() {
+		if err := run.Close(code == exitPass); err != nil {
+			fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
 		}
+	}()
+	tr, err := run.TokenRunner(ctx)
+	if err != nil {
+		code = fail(exitNoVerdict, err)
+		return code
+	}
+	dir, err := openRunDir(e, cfg)
+	if err == nil {
+		err = run.Record(ctx, dir)
+	}
+	if err != nil {
+		code = fail(exitNoVerdict, err)
+		return code
+	}
+	fmt.Fprintf(e.stderr, "vetbench tokens: target %s, model %s; results in %s\n", run.Describe(), tr.Model, dir.Path)
+	var recs []*tokens.Receipt
+	if code, recs = measureTokens(ctx, e, run, tr, *asJSON); code == exitNoVerdict {
+		return code
 	}
 	if base != nil {
 		if c := compareTokens(e, base, recs, *asJSON, code); c != exitPass {
@@ -172,15 +135,47 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	return code
 }
 
+// measureTokens measures every token point of run, a line each on stdout
+// (unless asJSON), and returns the status and the receipts.
+func measureTokens(ctx context.Context, e *env, run *sweep.Run, tr *decode.Runner, asJSON bool) (int, []*tokens.Receipt) {
+	code := exitPass
+	var recs []*tokens.Receipt
+	for _, st := range run.TokenSteps() {
+		if ctx.Err() != nil {
+			fmt.Fprintln(e.stderr, "vetbench tokens: interrupted")
+			return exitFail, recs
+		}
+		o, err := run.MeasureTokens(ctx, tr, st)
+		if err != nil {
+			return failure(e, "tokens", asJSON, exitNoVerdict, err.Error()), recs
+		}
+		if o.Receipt != nil {
+			recs = append(recs, o.Receipt)
+			if !asJSON {
+				fmt.Fprintln(e.stdout, tokenLine(o.Receipt, run.Scale()))
+			}
+		}
+		if o.Err != nil {
+			fmt.Fprintf(e.stderr, "vetbench tokens: %s c=%d: %v\n", st.Workload, st.Concurrency, o.Err)
+			if o.Receipt == nil {
+				return failure(e, "tokens", asJSON, exitNoVerdict, o.Err.Error()), recs
+			}
+			code = exitFail
+		}
+	}
+	return code, recs
+}
+
 // tokenLine is one point: aggregate and per-request tok/s, TPOT, TTFT,
-// verified tokens, and what went wrong.
-func tokenLine(r *tokens.Receipt) string {
+// verified tokens, and what went wrong; a time-scaled twin's in model time,
+// labelled.
+func tokenLine(r *tokens.Receipt, scale sweep.Scale) string {
 	s := r.Summary
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-9s c=%-3d %9.1f tok/s  %7.1f tok/s/request  TPOT %6.2f ms", r.Point.Workload, r.Point.Concurrency,
-		s.AggregateOutputTokS, s.PerRequestOutputTokS, s.MeanTPOTMs)
+		scale.Rate(s.AggregateOutputTokS), scale.Rate(s.PerRequestOutputTokS), scale.Seconds(s.MeanTPOTMs))
 	if d := s.TTFTMs; d != nil {
-		fmt.Fprintf(&b, "  TTFT p50 %7.1f ms", d.P50)
+		fmt.Fprintf(&b, "  TTFT p50 %7.1f ms", scale.Seconds(d.P50))
 	}
 	asked := r.Point.OutputTokens * r.Point.Concurrency * len(r.Runs)
 	fmt.Fprintf(&b, "  verified %d/%d tokens", s.TotalVerifiedOutputTokens, asked)
@@ -190,8 +185,8 @@ func tokenLine(r *tokens.Receipt) string {
 	if st := r.Stopped; st != nil {
 		fmt.Fprintf(&b, "  STOPPED after %d of %d repeats (%s)", st.Runs, r.Point.Repeats, st.Reason)
 	}
-	if r.Target.TimeScale > 1 {
-		fmt.Fprintf(&b, "  (twin ×%g time scale: not real-time figures)", r.Target.TimeScale)
+	if scale.Scaled() {
+		fmt.Fprintf(&b, "  [%s; wall clock %.1f tok/s]", scale, s.AggregateOutputTokS)
 	}
 	return b.String()
 }
@@ -260,8 +255,19 @@ func readTokenReceipts(path string) ([]*tokens.Receipt, error) {
 
 // runPitfall measures the configured ladder with repeating prompts and
 // with unique ones and prints the inflation, per workload.
-func runPitfall(ctx context.Context, e *env, ep bench.Endpoint, cfg config.Config, unique *decode.Runner, asJSON bool) int {
-	shared, err := decode.NewRunner(ctx, ep, cfg, decode.WithSharedPrompts())
+func runPitfall(ctx context.Context, e *env, cfg config.Config, asJSON bool) int {
+	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("tokens", nil, nil, sweep.Tokens))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
+		return exitNoVerdict
+	}
+	defer run.Close(true)
+	unique, err := run.TokenRunner(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
+		return exitNoVerdict
+	}
+	shared, err := run.TokenRunner(ctx, decode.WithSharedPrompts())
 	if err != nil {
 		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
 		return exitNoVerdict
@@ -305,28 +311,4 @@ type pitfallLevel struct {
 	// Inflation is shared ÷ unique − 1; TTFTRelative the same for TTFT p50.
 	Inflation    float64 `json:"inflation"`
 	TTFTRelative float64 `json:"ttft_relative"`
-}
-
-// tokenBenchFile opens the run's bench.txt with the token units and the
-// run's configuration lines (bench.SpeedConfig), and writes settings.toml
-// beside it: the CLI's output gates like go test's.
-func tokenBenchFile(ctx context.Context, e *env, dir *rundir.Dir, ep bench.Endpoint, cfg config.Config) (*metrics.Writer, func(passed bool), error) {
-	if err := writeNew(dir.File(rundir.SettingsFile), func(w io.Writer) error { return config.WriteSettings(w, cfg) }); err != nil {
-		return nil, nil, err
-	}
-	f, err := os.OpenFile(dir.File(rundir.BenchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, nil, err
-	}
-	sc, err := bench.SpeedConfig(ctx, ep, cfg, nil)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench tokens: configuration lines incomplete: %v\n", err)
-	}
-	w := metrics.NewWriter(f, configPairs(sc)...)
-	w.AddUnits(decode.Units()...)
-	return w, func(passed bool) {
-		if err := errors.Join(e.signals.Write(func() error { return w.End(passed) }), f.Sync(), f.Close()); err != nil {
-			fmt.Fprintf(e.stderr, "vetbench tokens: bench.txt: %v\n", err)
-		}
-	}, nil
 }

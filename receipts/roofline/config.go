@@ -57,7 +57,41 @@ type Config struct {
 	KVSharedLayers               int
 	PerLayerInput, PerLayerVocab int
 	DoubleWideMLP                bool
+
+	// Compressed is set for DeepSeek-V4's compressed attention.
+	Compressed *Compressed
+	// Stated is the checkpoint's storage as the config states it
+	// (quantization_config's fp8, expert_dtype's fp4); empty fields where
+	// it says nothing. Dtypes given to NewShape win.
+	Stated Dtypes
+	// DraftLayers is num_nextn_predict_layers: the multi-token prediction
+	// layers a speculative drafter runs. They are not counted in Params
+	// (plain decoding never runs them); Speculative prices them.
+	DraftLayers int
 }
+
+// Compressed is DeepSeek-V4's hybrid attention (deepseek_v4): one KV head
+// of HeadDim values that serves as key and value (its last RopeDim carry
+// the rotary part), queries through a QLoRARank bottleneck, outputs through
+// OGroups grouped projections of OLoRARank each. Every layer keeps the raw
+// KV of its last Window tokens. A layer of ratio r > 0 also pools every r
+// tokens into one compressed row: ratio 4 is Compressed Sparse Attention
+// (an overlapping compressor, and an indexer of IndexHeads × IndexHeadDim
+// that scores every compressed row and lets the query read the IndexTopK
+// best), any other ratio Heavily Compressed Attention (the query reads
+// every compressed row). HCMult is the number of hyper-connection
+// residual streams.
+type Compressed struct {
+	QLoRARank, OLoRARank, OGroups, RopeDim int
+	Window                                 int
+	Ratios                                 []int
+	IndexHeads, IndexHeadDim, IndexTopK    int
+	HCMult                                 int
+}
+
+// SparseRatio is the compression ratio of DeepSeek-V4's sparse layers
+// (Compressed Sparse Attention); other ratios are read densely.
+const SparseRatio = 4
 
 // layerHeads is layer i's query/key head width and KV head count.
 func (c *Config) layerHeads(i int) (headDim, kvHeads int) {
@@ -143,6 +177,7 @@ type family struct {
 	qkvBias    bool
 	gemma      bool // Gemma 3 norms, window pattern, defaults
 	gemma4     bool // Gemma 4: its defaults, head widths, KV sharing, PLE
+	v4         bool // DeepSeek-V4: compressed attention, hyper-connections
 	slidingAll bool // a non-null sliding_window applies to every layer
 	tiedByDef  bool // tie_word_embeddings when absent
 }
@@ -164,6 +199,7 @@ var families = map[string]family{
 	"qwen3_vl_moe_text": {moe: "qwen", qkNorm: true},
 	"deepseek_v2":       {moe: "deepseek"},
 	"deepseek_v3":       {moe: "deepseek"},
+	"deepseek_v4":       {moe: "deepseek", v4: true},
 	"kimi_k2":           {moe: "deepseek"},
 	"glm4_moe_lite":     {moe: "deepseek"},
 }
@@ -205,6 +241,10 @@ var gemma4Defaults = map[string]any{
 // prices.
 var gemma4Modelled = []string{"num_kv_shared_layers", "hidden_size_per_layer_input", "use_double_wide_mlp",
 	"global_head_dim", "attention_k_eq_v"}
+
+// v4Modelled are the fields of unmodelled that the DeepSeek-V4 reader
+// prices.
+var v4Modelled = []string{"index_topk", "index_n_heads", "hc_mult"}
 
 // unmodelled lists fields of architectures whose cost this package does
 // not model (KV sharing, per-layer embeddings, linear attention, SSMs,
@@ -272,7 +312,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 	}
 	for _, k := range unmodelled {
-		if fam.gemma4 && slices.Contains(gemma4Modelled, k) {
+		if fam.gemma4 && slices.Contains(gemma4Modelled, k) || fam.v4 && slices.Contains(v4Modelled, k) {
 			continue
 		}
 		if o.set(k) {
@@ -331,6 +371,17 @@ func ParseConfig(data []byte) (*Config, error) {
 		if err := readGemma4(o, c); err != nil {
 			return nil, err
 		}
+	}
+	if fam.v4 {
+		if err := readCompressed(o, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := readStated(top, o, c); err != nil {
+		return nil, err
+	}
+	if c.DraftLayers, err = o.intOr("num_nextn_predict_layers", 0); err != nil {
+		return nil, err
 	}
 	return c, c.validate()
 }
@@ -754,4 +805,93 @@ func (o object) ints(k string) ([]int, error) {
 		return nil, &FieldError{o.path + k, fmt.Sprintf("want a list of whole numbers, got %s", v)}
 	}
 	return s, nil
+}
+
+// readCompressed reads DeepSeek-V4's attention. compress_ratios may run
+// past num_hidden_layers (the checkpoints list their multi-token
+// prediction layers too); only the first num_hidden_layers are layers.
+func readCompressed(o object, c *Config) error {
+	m := &Compressed{}
+	var err error
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"q_lora_rank", &m.QLoRARank}, {"o_lora_rank", &m.OLoRARank}, {"o_groups", &m.OGroups},
+		{"qk_rope_head_dim", &m.RopeDim}, {"sliding_window", &m.Window}, {"index_n_heads", &m.IndexHeads},
+		{"index_head_dim", &m.IndexHeadDim}, {"index_topk", &m.IndexTopK}} {
+		if *f.dst, err = o.need(f.key); err != nil {
+			return err
+		}
+	}
+	if m.HCMult, err = o.intOr("hc_mult", 1); err != nil {
+		return err
+	}
+	if m.OGroups < 1 || c.Heads%m.OGroups != 0 {
+		return &FieldError{o.path + "o_groups", fmt.Sprintf("%d does not divide num_attention_heads %d", m.OGroups, c.Heads)}
+	}
+	if c.KVHeads != 1 {
+		return &FieldError{o.path + "num_key_value_heads", fmt.Sprintf("%d: DeepSeek-V4's compressed attention has one KV head", c.KVHeads)}
+	}
+	ratios, err := o.ints("compress_ratios")
+	if err != nil {
+		return err
+	}
+	if len(ratios) < c.Layers {
+		return &FieldError{o.path + "compress_ratios", fmt.Sprintf("%d entries for %d layers", len(ratios), c.Layers)}
+	}
+	m.Ratios = slices.Clone(ratios[:c.Layers])
+	for i, r := range m.Ratios {
+		if r < 0 || r == 1 {
+			return &FieldError{fmt.Sprintf("%scompress_ratios[%d]", o.path, i), fmt.Sprintf("%d: want 0 (window only) or a ratio of 2 or more", r)}
+		}
+		c.Windows[i] = m.Window
+	}
+	if m.Window < 1 {
+		return &FieldError{o.path + "sliding_window", "want at least 1"}
+	}
+	c.Compressed = m
+	return nil
+}
+
+// readStated reads the storage a checkpoint states: fp8 block linears
+// (quantization_config.quant_method "fp8", at the top level or the text
+// model's) and fp4 routed experts (expert_dtype "fp4", MXFP4: e2m1 values
+// with one e8m0 scale per 32). Other quantization methods (GPTQ, AWQ) are
+// not read: the caller names the dtype.
+func readStated(top, o object, c *Config) error {
+	for _, obj := range []object{o, top} {
+		raw, ok := obj.get("quantization_config")
+		if !ok || c.Stated.Weights != "" {
+			continue
+		}
+		q, err := decodeObject(raw, obj.path+"quantization_config.")
+		if err != nil {
+			return err
+		}
+		if m, _, _ := q.str("quant_method"); m == "fp8" {
+			c.Stated.Weights = FP8
+		}
+		if e, _, _ := q.str("expert_dtype"); e == "fp4" {
+			c.Stated.Experts = MXFP4
+		}
+	}
+	for _, obj := range []object{o, top} {
+		e, ok, err := obj.str("expert_dtype")
+		if err != nil {
+			return err
+		}
+		if ok && c.Stated.Experts == "" {
+			switch e {
+			case "fp4":
+				c.Stated.Experts = MXFP4
+			case "fp8":
+				c.Stated.Experts = FP8
+			case "bf16", "bfloat16":
+				c.Stated.Experts = BF16
+			default:
+				return &FieldError{obj.path + "expert_dtype", fmt.Sprintf("%q: want fp4, fp8 or bf16", e)}
+			}
+		}
+	}
+	return nil
 }

@@ -59,6 +59,19 @@ type Dtypes struct {
 	KV Dtype
 }
 
+// over fills what d leaves empty from the dtypes a config states: its
+// weights (and experts) when d names no weights; a named weight dtype
+// prices the experts too unless they are named.
+func (d Dtypes) over(stated Dtypes) Dtypes {
+	if d.Weights == "" {
+		d.Weights = stated.Weights
+		if d.Experts == "" {
+			d.Experts = stated.Experts
+		}
+	}
+	return d
+}
+
 // orDefault fills empty fields: bf16, and Experts from Weights.
 func (d Dtypes) orDefault() Dtypes {
 	if d.Weights == "" {

@@ -30,7 +30,31 @@ type Hardware struct {
 	FLOPs       Peak
 	// MemoryBytes is the GPU memory (spec), for KV capacity.
 	MemoryBytes float64
+	// Link is the GPU-to-GPU interconnect tensor parallelism all-reduces
+	// over.
+	Link Link
 }
+
+// Link is a GPU interconnect: the bandwidth one GPU sends at (one
+// direction), and the fixed latency of one small all-reduce over it.
+type Link struct {
+	Name      string
+	Bandwidth Peak // bytes/s per GPU, one direction
+	Latency   Peak // seconds per all-reduce, whatever its size
+}
+
+// allReduceLatency is the fixed cost of one all-reduce of a decode step's
+// activations (a few hundred KB) over NVLink: an estimate, not a
+// measurement. vLLM's custom all-reduce (one-shot, peer-to-peer buffers,
+// inside CUDA graphs) is the path such messages take; its published
+// microbenchmarks and NCCL's all_reduce_perf on NVLink put small messages
+// at single-digit microseconds. A measured figure replaces it
+// (-allreduce-latency).
+const allReduceLatency = 5e-6
+
+// nvlink4 is Hopper SXM's NVLink: 18 links, 900 GB/s both directions
+// (NVIDIA H100 and H200 datasheets), so 450 GB/s each way.
+var nvlink4 = Link{Name: "NVLink 4", Bandwidth: Peak{450e9, Spec}, Latency: Peak{allReduceLatency, Spec}}
 
 // gpus are published peaks (spec sheets; dense bf16, no sparsity). A
 // measured figure replaces them: vendor peaks assume conditions a card does
@@ -38,13 +62,17 @@ type Hardware struct {
 // measured FLOP/s to say so.
 var gpus = []Hardware{
 	{Name: "h100-sxm", Description: "NVIDIA H100 SXM, 80 GB HBM3",
-		Bandwidth: Peak{3.35e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 80e9},
+		Bandwidth: Peak{3.35e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 80e9, Link: nvlink4},
 	{Name: "h200-sxm", Description: "NVIDIA H200 SXM, 141 GB HBM3e",
-		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 141e9},
+		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 141e9, Link: nvlink4},
 	{Name: "h200-nvl", Description: "NVIDIA H200 NVL, 141 GB HBM3e, lower power limit",
-		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{836e12, Spec}, MemoryBytes: 141e9},
+		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{836e12, Spec}, MemoryBytes: 141e9,
+		// NVLink bridges, 2- or 4-way: 900 GB/s both directions (H200 NVL datasheet).
+		Link: nvlink4},
 	{Name: "rtx3090", Description: "NVIDIA GeForce RTX 3090, 24 GB GDDR6X (tensor cores, fp32 accumulate)",
-		Bandwidth: Peak{936e9, Spec}, FLOPs: Peak{71e12, Spec}, MemoryBytes: 24e9},
+		Bandwidth: Peak{936e9, Spec}, FLOPs: Peak{71e12, Spec}, MemoryBytes: 24e9,
+		// The NVLink 3 bridge: 112.5 GB/s both directions (GeForce RTX 3090 specifications).
+		Link: Link{Name: "NVLink 3 bridge", Bandwidth: Peak{56.25e9, Spec}, Latency: Peak{allReduceLatency, Spec}}},
 }
 
 // GPUs lists the table of published peaks.
@@ -78,6 +106,18 @@ func (h Hardware) WithMeasured(bandwidth, flops float64) Hardware {
 	}
 	if flops > 0 {
 		h.FLOPs = Peak{flops, Measured}
+	}
+	return h
+}
+
+// WithLink returns h with the measured interconnect figures that are > 0
+// in place of its table values.
+func (h Hardware) WithLink(bandwidth, latency float64) Hardware {
+	if bandwidth > 0 {
+		h.Link.Bandwidth = Peak{bandwidth, Measured}
+	}
+	if latency > 0 {
+		h.Link.Latency = Peak{latency, Measured}
 	}
 	return h
 }

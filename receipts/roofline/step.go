@@ -1,13 +1,16 @@
 package roofline
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // StepCost is what one engine step moves and computes.
 type StepCost struct {
 	// Batch is the number of sequences in the step; Context the tokens
 	// each has cached (decode) or the prompt length (prefill).
 	Batch, Context int
-	// Tokens is what the step yields: Batch new tokens for decode, the
+	// Tokens is what the step computes: Batch new tokens for decode, the
 	// prompt's tokens for prefill.
 	Tokens int
 	// ExpertsRead is the expected distinct routed experts per MoE layer
@@ -26,6 +29,21 @@ func (c StepCost) Intensity() float64 {
 	return c.FLOPs / c.Bytes
 }
 
+// scale returns c with its bytes and FLOPs times f (a cost summed over f
+// GPUs).
+func (c StepCost) scale(f float64) StepCost {
+	c.WeightBytes, c.KVBytes, c.Bytes = f*c.WeightBytes, f*c.KVBytes, f*c.Bytes
+	c.WeightFLOPs, c.AttentionFLOPs, c.FLOPs = f*c.WeightFLOPs, f*c.AttentionFLOPs, f*c.FLOPs
+	return c
+}
+
+// add returns c with d's bytes and FLOPs added.
+func (c StepCost) add(d StepCost) StepCost {
+	c.WeightBytes, c.KVBytes, c.Bytes = c.WeightBytes+d.WeightBytes, c.KVBytes+d.KVBytes, c.Bytes+d.Bytes
+	c.WeightFLOPs, c.AttentionFLOPs, c.FLOPs = c.WeightFLOPs+d.WeightFLOPs, c.AttentionFLOPs+d.AttentionFLOPs, c.FLOPs+d.FLOPs
+	return c
+}
+
 // Decode prices one decode step of batch sequences that each hold context
 // tokens: weights read once (routed experts as ExpertsRead(batch)), the
 // KV of every sequence read, one token per sequence computed.
@@ -36,21 +54,16 @@ func (s *Shape) Decode(batch, context int) (StepCost, error) {
 	if context < 0 {
 		return StepCost{}, fmt.Errorf("context %d: want at least 0", context)
 	}
-	c := StepCost{Batch: batch, Context: context, Tokens: batch, ExpertsRead: s.ExpertsRead(batch)}
-	c.WeightBytes = s.StreamBytes + float64(s.MoELayers())*c.ExpertsRead*s.ExpertBytes
-	b := float64(batch)
-	for _, l := range s.layers {
-		held := float64(context)
-		if l.window > 0 {
-			held = float64(min(context, l.window))
-		}
-		c.KVBytes += b * held * float64(l.kvRead)
-		c.AttentionFLOPs += b * held * l.attnQK
+	return s.cost(uniform(batch, Part{Context: context, Tokens: 1}), 1), nil
+}
+
+// uniform is n copies of one part.
+func uniform(n int, p Part) []Part {
+	parts := make([]Part, n)
+	for i := range parts {
+		parts[i] = p
 	}
-	c.WeightFLOPs = 2 * b * float64(s.ActiveParams)
-	c.Bytes = c.WeightBytes + c.KVBytes
-	c.FLOPs = c.WeightFLOPs + c.AttentionFLOPs
-	return c, nil
+	return parts
 }
 
 // Prefill prices the prefill of one prompt of tokens in one step: weights
@@ -61,39 +74,16 @@ func (s *Shape) Prefill(tokens int) (StepCost, error) {
 	if tokens < 1 {
 		return StepCost{}, fmt.Errorf("prompt of %d tokens: want at least 1", tokens)
 	}
-	c := StepCost{Batch: 1, Context: tokens, Tokens: tokens, ExpertsRead: s.ExpertsRead(tokens)}
-	c.WeightBytes = s.StreamBytes + float64(s.MoELayers())*c.ExpertsRead*s.ExpertBytes
-	c.KVBytes = float64(tokens) * float64(s.KVBytesPerToken)
-	t := float64(tokens)
-	for _, l := range s.layers {
-		c.AttentionFLOPs += causalPairs(tokens, l.window) * l.attnPre
-	}
-	head := s.LMHeadParams
-	if s.Config.TiedEmbeddings {
-		head = s.EmbeddingParams
-	}
-	c.WeightFLOPs = 2*t*float64(s.ActiveParams-head) + 2*float64(head)
-	c.Bytes = c.WeightBytes + c.KVBytes
-	c.FLOPs = c.WeightFLOPs + c.AttentionFLOPs
-	return c, nil
-}
-
-// causalPairs counts (query, key) pairs of causal attention over n tokens
-// when each sees at most window keys (0: all before it): Σ min(t, w).
-func causalPairs(n, window int) float64 {
-	t := float64(n)
-	if window <= 0 || n <= window {
-		return t * (t + 1) / 2
-	}
-	w := float64(window)
-	return w*(w+1)/2 + (t-w)*w
+	return s.cost([]Part{{Tokens: tokens}}, 1), nil
 }
 
 // Part is one sequence's share of an engine step: Context tokens already
 // cached, Tokens computed now (1 for a decode, a chunk or a whole prompt
-// for a prefill).
+// for a prefill, 1 + k for a speculative verify). Logits is how many of
+// them the lm_head runs on (0 reads as 1: the last; a verify step needs
+// all of them).
 type Part struct {
-	Context, Tokens int
+	Context, Tokens, Logits int
 }
 
 // Step prices one engine step of mixed work, as vLLM batches it: the
@@ -104,38 +94,60 @@ type Part struct {
 // Step of decodes alone is Decode; Step of one part from context 0 is
 // Prefill.
 func (s *Shape) Step(parts []Part) (StepCost, error) {
-	if len(parts) == 0 {
-		return StepCost{}, fmt.Errorf("a step of no sequences")
+	if err := checkParts(parts); err != nil {
+		return StepCost{}, err
 	}
-	c := StepCost{Batch: len(parts)}
+	return s.cost(parts, 1), nil
+}
+
+func checkParts(parts []Part) error {
+	if len(parts) == 0 {
+		return fmt.Errorf("a step of no sequences")
+	}
 	for _, p := range parts {
-		if p.Tokens < 1 || p.Context < 0 {
-			return StepCost{}, fmt.Errorf("part of %d tokens after %d cached: want at least 1 token and a context of 0 or more", p.Tokens, p.Context)
+		if p.Tokens < 1 || p.Context < 0 || p.Logits < 0 || p.Logits > p.Tokens {
+			return fmt.Errorf("part of %d tokens (%d with logits) after %d cached: want at least 1 token, logits for at most all of them, a context of 0 or more", p.Tokens, p.Logits, p.Context)
 		}
+	}
+	return nil
+}
+
+// cost prices a step on one of tp GPUs that split the model by tensor
+// parallelism: the sharded weights and query heads divided by tp, the
+// replicated ones whole, each KV stream's heads as ceil(heads/tp). At
+// tp = 1 it is the whole step.
+func (s *Shape) cost(parts []Part, tp int) StepCost {
+	c := StepCost{Batch: len(parts)}
+	n := float64(tp)
+	logits := 0
+	for _, p := range parts {
 		c.Tokens += p.Tokens
 		c.Context = max(c.Context, p.Context)
+		logits += max(p.Logits, 1)
 		for _, g := range s.groups {
-			held := float64(p.Context)
-			if g.window > 0 {
-				held = float64(min(p.Context, g.window))
+			share := math.Ceil(float64(g.heads)/n) / float64(g.heads)
+			head := 1 / n // the query heads this GPU computes
+			if g.replicated {
+				head = 1
 			}
-			c.KVBytes += held * float64(g.kvRead)
+			ctx := float64(p.Context)
+			c.KVBytes += g.read(ctx) * float64(g.readBytes) * share
 			if p.Tokens == 1 {
-				c.AttentionFLOPs += held * g.attnQK
+				c.AttentionFLOPs += g.read(ctx) * g.flops * head
 				continue
 			}
-			c.KVBytes += float64(p.Tokens) * float64(g.kvBytes)
-			c.AttentionFLOPs += (causalPairs(p.Context+p.Tokens, g.window) - causalPairs(p.Context, g.window)) * g.attnPre
+			end := float64(p.Context + p.Tokens)
+			c.KVBytes += (end - ctx) / float64(g.ratio) * float64(g.storeBytes) * share
+			c.AttentionFLOPs += (g.pairs(p.Context+p.Tokens) - g.pairs(p.Context)) * g.pre * head
 		}
 	}
 	c.ExpertsRead = s.ExpertsRead(c.Tokens)
-	c.WeightBytes = s.StreamBytes + float64(s.MoELayers())*c.ExpertsRead*s.ExpertBytes
-	head := s.LMHeadParams
-	if s.Config.TiedEmbeddings {
-		head = s.EmbeddingParams
-	}
-	c.WeightFLOPs = 2*float64(c.Tokens)*float64(s.ActiveParams-head) + 2*float64(len(parts))*float64(head)
+	experts := float64(s.MoELayers()) * c.ExpertsRead * s.ExpertBytes
+	c.WeightBytes = (s.split.streamBytes+experts)/n + s.replicated.streamBytes
+	head := float64(s.outHead()) / n
+	body := float64(s.split.active)/n + float64(s.replicated.active)
+	c.WeightFLOPs = 2*float64(c.Tokens)*body + 2*float64(logits)*head
 	c.Bytes = c.WeightBytes + c.KVBytes
 	c.FLOPs = c.WeightFLOPs + c.AttentionFLOPs
-	return c, nil
+	return c
 }

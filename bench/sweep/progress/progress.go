@@ -1,6 +1,7 @@
 // Package progress renders how far a run has got (bench.Progress) on a
-// console: on a terminal one line per point, redrawn in place (judgments
-// done of the set, judgments/s so far, ETA, failures so far); elsewhere a
+// console: on a terminal one line per point, redrawn in place (point k of
+// N of the run, judgments done of the set, judgments/s so far, the point's
+// and the run's ETA, failures so far); elsewhere a
 // plain line every so often, so that a log shows a long point is alive.
 // It is meant for stderr, never for where benchmark lines go, and its
 // plain lines start with "[progress]", which no benchmark reader takes for
@@ -53,8 +54,12 @@ type Renderer struct {
 	mu        sync.Mutex
 	label     string
 	timeScale float64
-	drawn     bool      // a line is on the terminal, the cursor saved before it
-	last      time.Time // when the last line was written
+	// The run: points planned in all (passes and sides included), the
+	// point in flight (1-based) and when the first began (wall clock).
+	points, point int
+	runStart      time.Time
+	drawn         bool      // a line is on the terminal, the cursor saved before it
+	last          time.Time // when the last line was written
 }
 
 // Option configures a Renderer.
@@ -96,6 +101,53 @@ func (r *Renderer) SetTimeScale(scale float64) {
 	r.timeScale = scale
 }
 
+// Plan says the run measures n points in all (every pass, every side of
+// an A/B): lines then show "point k of n" and an ETA for the whole run.
+func (r *Renderer) Plan(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.points, r.point = n, 0
+}
+
+// Next says the next point of the plan begins.
+func (r *Renderer) Next() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.point == 0 {
+		r.runStart = r.now()
+	}
+	r.point++
+}
+
+// line is the progress line with the run's part around the point's.
+func (r *Renderer) line(p bench.Progress) string {
+	text := Text(r.label, p, r.timeScale)
+	if r.points <= 0 || r.point <= 0 {
+		return text
+	}
+	k := min(r.point, r.points)
+	head := fmt.Sprintf("point %d of %d  ", k, r.points)
+	if r.label != "" {
+		head = r.label + "  " + head
+		text = strings.TrimPrefix(text, r.label+"  ")
+	}
+	return head + text + "  " + RunETA(k, r.points, p, r.now().Sub(r.runStart))
+}
+
+// RunETA is the whole run's remaining wall-clock time, from how long its
+// points so far took: point k of n, p how far the k-th has got.
+func RunETA(k, n int, p bench.Progress, elapsed time.Duration) string {
+	done := float64(k - 1)
+	if p.Total > 0 {
+		done += float64(p.Done) / float64(p.Total)
+	}
+	if done <= 0 || elapsed <= 0 {
+		return "run ETA ?"
+	}
+	left := time.Duration(float64(elapsed) / done * (float64(n) - done))
+	return "run ETA " + Duration(left) + " wall"
+}
+
 // Observe shows p. On a terminal the first report of a point draws its
 // line, later ones redraw it at most every DefaultRedraw, and the final one
 // erases it, leaving the cursor where it was. Elsewhere a line is written
@@ -117,12 +169,12 @@ func (r *Renderer) Observe(p bench.Progress) {
 		}
 		r.drawn = true
 		r.last = now
-		io.WriteString(r.w, head+noWrap+Text(r.label, p, r.timeScale)+eraseEOL+wrap)
+		io.WriteString(r.w, head+noWrap+r.line(p)+eraseEOL+wrap)
 	case p.Done == 0:
 		r.last = now // the window opened: the first line is an interval away
 	case now.Sub(r.last) >= r.interval:
 		r.last = now
-		io.WriteString(r.w, "[progress] "+Text(r.label, p, r.timeScale)+"\n")
+		io.WriteString(r.w, "[progress] "+r.line(p)+"\n")
 	}
 }
 
@@ -140,8 +192,10 @@ func (r *Renderer) clear() {
 	}
 }
 
-// Text is the progress line: the label, the point (set, level, arm), the
+// Text is the point's progress: the label, the point (set, level, arm), the
 // judgments done of the set, judgments/s so far, the ETA and the failures.
+// On a time-scaled twin the rate is model time and the ETA wall-clock
+// time, each labelled so.
 //
 //	baseline 3/10  checks c=16 cold  63/140 45%  52.1 judgments/s  ETA 1.5s  0 failed
 func Text(label string, p bench.Progress, timeScale float64) string {
@@ -175,6 +229,9 @@ func Text(label string, p bench.Progress, timeScale float64) string {
 		}
 		eta := time.Duration(float64(p.Total-p.Done) / rate * float64(time.Second))
 		fmt.Fprintf(&b, "  ETA %s", Duration(eta))
+		if timeScale > 0 && timeScale != 1 {
+			b.WriteString(" wall")
+		}
 	} else {
 		b.WriteString("  ETA ?")
 	}

@@ -32,7 +32,7 @@ func TestText(t *testing.T) {
 		{"", point(0, 0, 0), 1, "checks c=16 cold  0/140 0%  ETA ?  0 failed"},
 		{"", point(70, 2, 2*time.Second), 1, "checks c=16 cold  70/140 50%  35 judgments/s  ETA 2.0s  2 failed"},
 		{"baseline 3/10", point(35, 0, 5*time.Second), 1, "baseline 3/10  checks c=16 cold  35/140 25%  7 judgments/s  ETA 15.0s  0 failed"},
-		{"", point(14, 0, 2*time.Second), 10, "checks c=16 cold  14/140 10%  0.7 judgments/s (model time, twin ×10)  ETA 18.0s  0 failed"},
+		{"", point(14, 0, 2*time.Second), 10, "checks c=16 cold  14/140 10%  0.7 judgments/s (model time, twin ×10)  ETA 18.0s wall  0 failed"},
 		{"", bench.Progress{Set: "faces", Concurrency: 1, Arm: receipts.ArmWarm, Done: 1, Total: 200, Elapsed: 2 * time.Second}, 1,
 			"faces c=1 warm  1/200 0%  0.5 judgments/s  ETA 6m38s  0 failed"},
 		{"", bench.Progress{Set: "checks", Rate: 40, Concurrency: 16, Done: 70, Total: 140, Elapsed: 2 * time.Second}, 1,
@@ -106,9 +106,9 @@ func TestRendererPlain(t *testing.T) {
 	r.Observe(final)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Equal(t, []string{
-		"[progress] checks c=16 cold  40/140 28%  0.4 judgments/s (model time, twin ×10)  ETA 25.0s  0 failed",
-		"[progress] checks c=16 cold  80/140 57%  0.4 judgments/s (model time, twin ×10)  ETA 15.0s  0 failed",
-		"[progress] checks c=16 cold  120/140 85%  0.4 judgments/s (model time, twin ×10)  ETA 5.0s  0 failed",
+		"[progress] checks c=16 cold  40/140 28%  0.4 judgments/s (model time, twin ×10)  ETA 25.0s wall  0 failed",
+		"[progress] checks c=16 cold  80/140 57%  0.4 judgments/s (model time, twin ×10)  ETA 15.0s wall  0 failed",
+		"[progress] checks c=16 cold  120/140 85%  0.4 judgments/s (model time, twin ×10)  ETA 5.0s wall  0 failed",
 	}, lines, "at 10, 20 and 30 s")
 	require.NotContains(t, out.String(), "\x1b")
 
@@ -119,4 +119,25 @@ func TestRendererPlain(t *testing.T) {
 	r.Observe(point(140, 0, 9*time.Second))
 	r.Observe(final)
 	require.Empty(t, out.String())
+}
+
+// A planned run shows the point of the run and a whole-run ETA beside the
+// point's, wall clock, from how long the points so far took.
+func TestRendererPlan(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	c := &clock{t: time.Unix(0, 0)}
+	r := New(&out, false, WithClock(c.now), WithInterval(time.Second))
+	r.SetLabel("pass 1/2")
+	r.SetTimeScale(10)
+	r.Plan(4)
+	r.Next()
+	r.Observe(point(0, 0, 0))
+	c.advance(2 * time.Second)
+	r.Observe(point(70, 0, 2*time.Second))
+	// Half of point 1 of 4 took 2 s: 7 more halves, 14 s.
+	require.Equal(t, "[progress] pass 1/2  point 1 of 4  checks c=16 cold  70/140 50%  3.5 judgments/s (model time, twin ×10)  ETA 2.0s wall  0 failed  run ETA 14.0s wall\n", out.String())
+
+	require.Equal(t, "run ETA ?", RunETA(1, 4, point(0, 0, 0), 0))
+	require.Equal(t, "run ETA 8.0s wall", RunETA(3, 4, point(0, 0, 0), 8*time.Second), "2 points in 8 s, 2 to go")
 }

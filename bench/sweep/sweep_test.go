@@ -1,0 +1,140 @@
+package sweep_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/sweep"
+	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/bench/sweep/rundir"
+	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/slo"
+)
+
+// The one definition of a failed point: measured, and stopped, over its
+// failures or its SLO; the server going down or anything else is the
+// run's, not the point's.
+func TestFailed(t *testing.T) {
+	rec := &receipts.Receipt{}
+	for _, c := range []struct {
+		name string
+		rec  *receipts.Receipt
+		err  error
+		want bool
+	}{
+		{"passed", rec, nil, false},
+		{"stopped", rec, fmt.Errorf("%w at item 3", bench.ErrStopped), true},
+		{"failures", rec, fmt.Errorf("%w: 5 of 7", bench.ErrFailures), true},
+		{"slo", rec, fmt.Errorf("x: %w", slo.ErrMissed), true},
+		{"failures and down", rec, fmt.Errorf("%w; %w", bench.ErrFailures, bench.ErrServerDown), true},
+		{"down within the accepted share", rec, fmt.Errorf("%w: engine dead", bench.ErrServerDown), false},
+		{"no receipt", nil, bench.ErrStopped, false},
+		{"other", rec, errors.New("reset caches: 404"), false},
+	} {
+		require.Equal(t, c.want, sweep.Failed(c.rec, c.err), c.name)
+	}
+}
+
+func TestInterleave(t *testing.T) {
+	require.Equal(t, []int{0, 1, 1, 0, 0, 1}, sweep.Interleave(3, true, true), "A B, B A, A B")
+	require.Equal(t, []int{0, 0}, sweep.Interleave(2, true, false))
+	require.Equal(t, []int{1, 1, 1}, sweep.Interleave(3, false, true))
+	require.Empty(t, sweep.Interleave(3, false, false))
+}
+
+func TestScale(t *testing.T) {
+	for _, f := range []float64{0, 1} {
+		s := sweep.ScaleOf(f)
+		require.False(t, s.Scaled())
+		require.Equal(t, 50.0, s.Rate(50))
+		require.Empty(t, s.String())
+	}
+	s := sweep.ScaleOf(10)
+	require.True(t, s.Scaled())
+	require.Equal(t, 5.0, s.Rate(50))
+	require.Equal(t, 1.5, s.Seconds(0.15))
+	require.Equal(t, "model time, twin ×10", s.String())
+}
+
+// load is a configuration from the environment given (nothing else).
+func load(t *testing.T, env map[string]string) config.Config {
+	t.Helper()
+	base := map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_SETS": "checks", "VETBENCH_FIXTURE_SIZE": "1"}
+	for k, v := range env {
+		base[k] = v
+	}
+	cfg, err := config.Load(config.Env(func(k string) string { return base[k] }))
+	require.NoError(t, err)
+	return cfg
+}
+
+// A pass measures every step once, in order, writing each receipt and
+// benchmark line; Close ends bench.txt with the verdict.
+func TestPass(t *testing.T) {
+	cfg := load(t, map[string]string{"VETBENCH_LEVELS": "1,2"})
+	dir, err := rundir.Open(filepath.Join(t.TempDir(), "run"), "", false, time.Now())
+	require.NoError(t, err)
+	run, err := sweep.Open(t.Context(), cfg, dir, sweep.Options{})
+	require.NoError(t, err)
+	var got []string
+	for o, err := range run.Pass(t.Context()) {
+		require.NoError(t, err)
+		require.NoError(t, o.Err)
+		require.False(t, o.Failed())
+		require.FileExists(t, o.Path)
+		got = append(got, fmt.Sprintf("%d/%d %s", o.K, o.N, o.Name(run.Armed())))
+	}
+	require.Equal(t, []string{"1/2 set=checks/c=1", "2/2 set=checks/c=2"}, got)
+	require.NoError(t, run.Close(true))
+	b, err := os.ReadFile(dir.File(rundir.BenchFile))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(b), "\nBenchmarkJudgments/"))
+	require.Contains(t, string(b), "\nidentity: ")
+	require.True(t, strings.HasSuffix(string(b), "\nPASS\n"))
+	require.FileExists(t, dir.File(rundir.SettingsFile))
+}
+
+// A point over failed work is Failed, keeps its receipt and line, and
+// with the engine dead ends the pass: no later point.
+func TestPassServerDown(t *testing.T) {
+	cfg := load(t, map[string]string{"VETBENCH_LEVELS": "1,2", "VETBENCH_STUB_FAULTS": "engine-dead:after=13", "VETBENCH_CONTINUE_ON_ERROR": "1"})
+	dir, err := rundir.Open(filepath.Join(t.TempDir(), "run"), "", false, time.Now())
+	require.NoError(t, err)
+	run, err := sweep.Open(t.Context(), cfg, dir, sweep.Options{})
+	require.NoError(t, err)
+	var outs []sweep.Outcome
+	var last error
+	for o, err := range run.Pass(t.Context()) {
+		outs, last = append(outs, o), err
+	}
+	require.Len(t, outs, 1, "no point after the engine died")
+	require.True(t, outs[0].Failed(), "%v", outs[0].Err)
+	require.ErrorIs(t, last, sweep.ErrServerDown)
+	require.NoError(t, run.Close(false))
+	b, err := os.ReadFile(dir.File(rundir.BenchFile))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "failed-items")
+	require.True(t, strings.HasSuffix(string(b), "\nFAIL\n"))
+}
+
+// A live endpoint's figures are real time whatever the twin's time scale
+// says: the scale comes from the target measured, not the configuration.
+func TestScaleFromTarget(t *testing.T) {
+	cfg := load(t, map[string]string{"VETBENCH_STUB_TIME_SCALE": "10"})
+	run, err := sweep.Open(t.Context(), cfg, nil, sweep.Options{})
+	require.NoError(t, err)
+	defer run.Close(true)
+	require.Equal(t, 10.0, run.Scale().Factor, "the twin's")
+	cfg.Target.Endpoint = run.Endpoint().BaseURL
+	live, err := sweep.Open(t.Context(), cfg, nil, sweep.Options{})
+	require.NoError(t, err)
+	require.False(t, live.Scale().Scaled(), "a live endpoint beside a stale VETBENCH_STUB_TIME_SCALE")
+}

@@ -1,0 +1,100 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vetbench/vetbench/bench/decode"
+	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/receipts/tokens"
+)
+
+// TokenStep is one token-throughput point of a run: a workload at a level,
+// k-th of N.
+type TokenStep struct {
+	Workload    string
+	Concurrency int
+	K, N        int
+}
+
+// Name is the point's sub-benchmark name: workload=<w>/c=<c>.
+func (s TokenStep) Name() string { return fmt.Sprintf("workload=%s/c=%d", s.Workload, s.Concurrency) }
+
+// TokenSteps are the configured workloads × levels, in order.
+func (r *Run) TokenSteps() []TokenStep {
+	var out []TokenStep
+	for _, w := range r.Config.Tokens.Workloads {
+		for _, c := range r.Config.Tokens.Levels {
+			out = append(out, TokenStep{Workload: w, Concurrency: c})
+		}
+	}
+	for i := range out {
+		out[i].K, out[i].N = i+1, len(out)
+	}
+	return out
+}
+
+// TokenPoint is what decode measures at st: the configuration's output
+// length, repeats, warm-ups, accepted failures and SLO.
+func (r *Run) TokenPoint(st TokenStep) decode.Point {
+	return decode.PointFrom(r.Config.Tokens, st.Workload, st.Concurrency).WithSLO(r.Config.SLO)
+}
+
+// TokenRunner is a token-throughput runner on the run's target (probed
+// now; opts as decode's, e.g. decode.WithSharedPrompts for the pitfall).
+func (r *Run) TokenRunner(ctx context.Context, opts ...decode.Option) (*decode.Runner, error) {
+	return decode.NewRunner(ctx, r.Target.Endpoint, r.Config, opts...)
+}
+
+// TokenOutcome is one measured token point: its receipt (nil when nothing
+// ran), where it was written, and its error.
+type TokenOutcome struct {
+	TokenStep
+	Receipt *tokens.Receipt
+	Path    string
+	Err     error
+}
+
+// MeasureTokens measures st with tr and writes its receipt
+// (receipts/tokens_<workload>_c<N>.json, then receipts/pass<k>) and, when
+// the point passed, its benchmark line, as go test prints none for a
+// failed benchmark. The error is the run's (a receipt or line that could
+// not be written); the point's is the outcome's.
+func (r *Run) MeasureTokens(ctx context.Context, tr *decode.Runner, st TokenStep) (TokenOutcome, error) {
+	o := TokenOutcome{TokenStep: st}
+	o.Receipt, o.Err = tr.Measure(ctx, r.TokenPoint(st))
+	if o.Receipt == nil || r.Dir == nil {
+		return o, nil
+	}
+	path, err := r.WriteTokens(o.Receipt)
+	if err != nil {
+		return o, err
+	}
+	o.Path = path
+	if o.Err == nil {
+		err = r.Line("Tokens", st.Name(), 1, decode.Metrics(o.Receipt))
+	}
+	return o, err
+}
+
+// WriteTokens writes a token receipt into the run directory.
+func (r *Run) WriteTokens(rec *tokens.Receipt) (string, error) {
+	if r.Dir == nil {
+		return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
+	}
+	path, _, err := r.Dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", rec.Point.Workload, rec.Point.Concurrency))
+	if err == nil {
+		err = r.write(func() error { return tokens.WriteFile(path, rec) })
+	}
+	if err != nil {
+		return "", fmt.Errorf("write receipt: %w", err)
+	}
+	return path, nil
+}
+
+// MatrixRunner is a speed-matrix runner on the run's target and the
+// configuration's matrix options.
+func (r *Run) MatrixRunner(ctx context.Context) (*grid.Runner, grid.Options, error) {
+	gr, err := grid.NewRunner(ctx, r.Target.Endpoint, r.Config)
+	return gr, grid.OptionsFrom(r.Config.Matrix), err
+}
