@@ -239,10 +239,11 @@ func ProfileRTX3090() Profile {
 // Profiles maps profile names to constructors.
 func Profiles() map[string]func() Profile {
 	return map[string]func() Profile{
-		ProfileFastName:    ProfileFast,
-		ProfileH100Name:    ProfileH100Gemma4,
-		ProfileRTX3090Name: ProfileRTX3090,
-		ProfileE2BName:     ProfileE2BH200NVL,
+		ProfileFastName:     ProfileFast,
+		ProfileH100Name:     ProfileH100Gemma4,
+		ProfileRTX3090Name:  ProfileRTX3090,
+		ProfileE2BName:      ProfileE2BH200NVL,
+		ProfileDeepSeekName: ProfileDeepSeekV4Flash,
 	}
 }
 
