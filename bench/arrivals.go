@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench/metrics"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -115,7 +114,7 @@ func gamma(rng *rand.Rand, shape float64) float64 {
 // arrivals is the point's arrival process: its rate, the session's
 // burstiness and seed.
 func (s *Session) arrivals(p Point) Arrivals {
-	return Arrivals{Rate: p.Rate, Burstiness: s.Config.OpenLoop.Shape(), Seed: s.Config.OpenLoop.Seed}
+	return Arrivals{Rate: p.Rate, Burstiness: s.Options.Burstiness, Seed: s.Options.Seed}
 }
 
 // loadPins say how the point offered its judgments: nil for the closed
@@ -135,27 +134,6 @@ func (s *Session) loadPins(p Point) *receipts.Load {
 		l.Process, l.Burstiness = "gamma", shape
 	}
 	return l
-}
-
-// Points are the sweep's points for one set, in order: each level × arm
-// for the closed loop, or each rate × arm for an open loop (capped at
-// OpenLoop.MaxConcurrency).
-func Points(cfg config.Config) []Point {
-	var out []Point
-	if cfg.OpenLoop.On() {
-		for _, r := range cfg.OpenLoop.Rates {
-			for _, arm := range cfg.Arms {
-				out = append(out, Point{Rate: r, Concurrency: cfg.OpenLoop.MaxConcurrency, Arm: arm, Warmup: cfg.Warmup})
-			}
-		}
-		return out
-	}
-	for _, c := range cfg.Levels {
-		for _, arm := range cfg.Arms {
-			out = append(out, Point{Concurrency: c, Arm: arm, Warmup: cfg.Warmup})
-		}
-	}
-	return out
 }
 
 // Name is the point's sub-benchmark name (metrics.PointName or, for an

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/vetbench/vetbench/bench/probe"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/judgments"
 )
 
@@ -29,7 +28,7 @@ func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model stri
 	for _, c := range s.Set.Spec.Controls() {
 		ids = append(ids, s.Controls[c])
 	}
-	got, err := probe.LogprobTokenIDs(ctx, hc, s.Endpoint.BaseURL, s.Endpoint.authorize, model, ids)
+	got, err := probe.LogprobTokenIDs(ctx, hc, s.Endpoint.BaseURL, s.Endpoint.Authorize, model, ids)
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("probe logprob_token_ids: %w", ctx.Err())
@@ -48,12 +47,14 @@ func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model stri
 	}
 	why := fmt.Sprintf("scoring mode %s needs logprob_token_ids, and this server (%s) ignores it: a one-token request asking for ids %v got %s of them back (the field arrived in vLLM PR #43463)",
 		judgments.ModeTokenIDs, build, got.Asked, countWord(len(got.Asked)-len(got.Missing)))
-	if !s.Config.ScoringFallback {
+	names := s.Options.Settings
+	fallback := setting(names.ScoringFallback, "scoring fallback")
+	if !s.Options.ScoringFallback {
 		return &tokenIDsError{msg: fmt.Sprintf("%s; set %s=%s to score from the top logprobs, or %s=true to let a run fall back by itself",
-			why, config.EnvScoring, judgments.ModeTopLogprobs, config.EnvScoringFallback)}
+			why, setting(names.Scoring, "scoring"), judgments.ModeTopLogprobs, fallback)}
 	}
 	s.Client = s.newClient(model, judgments.ModeTopLogprobs)
-	s.Fallback = fmt.Sprintf("%s → %s: %s (%s=true)", judgments.ModeTokenIDs, judgments.ModeTopLogprobs, why, config.EnvScoringFallback)
+	s.Fallback = fmt.Sprintf("%s → %s: %s (%s=true)", judgments.ModeTokenIDs, judgments.ModeTopLogprobs, why, fallback)
 	s.Notes = append(s.Notes, "scoring fell back to "+string(judgments.ModeTopLogprobs)+": "+why)
 	return nil
 }
@@ -83,10 +84,10 @@ func (s *Session) newClientAt(base, model string, m judgments.Mode) *judgments.C
 		judgments.WithAPIKey(s.Endpoint.APIKey),
 		judgments.WithHTTPClient(s.hc),
 		judgments.WithMode(m),
-		judgments.WithTopLogprobs(s.Config.TopLogprobs),
-		judgments.WithRequestTimeout(s.Config.RequestTimeout),
+		judgments.WithTopLogprobs(s.Options.TopLogprobs),
+		judgments.WithRequestTimeout(s.Options.RequestTimeout),
 		judgments.WithRequestIDPrefix(s.idPrefix),
-		judgments.WithFanOut(s.Config.FanOut),
+		judgments.WithFanOut(s.Options.FanOut),
 	)
 }
 

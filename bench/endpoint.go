@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -23,10 +24,6 @@ type Endpoint struct {
 	Target receipts.Target
 	// Notes are facts about how it was chosen, for receipts.
 	Notes []string
-	// Transport, when set, carries the requests of the measurers that
-	// honour it (the speed matrix): an in-memory twin on fake time in
-	// tests. nil: the network.
-	Transport http.RoundTripper
 }
 
 // Receipt is the target as a receipt records it: the endpoint (BaseURL when
@@ -64,8 +61,5 @@ func stripURL(raw string) string {
 	return u.String()
 }
 
-func (e Endpoint) authorize(req *http.Request) {
-	if e.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.APIKey)
-	}
-}
+// Authorize sends the endpoint's key on req (judgments.Authorize).
+func (e Endpoint) Authorize(req *http.Request) { judgments.Authorize(req, e.APIKey) }

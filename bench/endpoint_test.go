@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/receipts"
 )
@@ -15,7 +14,7 @@ func TestEndpointReceiptHidesSecrets(t *testing.T) {
 		Target: receipts.Target{Kind: receipts.TargetLive}}
 	require.Equal(t, receipts.Target{Kind: receipts.TargetLive, Endpoint: "http://gpu-box:8000"}, ep.Receipt())
 	req, _ := http.NewRequest(http.MethodGet, "http://x", nil)
-	ep.authorize(req)
+	ep.Authorize(req)
 	require.Equal(t, "Bearer sk-secret", req.Header.Get("Authorization"))
 
 	ep = Endpoint{BaseURL: "http://127.0.0.1:1", Target: receipts.Target{Kind: receipts.TargetContainer, Endpoint: "http://a:b@twin:8000/?k=v", Profile: "fast"}}
@@ -25,6 +24,6 @@ func TestEndpointReceiptHidesSecrets(t *testing.T) {
 }
 
 func TestNewSessionNeedsKind(t *testing.T) {
-	_, err := NewSession(t.Context(), Endpoint{BaseURL: "http://127.0.0.1:1"}, fixtures.Set{}, config.Default())
+	_, err := NewSession(t.Context(), Endpoint{BaseURL: "http://127.0.0.1:1"}, fixtures.Set{}, Options{})
 	require.ErrorContains(t, err, "no target kind")
 }

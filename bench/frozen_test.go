@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/judgments/errclass"
 	"github.com/vetbench/vetbench/receipts"
@@ -70,7 +71,7 @@ func TestMeasureFrozenServer(t *testing.T) {
 	cfg := testConfig()
 	cfg.RequestTimeout = 300 * time.Millisecond // and the control deadline with it
 	f := newFreezer(t, 1+4*3+1)                 // after the capability check, the 4th judgment's first question
-	sess, err := bench.NewSession(t.Context(), f.endpoint(), set, cfg)
+	sess, err := bench.NewSession(t.Context(), f.endpoint(), set, sweep.SessionOptions(cfg))
 	require.NoError(t, err)
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 1})
 	require.ErrorIs(t, err, bench.ErrStopped)
@@ -86,7 +87,7 @@ func TestMeasureFrozenServer(t *testing.T) {
 
 	// Frozen from the start: the probe gives up, named a timeout.
 	f.frozen.Store(true)
-	_, err = bench.NewSession(t.Context(), f.endpoint(), set, cfg)
+	_, err = bench.NewSession(t.Context(), f.endpoint(), set, sweep.SessionOptions(cfg))
 	require.Error(t, err)
 	require.Equal(t, errclass.Timeout, errclass.Of(err), "%v", err)
 	// and so does the cold arm's cache reset, with no receipt.
@@ -114,7 +115,7 @@ func TestSessionLeaksNoSecrets(t *testing.T) {
 
 	var all strings.Builder
 	ep := bench.Endpoint{BaseURL: "http://" + user + ":" + pass + "@" + hostport, APIKey: key, Target: receipts.Target{Kind: receipts.TargetLive}}
-	sess, err := bench.NewSession(t.Context(), ep, set, cfg)
+	sess, err := bench.NewSession(t.Context(), ep, set, sweep.SessionOptions(cfg))
 	require.NoError(t, err)
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2})
 	require.ErrorIs(t, err, bench.ErrFailures, "the run ran, and failed")
@@ -124,7 +125,7 @@ func TestSessionLeaksNoSecrets(t *testing.T) {
 	all.Write(data)
 
 	ep.BaseURL = "http://" + user + ":" + pass + "@" + hostport + "/?token=" + token
-	_, err = bench.NewSession(t.Context(), ep, set, cfg)
+	_, err = bench.NewSession(t.Context(), ep, set, sweep.SessionOptions(cfg))
 	require.Error(t, err)
 	all.WriteString(err.Error())
 

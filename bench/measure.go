@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/judgments/errclass"
@@ -35,7 +33,7 @@ var (
 	// ErrStopped wraps the reason of a run that ended before its set did.
 	ErrStopped = errors.New("run stopped early")
 	// ErrFailures: the run went through its set (continue on error) but
-	// more of its judgments failed than config.Config.MaxFailed accepts.
+	// more of its judgments failed than config.Options.MaxFailed accepts.
 	ErrFailures = errors.New("judgments failed")
 	// ErrServerDown: after the point's failures the server's /health
 	// answered 503 (engine dead) or nothing answered. Nothing later can be
@@ -47,14 +45,14 @@ var (
 // probed and the controls tokenized once per run, never per judgment.
 type Session struct {
 	Endpoint Endpoint
-	Config   config.Config
+	Options  Options
 	Set      fixtures.Set
 	Client   *judgments.Client
 	Info     probe.Info
 	Controls judgments.Controls
 	// control is the HTTP client of the probe, resets, scrapes and health
 	// checks: the judgments' connections, each call bounded by
-	// Config.ControlDeadline.
+	// Options.ControlTimeout.
 	control *http.Client
 	// Notes are facts about the session worth a line in the receipt.
 	Notes []string
@@ -78,9 +76,9 @@ type Session struct {
 	wrap  func(Judge) Judge
 }
 
-// NewSession probes the endpoint and pins the control tokens. cfg gives the
+// NewSession probes the endpoint and pins the control tokens. o gives the
 // run settings (scoring mode, timeouts, what the receipt pins).
-func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.Config) (*Session, error) {
+func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, o Options) (*Session, error) {
 	if ep.Target.Kind == "" {
 		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the receipts")
 	}
@@ -88,11 +86,14 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 		return nil, err
 	}
 	ep.BaseURL = strings.TrimRight(ep.BaseURL, "/")
-	tr := judgments.NewTransport(inFlight(cfg, set))
+	tr := o.Transport
+	if tr == nil {
+		tr = judgments.NewTransport(InFlight(o, set))
+	}
 	hc := &http.Client{Transport: tr}
-	control := &http.Client{Transport: tr, Timeout: cfg.ControlDeadline()}
+	control := &http.Client{Transport: tr, Timeout: o.controlDeadline()}
 	kind := ep.Target.Kind
-	info, err := probe.Server(ctx, control, ep.BaseURL, ep.authorize)
+	info, err := probe.Server(ctx, control, ep.BaseURL, ep.Authorize)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s target: %w", kind, err)
 	}
@@ -103,14 +104,14 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, cfg config.C
 	if err := info.Check(model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", kind, err)
 	}
-	s := &Session{Endpoint: ep, Config: cfg, Set: set, Info: info, control: control, Notes: append(append([]string(nil), ep.Notes...), info.Notes...),
+	s := &Session{Endpoint: ep, Options: o, Set: set, Info: info, control: control, Notes: append(append([]string(nil), ep.Notes...), info.Notes...),
 		hc: hc, idPrefix: "vetbench-" + newRunID()[:8]}
-	s.Client = s.newClient(model, cfg.Mode)
+	s.Client = s.newClient(model, o.Mode)
 	s.Controls, err = s.Client.Tokenize(ctx, set.Spec.Controls())
 	if err != nil {
 		// Text-matched scoring needs no ids; a server without /tokenize is
 		// fine there, and the receipt says the ids are not pinned.
-		if cfg.Mode != judgments.ModeTopLogprobs || !errors.Is(err, judgments.ErrNoTokenizer) {
+		if o.Mode != judgments.ModeTopLogprobs || !errors.Is(err, judgments.ErrNoTokenizer) {
 			return nil, fmt.Errorf("pin control tokens: %w", err)
 		}
 		s.Controls = nil
@@ -131,7 +132,7 @@ type Point struct {
 	// loop (Rate > 0) the cap on them, 0 for none.
 	Concurrency int
 	// Rate, when > 0, makes the point an open loop: judgments arrive at
-	// Rate per second (Session.Config.OpenLoop gives the burstiness and
+	// Rate per second (Session.Options give the burstiness and
 	// the seed; see Arrivals) and wait in the client for a slot.
 	Rate float64
 	// Arm is cold (reset the server's caches before the window, when the
@@ -146,7 +147,7 @@ type Point struct {
 // receipt is returned whenever anything ran, also with an error: a run that
 // stops early (failed judgment, timeout, cancelled ctx) still yields what it
 // measured, with its Stopped block, and the error wraps ErrStopped; one that
-// went through its set with more failed judgments than Config.MaxFailed
+// went through its set with more failed judgments than Options.MaxFailed
 // accepts wraps ErrFailures. After failures the server's health is asked:
 // ErrServerDown (also wrapped) means nothing more can be measured on it,
 // and a warmup that failed on a server that is down yields no receipt.
@@ -198,7 +199,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 		sopts = append(sopts, audit.WithClock(s.clock))
 	}
 	sampler := audit.NewSampler(c, sopts...)
-	pool := Pool{Concurrency: c, Arrivals: schedule, StopOnError: !s.Config.ContinueOnError, Observer: sampler, clock: s.clock, held: s.held}
+	pool := Pool{Concurrency: c, Arrivals: schedule, StopOnError: !s.Options.ContinueOnError, Observer: sampler, clock: s.clock, held: s.held}
 	var system *audit.Sampler // an open loop's: queued or in service
 	if schedule != nil {
 		system = audit.NewSampler(0, sopts...)
@@ -232,7 +233,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	after := s.scrapeAll(context.WithoutCancel(ctx), ctl)
 
 	items, tp, stopped := figuresWith(s.Set, o, tally.Tally{Concurrency: c, OpenLoop: schedule != nil,
-		SLOSeconds: s.Config.SLO.Latency.Seconds(), GoodputTarget: s.Config.SLO.Goodput})
+		SLOSeconds: s.Options.SLOLatency.Seconds(), GoodputTarget: s.Options.SLOGoodput})
 	rec.Items, rec.Throughput, rec.Stopped = items, tp, stopped
 	rec.OffFormat = receipts.OffFormatOf(items)
 	rec.Finished = time.Now().UTC()
@@ -274,8 +275,8 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 			rec.Warnings = append(rec.Warnings, w)
 		}
 	}
-	if s.Config.GPUHourlyUSD > 0 && tp.Judgments > 0 {
-		cost, err := audit.CostOf(s.Config.GPUHourlyUSD, tp)
+	if s.Options.GPUHourlyUSD > 0 && tp.Judgments > 0 {
+		cost, err := audit.CostOf(s.Options.GPUHourlyUSD, tp)
 		switch {
 		case err != nil:
 			rec.Warnings = append(rec.Warnings, "cost: "+err.Error())
@@ -329,15 +330,17 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 
 // failures says what a run that went through its set with failed
 // judgments did (the receipt's warning) and, when more failed than
-// Config.MaxFailed accepts, the point's error.
+// Options.MaxFailed accepts, the point's error.
 func (s *Session) failures(tp receipts.Throughput) (string, error) {
 	what := fmt.Sprintf("%d of %d judgments failed (%s)", tp.Failed, tp.Judgments+tp.Failed, FailureClasses(tp))
 	share := tally.FailedShare(tp)
-	if share > s.Config.MaxFailed {
-		return "the run continued past failures (" + config.EnvContinueOnError + "): " + what,
-			fmt.Errorf("%w: %s, more than the accepted %s (%s)", ErrFailures, what, percent(s.Config.MaxFailed), config.EnvMaxFailed)
+	names := s.Options.Settings
+	maxFailed := setting(names.MaxFailed, "the accepted share")
+	if share > s.Options.MaxFailed {
+		return "the run continued past failures (" + setting(names.ContinueOnError, "continue on error") + "): " + what,
+			fmt.Errorf("%w: %s, more than the accepted %s (%s)", ErrFailures, what, percent(s.Options.MaxFailed), maxFailed)
 	}
-	return fmt.Sprintf("%s, within the accepted %s (%s)", what, percent(s.Config.MaxFailed), config.EnvMaxFailed), nil
+	return fmt.Sprintf("%s, within the accepted %s (%s)", what, percent(s.Options.MaxFailed), maxFailed), nil
 }
 
 // FailureClasses lists a window's failures by class, most frequent first:
@@ -358,7 +361,7 @@ func (s *Session) down(ctx context.Context) error {
 	// With several endpoints, one down is down: the balancer would keep
 	// sending it judgments.
 	for _, base := range s.bases() {
-		err := probe.Health(ctx, s.controlClient(), base, s.Endpoint.authorize)
+		err := probe.Health(ctx, s.controlClient(), base, s.Endpoint.Authorize)
 		if len(s.replicas) > 0 && err != nil {
 			err = fmt.Errorf("endpoint %s: %w", judgments.RedactURL(base), err)
 		}
@@ -389,7 +392,7 @@ func (s *Session) downAfter(ctx context.Context, scrapeErr error) error {
 // gets one on the judgments' transport).
 func (s *Session) controlClient() *http.Client {
 	if s.control == nil {
-		s.control = &http.Client{Transport: s.Client.HTTPClient().Transport, Timeout: s.Config.ControlDeadline()}
+		s.control = &http.Client{Transport: s.Client.HTTPClient().Transport, Timeout: s.Options.controlDeadline()}
 	}
 	return s.control
 }
@@ -405,7 +408,7 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 		Target:  s.Endpoint.Receipt(),
 		Pins: receipts.Pins{
 			Model:            s.Client.Model(),
-			ModelRevision:    s.Config.ModelRevision,
+			ModelRevision:    s.Options.ModelRevision,
 			ScoringMode:      string(s.Client.Mode()),
 			ScoringFallback:  s.Fallback,
 			Controls:         s.Controls,
@@ -424,8 +427,8 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 			PromptDigests:  s.Set.Spec.PromptDigests(),
 			FixtureDigests: s.Set.Digests(),
 			HarnessVersion: HarnessVersion,
-			ServerFlags:    s.Config.ServerFlags,
-			ServerEnv:      s.Config.ServerEnv,
+			ServerFlags:    s.Options.ServerFlags,
+			ServerEnv:      s.Options.ServerEnv,
 		},
 		// Set before the run so that a receipt of a run that never got to
 		// its window (a failed warmup) is still a valid receipt.
@@ -433,7 +436,7 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 		Warnings:   append([]string(nil), s.Notes...),
 	}
 	if s.Client.Mode() == judgments.ModeTopLogprobs {
-		rec.Pins.TopLogprobs = s.Config.TopLogprobs
+		rec.Pins.TopLogprobs = s.Options.TopLogprobs
 	}
 	s.Info.Pin(&rec.Pins)
 	return rec
@@ -447,16 +450,12 @@ func dispatch(fanOut bool) receipts.Dispatch {
 	return receipts.DispatchSequential
 }
 
-// inFlight is the most requests the configuration has in flight at once:
-// the highest level (an open loop's cap; uncapped, the transport's floor),
-// times the questions of a judgment with fan-out. The transport keeps an
-// idle connection for each.
-func inFlight(cfg config.Config, set fixtures.Set) int {
-	n := slices.Max(append([]int{1}, cfg.Levels...))
-	if cfg.OpenLoop.On() {
-		n = max(cfg.OpenLoop.MaxConcurrency, 1)
-	}
-	if cfg.FanOut {
+// InFlight is the most requests a session of set has in flight at once:
+// the judgments in flight (o.InFlight), times the questions of a judgment
+// with fan-out. The transport keeps an idle connection for each.
+func InFlight(o Options, set fixtures.Set) int {
+	n := max(o.InFlight, 1)
+	if o.FanOut {
 		n *= max(len(set.Spec.Questions), 1)
 	}
 	return n

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/probe"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/fixtures"
@@ -29,7 +30,7 @@ func inProcess(t *testing.T, set fixtures.Set, cfg config.Config, opts ...stub.O
 	tg, err := target.InProcess(append([]stub.Option{stub.WithDevMode(true)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
-	sess, err := bench.NewSession(t.Context(), tg.Endpoint, set, cfg)
+	sess, err := bench.NewSession(t.Context(), tg.Endpoint, set, sweep.SessionOptions(cfg))
 	require.NoError(t, err)
 	return sess
 }

@@ -50,7 +50,7 @@ func (s *Session) addReplicas(ctx context.Context, model string) error {
 		if slices.ContainsFunc(s.replicas, func(r replica) bool { return r.base == base }) {
 			return fmt.Errorf("endpoint %s is given twice: its requests would count twice", shown)
 		}
-		info, err := probe.Server(ctx, s.controlClient(), base, s.Endpoint.authorize)
+		info, err := probe.Server(ctx, s.controlClient(), base, s.Endpoint.Authorize)
 		if err != nil {
 			return fmt.Errorf("probe endpoint %s: %w", shown, err)
 		}
@@ -129,7 +129,7 @@ func (s *Session) windowJudge() (Judge, *Balancer) {
 func (s *Session) resetCaches(ctx context.Context, ctl *http.Client) (receipts.CacheReset, []receipts.CacheReset, error) {
 	var each []receipts.CacheReset
 	for _, base := range s.bases() {
-		r, err := probe.ResetCaches(ctx, ctl, base, s.Endpoint.authorize)
+		r, err := probe.ResetCaches(ctx, ctl, base, s.Endpoint.Authorize)
 		if err != nil {
 			if len(s.replicas) > 0 {
 				err = fmt.Errorf("endpoint %s: %w", judgments.RedactURL(base), err)
@@ -159,7 +159,7 @@ func (s *Session) resetCaches(ctx context.Context, ctl *http.Client) (receipts.C
 func (s *Session) scrapeAll(ctx context.Context, ctl *http.Client) []scrape.Snapshot {
 	var out []scrape.Snapshot
 	for _, base := range s.bases() {
-		snap, _ := scrape.Fetch(ctx, ctl, base+"/metrics", scrape.WithAuthorize(s.Endpoint.authorize))
+		snap, _ := scrape.Fetch(ctx, ctl, base+"/metrics", scrape.WithAuthorize(s.Endpoint.Authorize))
 		out = append(out, snap)
 	}
 	return out

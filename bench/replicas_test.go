@@ -12,6 +12,7 @@ import (
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/scrape"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/fixtures"
@@ -40,7 +41,7 @@ func replicated(t *testing.T, set fixtures.Set, cfg config.Config, each [][]stub
 			ep.Replicas = append(ep.Replicas, tg.Endpoint.BaseURL)
 		}
 	}
-	return bench.NewSession(t.Context(), ep, set, cfg)
+	return bench.NewSession(t.Context(), ep, set, sweep.SessionOptions(cfg))
 }
 
 // A window spread over three twins: every twin answers, each endpoint's
@@ -164,9 +165,9 @@ func TestReplicasWithEngines(t *testing.T) {
 // endpoints are refused before anything is asked of them.
 func TestOneServerMeasurementsRefuseReplicas(t *testing.T) {
 	ep := bench.Endpoint{BaseURL: "http://127.0.0.1:1", Replicas: []string{"http://127.0.0.1:2"}, Target: receipts.Target{Kind: receipts.TargetLive}}
-	_, err := decode.NewRunner(t.Context(), ep, testConfig())
+	_, err := decode.NewRunner(t.Context(), ep)
 	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
-	_, err = grid.NewRunner(t.Context(), ep, testConfig())
+	_, err = grid.NewRunner(t.Context(), ep)
 	require.ErrorIs(t, err, bench.ErrSeveralEndpoints)
 }
 
@@ -176,12 +177,12 @@ func TestSpeedConfigEndpoints(t *testing.T) {
 	tg, err := target.InProcessReplicas(3)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
-	cfg, err := bench.SpeedConfig(t.Context(), tg.Endpoint, testConfig(), nil)
+	cfg, err := sweep.SpeedConfig(t.Context(), tg.Endpoint, testConfig(), nil)
 	require.NoError(t, err)
 	require.Equal(t, "3", cfg[speed.KeyEndpoints])
 	one := tg.Endpoint
 	one.Replicas = nil
-	cfg, err = bench.SpeedConfig(t.Context(), one, testConfig(), nil)
+	cfg, err = sweep.SpeedConfig(t.Context(), one, testConfig(), nil)
 	require.NoError(t, err)
 	require.NotContains(t, cfg, speed.KeyEndpoints)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/stream"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/tokens"
@@ -38,7 +37,7 @@ func TestTokensOnTheTwin(t *testing.T) {
 	tg := twinStreams(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	r, err := decode.NewRunner(ctx, tg.Endpoint, config.Default())
+	r, err := decode.NewRunner(ctx, tg.Endpoint)
 	require.NoError(t, err)
 	for _, w := range []string{tokens.WorkloadText, tokens.WorkloadOneImage} {
 		rec, err := r.Measure(ctx, decode.Point{Workload: w, Concurrency: 4, OutputTokens: 16, Repeats: 1, Warmup: 1})
@@ -48,7 +47,7 @@ func TestTokensOnTheTwin(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	mr, err := grid.NewRunner(ctx, tg.Endpoint, config.Default())
+	mr, err := grid.NewRunner(ctx, tg.Endpoint)
 	require.NoError(t, err)
 	m, err := mr.Run(ctx, grid.Options{Contexts: []int{1024}, Levels: []int{1, 2}, Duration: 500 * time.Millisecond,
 		OutputTokens: 256, LoopDetection: true, ScrapeInterval: 50 * time.Millisecond, Hold: 100 * time.Millisecond,

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
@@ -79,7 +80,7 @@ func TestOlderServer(t *testing.T) {
 	tg, err := target.InProcess(stub.WithDevMode(true), stub.WithLegacyServer(true))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
-	_, err = bench.NewSession(t.Context(), tg.Endpoint, set, testConfig())
+	_, err = bench.NewSession(t.Context(), tg.Endpoint, set, sweep.SessionOptions(testConfig()))
 	require.ErrorIs(t, err, bench.ErrTokenIDsIgnored)
 	for _, want := range []string{"scoring mode token_ids needs logprob_token_ids", "vLLM " + stub.LegacyVersion,
 		"got none of them back", "set VETBENCH_SCORING=top_logprobs", "VETBENCH_SCORING_FALLBACK=true"} {
@@ -88,7 +89,7 @@ func TestOlderServer(t *testing.T) {
 
 	cfg := testConfig()
 	cfg.ScoringFallback = true
-	sess, err := bench.NewSession(t.Context(), tg.Endpoint, set, cfg)
+	sess, err := bench.NewSession(t.Context(), tg.Endpoint, set, sweep.SessionOptions(cfg))
 	require.NoError(t, err)
 	require.Equal(t, judgments.ModeTopLogprobs, sess.Client.Mode())
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2})

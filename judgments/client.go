@@ -181,9 +181,14 @@ func (c *Client) BaseURL() string { return c.baseURL }
 func (c *Client) HTTPClient() *http.Client { return c.http }
 
 // Authorize adds the client's credentials to a request of the caller's.
-func (c *Client) Authorize(req *http.Request) {
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+func (c *Client) Authorize(req *http.Request) { Authorize(req, c.apiKey) }
+
+// Authorize sends key as a bearer token on req (nothing when key is
+// empty): the one place an API key goes onto a request, whichever client
+// sends it.
+func Authorize(req *http.Request, key string) {
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 }
 

@@ -1,6 +1,7 @@
 package stub_test
 
 import (
+	"net/http"
 	"os"
 	"testing"
 	"testing/synctest"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/grid"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/stub"
@@ -27,9 +27,8 @@ func gridOn(t *testing.T, p stub.Profile, o grid.Options, apiKey string) *matrix
 	s, err := stub.New(stub.WithProfile(p), stub.WithDevMode(true), stub.WithAPIKey(apiKey))
 	require.NoError(t, err)
 	defer s.Close()
-	ep := bench.Endpoint{BaseURL: twinURL, APIKey: apiKey, Target: receipts.Target{Kind: receipts.TargetInProcess, Profile: p.Name},
-		Transport: twintest.StreamTransport(s)}
-	r, err := grid.NewRunner(t.Context(), ep, config.Default())
+	ep := bench.Endpoint{BaseURL: twinURL, APIKey: apiKey, Target: receipts.Target{Kind: receipts.TargetInProcess, Profile: p.Name}}
+	r, err := grid.NewRunner(t.Context(), ep, grid.WithHTTPClient(&http.Client{Transport: twintest.StreamTransport(s)}))
 	require.NoError(t, err)
 	r.RunID = "fixed" // the same prompts every run
 	if testing.Verbose() {

@@ -7,7 +7,6 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/decode/tokenstest"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -18,7 +17,7 @@ func ExampleRunner_Measure() {
 	defer srv.Close()
 	ctx := context.Background()
 	ep := bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}
-	r, err := decode.NewRunner(ctx, ep, config.Default())
+	r, err := decode.NewRunner(ctx, ep)
 	if err != nil {
 		panic(err)
 	}

@@ -33,7 +33,7 @@ func TestMeasureTokenSLO(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("ttft=%s/tpot=%s", tc.slo.TTFT, tc.slo.TPOT), func(t *testing.T) {
 			r := runner(t, srv, decode.WithClock(newTick().Now))
-			p := point(tokens.WorkloadText, 4, 8, 2, 0).WithSLO(tc.slo)
+			p := point(tokens.WorkloadText, 4, 8, 2, 0).WithSLO(tc.slo.TTFT, tc.slo.TPOT, tc.slo.Goodput)
 			rec, err := r.Measure(t.Context(), p)
 			require.NotNil(t, rec)
 			if tc.err != nil {
@@ -56,6 +56,6 @@ func TestMeasureTokenSLO(t *testing.T) {
 			require.True(t, found, "goodput is a metric of the line")
 		})
 	}
-	p := point(tokens.WorkloadText, 4, 8, 1, 0).WithSLO(config.SLO{Latency: time.Second})
+	p := point(tokens.WorkloadText, 4, 8, 1, 0).WithSLO(0, 0, 0)
 	require.Nil(t, p.SLO, "a judgment latency target is no token target")
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
 	"github.com/vetbench/vetbench/receipts/tokens"
@@ -61,19 +60,13 @@ type Point struct {
 	SLO *tokens.SLO
 }
 
-// PointFrom is the point cfg asks for at a workload and concurrency.
-func PointFrom(cfg config.Tokens, workload string, c int) Point {
-	return Point{Workload: workload, Concurrency: c, OutputTokens: cfg.OutputTokens, Repeats: cfg.Repeats,
-		Warmup: cfg.Warmup, MaxFailed: cfg.MaxFailed}
-}
-
-// WithSLO is p with the token targets of s (TTFT, TPOT and the goodput
-// target); p unchanged when s states neither target.
-func (p Point) WithSLO(s config.SLO) Point {
-	if s.TTFT <= 0 && s.TPOT <= 0 {
+// WithSLO is p with per-request targets (TTFT, TPOT) and the goodput
+// target; p unchanged when neither target is stated.
+func (p Point) WithSLO(ttft, tpot time.Duration, goodput float64) Point {
+	if ttft <= 0 && tpot <= 0 {
 		return p
 	}
-	p.SLO = &tokens.SLO{TTFTMs: ms(s.TTFT), TPOTMs: ms(s.TPOT), Target: s.Goodput}
+	p.SLO = &tokens.SLO{TTFTMs: ms(ttft), TPOTMs: ms(tpot), Target: goodput}
 	return p
 }
 
@@ -93,6 +86,11 @@ type Runner struct {
 	client  *stream.Client
 	prompts *Prompts
 	now     func() time.Time
+	// stall, serverFlags and hc are the options' (WithStallTimeout,
+	// WithServerFlags, WithHTTPClient).
+	stall       time.Duration
+	serverFlags string
+	hc          *http.Client
 	// afterDo runs after a request returns and before its slot is freed
 	// (a test seam: time spent here is outside the latency clock).
 	afterDo func()
@@ -104,14 +102,24 @@ type Option func(*Runner)
 // WithClock replaces time.Now for every timestamp (tests drive time).
 func WithClock(now func() time.Time) Option { return func(r *Runner) { r.now = now } }
 
+// WithStallTimeout fails a stream that sends nothing for d (0: never).
+func WithStallTimeout(d time.Duration) Option { return func(r *Runner) { r.stall = d } }
+
+// WithServerFlags are the server's flags as the user states them, pinned
+// in every receipt's identity.
+func WithServerFlags(flags string) Option { return func(r *Runner) { r.serverFlags = flags } }
+
+// WithHTTPClient sends every request with hc: the run's one client per
+// target (default: a client of its own).
+func WithHTTPClient(hc *http.Client) Option { return func(r *Runner) { r.hc = hc } }
+
 // WithSharedPrompts makes every point re-send the same prompts: the cache
 // pitfall, for CachePitfall only.
 func WithSharedPrompts() Option { return func(r *Runner) { r.prompts = NewSharedPrompts(r.RunID) } }
 
 // NewRunner probes the endpoint (/v1/models, /version, /metrics for the
-// cache configuration) and returns a runner for it. cfg gives the request
-// timeout (a stream stalled that long fails) and the stated server flags.
-func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config, opts ...Option) (*Runner, error) {
+// cache configuration) and returns a runner for it.
+func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner, error) {
 	if ep.Target.Kind == "" {
 		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the receipts")
 	}
@@ -120,27 +128,35 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config, opts .
 		// over several they would describe none of them.
 		return nil, fmt.Errorf("%w: the token benchmark measures one endpoint, %d given (measure a router URL, or each replica in turn)", bench.ErrSeveralEndpoints, len(ep.Replicas)+1)
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
-	auth := authorize(ep.APIKey)
+	r := &Runner{Endpoint: ep, RunID: newRunID(), now: time.Now}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.hc == nil {
+		r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	}
+	if r.prompts == nil {
+		r.prompts = NewPrompts(r.RunID)
+	}
+	hc, auth := r.hc, ep.Authorize
 	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s target: %w", ep.Target.Kind, err)
 	}
-	model := ep.Model
-	if model == "" {
-		model = info.Served[0].ID
+	r.Model = ep.Model
+	if r.Model == "" {
+		r.Model = info.Served[0].ID
 	}
-	if err := info.Check(model); err != nil {
+	if err := info.Check(r.Model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", ep.Target.Kind, err)
 	}
-	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), now: time.Now,
-		Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
-	pins := receipts.Pins{Model: model}
+	r.Notes = append(append([]string(nil), ep.Notes...), info.Notes...)
+	pins := receipts.Pins{Model: r.Model}
 	info.Pin(&pins)
 	r.Identity = tokens.Identity{
 		Model:          receipts.Weights(pins),
 		ServerBuild:    info.Version,
-		ServerFlags:    cfg.ServerFlags,
+		ServerFlags:    r.serverFlags,
 		Sampling:       Sampling,
 		HarnessVersion: bench.HarnessVersion,
 	}
@@ -149,21 +165,9 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config, opts .
 	} else {
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics: cache configuration unrecorded (%v)", err))
 	}
-	r.prompts = NewPrompts(r.RunID)
-	for _, o := range opts {
-		o(r)
-	}
 	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
-		stream.WithClock(r.now), stream.WithStallTimeout(cfg.RequestTimeout))
+		stream.WithClock(r.now), stream.WithStallTimeout(r.stall))
 	return r, nil
-}
-
-func authorize(key string) func(*http.Request) {
-	return func(req *http.Request) {
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-	}
 }
 
 func newRunID() string {

@@ -14,7 +14,6 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/decode/tokenstest"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
@@ -51,7 +50,7 @@ func start(t *testing.T, cfg tokenstest.Config) *tokenstest.Server {
 func runner(t *testing.T, srv *tokenstest.Server, opts ...decode.Option) *decode.Runner {
 	t.Helper()
 	ep := bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}
-	r, err := decode.NewRunner(t.Context(), ep, config.Default(), opts...)
+	r, err := decode.NewRunner(t.Context(), ep, opts...)
 	require.NoError(t, err)
 	return r
 }

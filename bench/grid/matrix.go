@@ -37,7 +37,6 @@ import (
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
@@ -48,7 +47,7 @@ type Options struct {
 	Levels       []int
 	Duration     time.Duration
 	OutputTokens int
-	Targeting    string // config.TargetingEstimate or config.TargetingExact
+	Targeting    string // TargetingEstimate or TargetingExact
 	// ReadyTimeout bounds a cell's warm-up (0: ReadyTimeout(context)).
 	ReadyTimeout  time.Duration
 	LoopDetection bool
@@ -62,12 +61,12 @@ type Options struct {
 	NoPrefill bool
 }
 
-// OptionsFrom is the configuration's matrix, with the peer's waits.
-func OptionsFrom(m config.Matrix) Options {
-	return Options{Contexts: slices.Clone(m.Contexts), Levels: slices.Clone(m.Levels), Duration: m.Duration,
-		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
-		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause}
-}
+// How a cell's context length is reached: estimated from a calibrated
+// characters-per-token ratio, or counted exactly (tokenize).
+const (
+	TargetingEstimate = "estimate"
+	TargetingExact    = "exact"
+)
 
 func (o Options) withDefaults() Options {
 	if o.ScrapeInterval <= 0 {
@@ -87,7 +86,7 @@ func (o Options) withDefaults() Options {
 		o.Pause = 2 * time.Second
 	}
 	if o.Targeting == "" {
-		o.Targeting = config.TargetingEstimate
+		o.Targeting = TargetingEstimate
 	}
 	return o
 }
@@ -107,7 +106,7 @@ func (o Options) validate() error {
 		errs = append(errs, fmt.Errorf("output tokens %d: want at least 2", o.OutputTokens))
 	}
 	switch o.Targeting {
-	case config.TargetingEstimate, config.TargetingExact:
+	case TargetingEstimate, TargetingExact:
 	default:
 		errs = append(errs, fmt.Errorf("targeting %q: want estimate or exact", o.Targeting))
 	}
@@ -133,11 +132,29 @@ type Runner struct {
 	now    func() time.Time
 	// cpt is the characters per token the first estimate calibration found.
 	cpt float64
+	// stall and serverFlags are the options' (WithStallTimeout,
+	// WithServerFlags).
+	stall       time.Duration
+	serverFlags string
 }
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithStallTimeout fails a stream that sends nothing for d (0: never).
+func WithStallTimeout(d time.Duration) Option { return func(r *Runner) { r.stall = d } }
+
+// WithServerFlags are the server's flags as the user states them, pinned
+// in the matrix's identity.
+func WithServerFlags(flags string) Option { return func(r *Runner) { r.serverFlags = flags } }
+
+// WithHTTPClient sends every request with hc: the run's one client per
+// target (default: a client of its own).
+func WithHTTPClient(hc *http.Client) Option { return func(r *Runner) { r.hc = hc } }
 
 // NewRunner probes the endpoint: served model and its max_model_len,
 // vLLM version, and the cache configuration from /metrics.
-func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runner, error) {
+func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner, error) {
 	if ep.Target.Kind == "" {
 		return nil, errors.New("endpoint: no target kind (live, container or inprocess) for the matrix")
 	}
@@ -146,15 +163,13 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 		// over several they would describe none of them.
 		return nil, fmt.Errorf("%w: the speed matrix measures one endpoint, %d given (measure a router URL, or each replica in turn)", bench.ErrSeveralEndpoints, len(ep.Replicas)+1)
 	}
-	var rt http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 1024}
-	if ep.Transport != nil {
-		rt = ep.Transport
+	o := &Runner{}
+	for _, opt := range opts {
+		opt(o)
 	}
-	hc := &http.Client{Transport: rt}
-	auth := func(req *http.Request) {
-		if ep.APIKey != "" {
-			req.Header.Set("Authorization", "Bearer "+ep.APIKey)
-		}
+	hc, auth := o.hc, ep.Authorize
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	}
 	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
 	if err != nil {
@@ -167,7 +182,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 	if err := info.Check(model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", ep.Target.Kind, err)
 	}
-	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), hc: hc, auth: auth, now: time.Now,
+	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), hc: hc, auth: auth, now: time.Now, stall: o.stall,
 		Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
 	pins := receipts.Pins{Model: model}
 	info.Pin(&pins)
@@ -176,7 +191,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 			r.MaxModelLen = s.MaxModelLen
 		}
 	}
-	r.Identity = matrix.Identity{Model: receipts.Weights(pins), ServerBuild: info.Version, ServerFlags: cfg.ServerFlags,
+	r.Identity = matrix.Identity{Model: receipts.Weights(pins), ServerBuild: info.Version, ServerFlags: o.serverFlags,
 		Tool: "vetbench", HarnessVersion: bench.HarnessVersion}
 	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
 		r.Identity.CacheConfig = scrape.CacheConfig(snap)
@@ -189,7 +204,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, cfg config.Config) (*Runn
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
 	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
-		stream.WithStallTimeout(cfg.RequestTimeout))
+		stream.WithStallTimeout(r.stall))
 	return r, nil
 }
 
@@ -328,12 +343,12 @@ func (r *Runner) row(ctx context.Context, o Options, want int) (*Row, error) {
 		return row, nil
 	}
 	row.Label = matrix.ContextLabel(row.Tokens)
-	if o.Targeting == config.TargetingEstimate && r.cpt > 0 {
+	if o.Targeting == TargetingEstimate && r.cpt > 0 {
 		row.chars = int(float64(row.Tokens) * r.cpt)
 		return row, nil
 	}
 	count, tol := usageCounter(r.client, r.Model), max(row.Tokens/20, 1) // estimate: within 5 %
-	if o.Targeting == config.TargetingExact {
+	if o.Targeting == TargetingExact {
 		count, tol = tokenizeCounter(r.hc, r.Endpoint.BaseURL, r.Model, r.auth), max(64, row.Tokens/200)
 	}
 	chars, got, err := fit(ctx, count, r.tag("cal", row.Tokens, 0), row.Tokens, tol, 6)
@@ -344,7 +359,7 @@ func (r *Runner) row(ctx context.Context, o Options, want int) (*Row, error) {
 		return row, fmt.Errorf("context %s: calibrate the prompt: %w", row.Label, err)
 	}
 	row.chars = chars
-	if o.Targeting == config.TargetingEstimate {
+	if o.Targeting == TargetingEstimate {
 		r.cpt = float64(chars) / float64(got)
 	}
 	return row, nil

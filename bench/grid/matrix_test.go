@@ -12,7 +12,6 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/decode/tokenstest"
 	"github.com/vetbench/vetbench/bench/grid"
-	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
@@ -30,7 +29,7 @@ func start(t *testing.T, cfg tokenstest.Config) *tokenstest.Server {
 
 func runner(t *testing.T, srv *tokenstest.Server) *grid.Runner {
 	t.Helper()
-	r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}}, config.Default())
+	r, err := grid.NewRunner(t.Context(), bench.Endpoint{BaseURL: srv.URL, Target: receipts.Target{Kind: receipts.TargetLive}})
 	require.NoError(t, err)
 	return r
 }
@@ -225,7 +224,7 @@ func TestExactTargetingWithTokenize(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond})
 	o := quick([]int{20000}, []int{1})
-	o.Targeting = config.TargetingExact
+	o.Targeting = grid.TargetingExact
 	o.Duration = 50 * time.Millisecond
 	m, err := runner(t, srv).Run(t.Context(), o)
 	require.NoError(t, err)

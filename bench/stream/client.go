@@ -110,9 +110,7 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 	if r.ID != "" {
 		req.Header.Set("X-Request-Id", r.ID)
 	}
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
+	judgments.Authorize(req, c.apiKey)
 
 	res.Sent = c.now()
 	resp, err := c.http.Do(req)

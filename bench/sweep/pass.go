@@ -34,7 +34,7 @@ func (s Step) Name(armed bool) string { return s.Point.Name(s.Set, armed) }
 
 // Steps are one pass's points: every set × its points, in order.
 func (r *Run) Steps() []Step {
-	points := bench.Points(r.Config)
+	points := Points(r.Config)
 	var out []Step
 	for _, set := range r.Config.Sets {
 		for _, p := range points {

@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,6 +32,7 @@ import (
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/fixtures/sets"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
@@ -90,8 +93,12 @@ type Run struct {
 
 	opts     Options
 	benchTxt *os.File
-	mu       sync.Mutex
-	sessions map[string]*bench.Session
+	// transport carries every request of the run's sessions and runners:
+	// one per target, its idle connections sized to the most the run
+	// holds in flight.
+	transport *http.Transport
+	mu        sync.Mutex
+	sessions  map[string]*bench.Session
 }
 
 // Open starts the target cfg names and, when dir is not nil, records the
@@ -109,6 +116,9 @@ func Open(ctx context.Context, cfg config.Config, dir *rundir.Dir, o Options) (*
 		target.LogContainersTo(log) // kept open: testcontainers logs until the container is gone
 	}
 	var err error
+	if r.transport, err = r.newTransport(ctx); err != nil {
+		return nil, err
+	}
 	if r.Target, err = target.Open(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -119,6 +129,24 @@ func Open(ctx context.Context, cfg config.Config, dir *rundir.Dir, o Options) (*
 		return nil, errors.Join(err, r.Target.Close())
 	}
 	return r, nil
+}
+
+// newTransport is the run's transport: an idle connection for each request
+// the run may hold in flight (judgments, their questions with fan-out,
+// token streams, matrix cells).
+func (r *Run) newTransport(ctx context.Context) (*http.Transport, error) {
+	o := SessionOptions(r.Config)
+	n := max(o.InFlight, slices.Max(append([]int{1}, r.Config.Tokens.Levels...)), slices.Max(append([]int{1}, r.Config.Matrix.Levels...)))
+	if o.FanOut {
+		for _, name := range r.Config.Sets {
+			set, err := r.Set(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			n = max(n, bench.InFlight(o, set))
+		}
+	}
+	return judgments.NewTransport(n), nil
 }
 
 // Record makes dir the run's results directory: it writes settings.toml
@@ -151,7 +179,7 @@ func (r *Run) openBenchFile(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, r.benchTxt.Close())
 	}
-	sc, err := bench.SpeedConfig(ctx, r.Target.Endpoint, r.Config, measured)
+	sc, err := SpeedConfig(ctx, r.Target.Endpoint, r.Config, measured)
 	if err != nil {
 		r.warn(fmt.Sprintf("configuration lines incomplete: %v", err))
 	}
@@ -211,6 +239,7 @@ func (r *Run) Describe() string {
 // refuses its bench.txt as cut short.
 func (r *Run) Close(passed bool) error {
 	err := r.Target.Close()
+	r.transport.CloseIdleConnections()
 	if r.benchTxt != nil {
 		err = errors.Join(err, r.write(func() error { return r.Lines.End(passed) }), r.benchTxt.Sync(), r.benchTxt.Close())
 		r.benchTxt = nil
@@ -252,7 +281,9 @@ func (r *Run) Session(ctx context.Context, name string) (*bench.Session, error) 
 	if sess, ok := r.sessions[name]; ok {
 		return sess, nil
 	}
-	sess, err := bench.NewSession(ctx, r.Target.Endpoint, set, r.Config)
+	o := SessionOptions(r.Config)
+	o.Transport = r.transport
+	sess, err := bench.NewSession(ctx, r.Target.Endpoint, set, o)
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,12 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
@@ -37,13 +40,24 @@ func (r *Run) TokenSteps() []TokenStep {
 // TokenPoint is what decode measures at st: the configuration's output
 // length, repeats, warm-ups, accepted failures and SLO.
 func (r *Run) TokenPoint(st TokenStep) decode.Point {
-	return decode.PointFrom(r.Config.Tokens, st.Workload, st.Concurrency).WithSLO(r.Config.SLO)
+	return TokenPoint(r.Config, st.Workload, st.Concurrency)
+}
+
+// TokenPoint is the token point cfg asks for at a workload and level: the
+// one place a configuration becomes a decode.Point.
+func TokenPoint(cfg config.Config, workload string, c int) decode.Point {
+	t := cfg.Tokens
+	p := decode.Point{Workload: workload, Concurrency: c, OutputTokens: t.OutputTokens, Repeats: t.Repeats,
+		Warmup: t.Warmup, MaxFailed: t.MaxFailed}
+	return p.WithSLO(cfg.SLO.TTFT, cfg.SLO.TPOT, cfg.SLO.Goodput)
 }
 
 // TokenRunner is a token-throughput runner on the run's target (probed
 // now; opts as decode's, e.g. decode.WithSharedPrompts for the pitfall).
 func (r *Run) TokenRunner(ctx context.Context, opts ...decode.Option) (*decode.Runner, error) {
-	return decode.NewRunner(ctx, r.Target.Endpoint, r.Config, opts...)
+	base := []decode.Option{decode.WithStallTimeout(r.Config.RequestTimeout), decode.WithServerFlags(r.Config.ServerFlags),
+		decode.WithHTTPClient(&http.Client{Transport: r.transport})}
+	return decode.NewRunner(ctx, r.Target.Endpoint, append(base, opts...)...)
 }
 
 // TokenOutcome is one measured token point: its receipt (nil when nothing
@@ -95,6 +109,15 @@ func (r *Run) WriteTokens(rec *tokens.Receipt) (string, error) {
 // MatrixRunner is a speed-matrix runner on the run's target and the
 // configuration's matrix options.
 func (r *Run) MatrixRunner(ctx context.Context) (*grid.Runner, grid.Options, error) {
-	gr, err := grid.NewRunner(ctx, r.Target.Endpoint, r.Config)
-	return gr, grid.OptionsFrom(r.Config.Matrix), err
+	gr, err := grid.NewRunner(ctx, r.Target.Endpoint, grid.WithStallTimeout(r.Config.RequestTimeout),
+		grid.WithServerFlags(r.Config.ServerFlags), grid.WithHTTPClient(&http.Client{Transport: r.transport}))
+	return gr, MatrixOptions(r.Config.Matrix), err
+}
+
+// MatrixOptions are the configuration's matrix, with the peer's waits: the
+// one place a configuration becomes grid.Options.
+func MatrixOptions(m config.Matrix) grid.Options {
+	return grid.Options{Contexts: slices.Clone(m.Contexts), Levels: slices.Clone(m.Levels), Duration: m.Duration,
+		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
+		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause}
 }

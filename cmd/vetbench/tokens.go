@@ -278,7 +278,9 @@ func runPitfall(ctx context.Context, e *env, cfg config.Config, asJSON bool) int
 	}
 	var out []ladder
 	for _, w := range cfg.Tokens.Workloads {
-		ins, err := decode.CachePitfall(ctx, shared, unique, decode.PointFrom(cfg.Tokens, w, 1), cfg.Tokens.Levels)
+		base := sweep.TokenPoint(cfg, w, 1)
+		base.SLO = nil // the inflation is throughput's; no target to miss
+		ins, err := decode.CachePitfall(ctx, shared, unique, base, cfg.Tokens.Levels)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "vetbench tokens: pitfall %s: %v\n", w, err)
 			return exitFail

@@ -1,4 +1,4 @@
-package bench
+package sweep
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/fixtures"
@@ -29,10 +30,10 @@ func onOff(b bool) string {
 // the scoring mode, whether a judgment's questions fan out, the token benchmark's and the matrix's settings, and
 // the slice digest of each set measured (none for a token run). A failed
 // probe returns what is known and the error.
-func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fixtures.Set) (map[string]string, error) {
+func SpeedConfig(ctx context.Context, ep bench.Endpoint, cfg config.Config, sets []fixtures.Set) (map[string]string, error) {
 	t := ep.Target
 	out := map[string]string{
-		speed.KeyHarness:     HarnessVersion,
+		speed.KeyHarness:     bench.HarnessVersion,
 		speed.KeyScoring:     string(cfg.Mode),
 		speed.KeyFanOut:      onOff(cfg.FanOut),
 		speed.KeyServerFlags: cfg.ServerFlags,
@@ -84,7 +85,7 @@ func SpeedConfig(ctx context.Context, ep Endpoint, cfg config.Config, sets []fix
 		ctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
 		defer cancel()
 	}
-	info, err := probe.Server(ctx, http.DefaultClient, ep.BaseURL, ep.authorize)
+	info, err := probe.Server(ctx, http.DefaultClient, ep.BaseURL, ep.Authorize)
 	if err != nil {
 		return out, err
 	}
