@@ -17,7 +17,7 @@ BENCH_FLAGS ?= -count 1
 BENCH ?= Judgments
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench tokens test calibrate variance gate gate-check image vet fmt fuzz
+.PHONY: bench tokens test calibrate variance gate gate-check image vet fmt fuzz vetbench ci-local docs-check
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout,
 ##        progress to stderr; in the run directory (printed): bench.txt,
@@ -66,8 +66,28 @@ variance:
 
 ## gate: speed gate between two benchmark outputs, e.g.
 ##       make gate BASE=baseline/bench.txt CAND=out/bench.txt
+##       make exits 2 whenever a recipe fails (GNU make's own status), so
+##       the line it prints names vetbench's: 1 slower, 2 could not compare,
+##       130 interrupted. For that status itself, run scripts/gate or
+##       go tool vetbench gate (docs/gate.md#exit-status).
+GATE_FLAGS ?=
 gate:
-	scripts/gate $(BASE) $(CAND)
+	@scripts/gate $(GATE_FLAGS) $(BASE) $(CAND) || { s=$$?; \
+	  echo "make gate: vetbench gate exited $$s ($$(case $$s in 1) echo the candidate is slower;; 2) echo could not compare;; 130) echo interrupted;; *) echo failed;; esac)); make exits 2 for any failure" >&2; exit $$s; }
+
+## docs-check: run every checked example of README.md and docs/*.md (fenced
+##             blocks tagged `sh check` or `sh check-slow`: their commands,
+##             exit statuses and stated outputs; docs/development.md);
+##             make test runs the `sh check` ones
+docs-check:
+	VETBENCH_DOCS_CHECK=slow $(GO) test ./cmd/vetbench -count=1 -run '^TestDocExamples$$' -v -timeout 60m
+
+## vetbench: build the CLI into bin/vetbench, stamped with VERSION (default:
+##           git describe) through -ldflags; `go install` and `go build` work
+##           too and take the version from the module and VCS (docs/install.md)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+vetbench:
+	CGO_ENABLED=0 $(GO) build -ldflags '-X main.release=$(VERSION)' -o bin/vetbench ./cmd/vetbench
 
 ## gate-check: the README's "Gate an upgrade" flow on the twin, end to end
 ##             (opt-in; a measurement, not in `make test`): per trial a

@@ -31,7 +31,7 @@ type freezer struct {
 
 func newFreezer(t *testing.T, at int64) *freezer {
 	t.Helper()
-	tg, err := target.InProcess(stub.WithDevMode(true))
+	tg, err := target.InProcess(stub.Config{DevMode: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
 	u, err := url.Parse(tg.Endpoint.BaseURL)
@@ -106,7 +106,7 @@ func TestSessionLeaksNoSecrets(t *testing.T) {
 	set := firstCases(s.set(t, "checks"), 7)
 	f, err := stub.ParseFault("http500:every=5")
 	require.NoError(t, err)
-	tg, err := target.InProcess(stub.WithDevMode(true), stub.WithFaults(f))
+	tg, err := target.InProcess(stub.Config{DevMode: true, Faults: []stub.Fault{f}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
 	hostport := strings.TrimPrefix(tg.Endpoint.BaseURL, "http://")

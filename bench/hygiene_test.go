@@ -11,6 +11,7 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/stub"
 )
 
 // A concurrency ladder on one server: with a cache reset before each point
@@ -23,7 +24,7 @@ func TestLadderColdVersusWarm(t *testing.T) {
 	levels := []int{1, 4, 16, 32}
 	hit := map[receipts.Arm][]float64{}
 	for _, arm := range []receipts.Arm{receipts.ArmCold, receipts.ArmWarm} {
-		sess := inProcess(t, set, testConfig())
+		sess := inProcess(t, set, testConfig(), stub.Config{})
 		for _, c := range levels {
 			rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: c, Arm: arm, Warmup: 1})
 			require.NoError(t, err)
@@ -49,7 +50,7 @@ func TestLadderColdVersusWarm(t *testing.T) {
 func TestReconciliationCatchesSharedServer(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 35)
-	sess := inProcess(t, set, testConfig())
+	sess := inProcess(t, set, testConfig(), stub.Config{})
 	other := judgments.NewClient(sess.Endpoint.BaseURL, judgments.WithModel(sess.Client.Model()))
 	var once sync.Once
 	var otherErr error
@@ -115,7 +116,7 @@ func (j ticking) Judge(ctx context.Context, spec judgments.Spec, c judgments.Con
 func TestLittlesLaw(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 14)
-	sess := inProcess(t, set, testConfig())
+	sess := inProcess(t, set, testConfig(), stub.Config{})
 	clock := &fakeClock{t: time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)}
 	wrap := func(j bench.Judge) bench.Judge { return ticking{j, clock, 10 * time.Millisecond} }
 

@@ -23,11 +23,12 @@ import (
 	"github.com/vetbench/vetbench/stub"
 )
 
-// inProcess starts a twin with opts and a session on set, for tests that
-// need a twin of their own.
-func inProcess(t *testing.T, set fixtures.Set, cfg config.Config, opts ...stub.Option) *bench.Session {
+// inProcess starts a twin of tw (dev mode on) and a session on set, for
+// tests that need a twin of their own.
+func inProcess(t *testing.T, set fixtures.Set, cfg config.Config, tw stub.Config) *bench.Session {
 	t.Helper()
-	tg, err := target.InProcess(append([]stub.Option{stub.WithDevMode(true)}, opts...)...)
+	tw.DevMode = true
+	tg, err := target.InProcess(tw)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
 	sess, err := bench.NewSession(t.Context(), tg.Endpoint, set, sweep.SessionOptions(cfg))
@@ -52,7 +53,7 @@ func firstCases(set fixtures.Set, n int) fixtures.Set {
 // figure and self-check filled in.
 func TestMeasureReceipt(t *testing.T) {
 	s := getSuite(t)
-	sess := inProcess(t, firstCases(s.set(t, "checks"), 28), testConfig())
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 28), testConfig(), stub.Config{})
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4, Warmup: 1})
 	require.NoError(t, err)
 	require.Nil(t, rec.Stopped)
@@ -107,7 +108,7 @@ func TestMeasureFaults(t *testing.T) {
 		t.Run(tc.fault, func(t *testing.T) {
 			f, err := stub.ParseFault(tc.fault + ":match=|" + target + "|verdict")
 			require.NoError(t, err)
-			sess := inProcess(t, set, testConfig(), stub.WithFaults(f))
+			sess := inProcess(t, set, testConfig(), stub.Config{Faults: []stub.Fault{f}})
 			rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 			require.ErrorIs(t, err, bench.ErrStopped)
 			if tc.want != nil {
@@ -132,7 +133,7 @@ func TestMeasureFaults(t *testing.T) {
 			// item keeps its error and class, the receipt counts it.
 			cfg := testConfig()
 			cfg.ContinueOnError = true
-			sess = inProcess(t, set, cfg, stub.WithFaults(f))
+			sess = inProcess(t, set, cfg, stub.Config{Faults: []stub.Fault{f}})
 			rec, err = sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 			require.ErrorIs(t, err, bench.ErrFailures)
 			require.NotErrorIs(t, err, bench.ErrServerDown, "the twin's /health answers 200")
@@ -152,12 +153,12 @@ func TestMeasureFaults(t *testing.T) {
 			}
 			// 1 of 21 is within an accepted 5%; 0.04 is not.
 			cfg.MaxFailed = 0.05
-			rec, err = inProcess(t, set, cfg, stub.WithFaults(f)).Measure(t.Context(), bench.Point{Concurrency: 4})
+			rec, err = inProcess(t, set, cfg, stub.Config{Faults: []stub.Fault{f}}).Measure(t.Context(), bench.Point{Concurrency: 4})
 			require.NoError(t, err)
 			require.Equal(t, 1, rec.Throughput.Failed)
 			require.Contains(t, strings.Join(rec.Warnings, "\n"), "1 of 21 judgments failed (1 http_500), within the accepted 5% (VETBENCH_MAX_FAILED)")
 			cfg.MaxFailed = 0.04
-			_, err = inProcess(t, set, cfg, stub.WithFaults(f)).Measure(t.Context(), bench.Point{Concurrency: 4})
+			_, err = inProcess(t, set, cfg, stub.Config{Faults: []stub.Fault{f}}).Measure(t.Context(), bench.Point{Concurrency: 4})
 			require.ErrorIs(t, err, bench.ErrFailures)
 		})
 	}
@@ -174,7 +175,7 @@ func TestMeasureEngineDead(t *testing.T) {
 	require.NoError(t, err)
 	cfg := testConfig()
 	cfg.ContinueOnError = true
-	sess := inProcess(t, set, cfg, stub.WithFaults(f))
+	sess := inProcess(t, set, cfg, stub.Config{Faults: []stub.Fault{f}})
 	// The capability check, 4 requests of warmup, 2 judgments × 4
 	// questions, then death.
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 1, Warmup: 1})
@@ -199,7 +200,7 @@ func TestMeasureWarmupFailure(t *testing.T) {
 	set := firstCases(s.set(t, "checks"), 7)
 	f, err := stub.ParseFault("http500")
 	require.NoError(t, err)
-	sess := inProcess(t, set, testConfig(), stub.WithFaults(f))
+	sess := inProcess(t, set, testConfig(), stub.Config{Faults: []stub.Fault{f}})
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2, Warmup: 1})
 	require.ErrorIs(t, err, bench.ErrStopped)
 	require.ErrorContains(t, err, "warmup")
@@ -222,7 +223,7 @@ func TestMeasureTimeout(t *testing.T) {
 	require.NoError(t, err)
 	cfg := testConfig()
 	cfg.RequestTimeout = 2 * time.Second
-	sess := inProcess(t, set, cfg, stub.WithFaults(f))
+	sess := inProcess(t, set, cfg, stub.Config{Faults: []stub.Fault{f}})
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2})
 	require.ErrorIs(t, err, bench.ErrStopped)
 	require.Equal(t, receipts.StopTimeout, rec.Stopped.Reason)
@@ -236,7 +237,7 @@ func TestMeasureTimeout(t *testing.T) {
 func TestMeasureCancel(t *testing.T) {
 	s := getSuite(t)
 	set := s.set(t, "checks")
-	sess := inProcess(t, set, testConfig(), stub.WithProfileName("h100-gemma4-31b"), stub.WithTimeScale(20))
+	sess := inProcess(t, set, testConfig(), stub.Config{Profile: stub.ProfileH100Gemma4(), TimeScale: 20})
 	ctx, cancel := context.WithCancel(t.Context())
 	var mu sync.Mutex
 	done := map[int]bool{}
@@ -317,14 +318,14 @@ func TestStabilityCatchesMovedAnswers(t *testing.T) {
 	}
 
 	set := s.set(t, "checks")
-	clean := inProcess(t, set, testConfig())
+	clean := inProcess(t, set, testConfig(), stub.Config{})
 	rec, err := clean.Measure(t.Context(), bench.Point{Concurrency: 1})
 	require.NoError(t, err)
 	rep, err := answers.Compare(receipts.Normalize(golden), receipts.Normalize(rec), answers.DefaultPolicy())
 	require.NoError(t, err)
 	require.False(t, rep.Failed(), "clean control: %v", rep.Failures())
 
-	mutated := inProcess(t, set, testConfig(), stub.WithAdjust(adjust))
+	mutated := inProcess(t, set, testConfig(), stub.Config{Adjust: adjust})
 	rec, err = mutated.Measure(t.Context(), bench.Point{Concurrency: 1})
 	require.NoError(t, err)
 	rep, err = answers.Compare(receipts.Normalize(golden), receipts.Normalize(rec), answers.DefaultPolicy())
@@ -363,7 +364,7 @@ func TestMeasureFanOut(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := testConfig()
 		cfg.FanOut = on
-		sess := inProcess(t, set, cfg)
+		sess := inProcess(t, set, cfg, stub.Config{})
 		require.Equal(t, on, sess.Client.FanOut())
 		rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
+	"github.com/vetbench/vetbench/stub"
 )
 
 // An open-loop point on the twin writes a receipt that says so: the load
@@ -27,7 +28,7 @@ func TestMeasureOpenLoop(t *testing.T) {
 	cfg := testConfig()
 	cfg.OpenLoop.Seed = 9
 	cfg.SLO.Latency = time.Minute // every judgment within it, whatever the machine
-	sess := inProcess(t, firstCases(s.set(t, "faces"), 12), cfg)
+	sess := inProcess(t, firstCases(s.set(t, "faces"), 12), cfg, stub.Config{})
 	p := bench.Point{Rate: 200, Concurrency: 4}
 	rec, err := sess.Measure(t.Context(), p)
 	require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestMeasureSLOGoodput(t *testing.T) {
 		t.Run(fmt.Sprint("target=", tc.target), func(t *testing.T) {
 			cfg := testConfig()
 			cfg.SLO.Latency, cfg.SLO.Goodput = 100*time.Millisecond, tc.target
-			sess := inProcess(t, set, cfg)
+			sess := inProcess(t, set, cfg, stub.Config{})
 			clock := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 			sess.SetHooks(bench.Hooks{Clock: clock.now, Wrap: func(j bench.Judge) bench.Judge {
 				return slowSome{inner: j, clock: clock, slow: slow, fast: 10 * time.Millisecond, long: 500 * time.Millisecond}

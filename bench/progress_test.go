@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/stub"
 )
 
 // A session tells its listener how far each window has got: labelled with
@@ -13,7 +14,7 @@ import (
 // report that agrees with the receipt.
 func TestMeasureReportsProgress(t *testing.T) {
 	s := getSuite(t)
-	sess := inProcess(t, firstCases(s.set(t, "checks"), 9), testConfig())
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 9), testConfig(), stub.Config{})
 	var got []bench.Progress
 	sess.OnProgress = func(p bench.Progress) { got = append(got, p) }
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 2, Arm: receipts.ArmWarm})

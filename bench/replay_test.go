@@ -32,7 +32,7 @@ func TestReplayTypevetAnswers(t *testing.T) {
 			require.NoError(t, err)
 			set, err := sets.Open(context.Background(), tc.set, sets.Options{TypevetIDs: true})
 			require.NoError(t, err)
-			sess := inProcess(t, set, testConfig(), stub.WithReplay(rp))
+			sess := inProcess(t, set, testConfig(), stub.Config{Replay: &rp})
 			rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 16})
 			require.NoError(t, err)
 

@@ -21,13 +21,14 @@ import (
 	"github.com/vetbench/vetbench/stub"
 )
 
-// replicated starts n in-process twins, each with opts[i] on top of the
-// shared ones, and a session spread over them.
-func replicated(t *testing.T, set fixtures.Set, cfg config.Config, each [][]stub.Option, shared ...stub.Option) (*bench.Session, error) {
+// replicated starts one in-process twin per config, each with dev mode
+// on, and a session spread over them.
+func replicated(t *testing.T, set fixtures.Set, cfg config.Config, twins ...stub.Config) (*bench.Session, error) {
 	t.Helper()
 	var ep bench.Endpoint
-	for i, extra := range each {
-		tg, err := target.InProcess(append(append([]stub.Option{stub.WithDevMode(true)}, shared...), extra...)...)
+	for i, tw := range twins {
+		tw.DevMode = true
+		tg, err := target.InProcess(tw)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = tg.Close() })
 		switch i {
@@ -50,7 +51,7 @@ func replicated(t *testing.T, set fixtures.Set, cfg config.Config, each [][]stub
 // server's counters and hit rates (hits over queries of all three caches).
 func TestMeasureReplicas(t *testing.T) {
 	s := getSuite(t)
-	sess, err := replicated(t, firstCases(s.set(t, "checks"), 30), testConfig(), make([][]stub.Option, 3))
+	sess, err := replicated(t, firstCases(s.set(t, "checks"), 30), testConfig(), stub.Config{}, stub.Config{}, stub.Config{})
 	require.NoError(t, err)
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4, Warmup: 1})
 	require.NoError(t, err)
@@ -123,18 +124,18 @@ func TestMeasureReplicas(t *testing.T) {
 func TestReplicaDrift(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 4)
-	_, err := replicated(t, set, testConfig(), [][]stub.Option{nil, {stub.WithModel("other-model")}}, stub.WithModel("m"))
+	_, err := replicated(t, set, testConfig(), stub.Config{Model: "m"}, stub.Config{Model: "other-model"})
 	require.ErrorIs(t, err, bench.ErrReplicaDrift)
 	require.ErrorContains(t, err, "is not served")
 
 	cfg := testConfig()
 	cfg.ScoringFallback = true // the legacy build ignores token ids; the build is what differs
-	_, err = replicated(t, set, cfg, [][]stub.Option{nil, {stub.WithLegacyServer(true)}})
+	_, err = replicated(t, set, cfg, stub.Config{}, stub.Config{Legacy: true})
 	require.ErrorIs(t, err, bench.ErrReplicaDrift)
 	require.ErrorContains(t, err, "one build across endpoints")
 
 	// Positive control: the same twins alike are one experiment.
-	_, err = replicated(t, set, testConfig(), [][]stub.Option{nil, nil}, stub.WithModel("m"))
+	_, err = replicated(t, set, testConfig(), stub.Config{Model: "m"}, stub.Config{Model: "m"})
 	require.NoError(t, err)
 }
 
@@ -143,7 +144,7 @@ func TestReplicaDrift(t *testing.T) {
 // each engine's figures, which add up to that endpoint's.
 func TestReplicasWithEngines(t *testing.T) {
 	s := getSuite(t)
-	sess, err := replicated(t, firstCases(s.set(t, "checks"), 12), testConfig(), [][]stub.Option{{stub.WithDataParallel(2)}, nil})
+	sess, err := replicated(t, firstCases(s.set(t, "checks"), 12), testConfig(), stub.Config{DataParallel: 2}, stub.Config{})
 	require.NoError(t, err)
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 	require.NoError(t, err)
@@ -174,7 +175,7 @@ func TestOneServerMeasurementsRefuseReplicas(t *testing.T) {
 // bench.txt says how many endpoints a run spread over (the gate lists a
 // change of it); one endpoint's output says nothing, as before.
 func TestSpeedConfigEndpoints(t *testing.T) {
-	tg, err := target.InProcessReplicas(3)
+	tg, err := target.InProcessReplicas(3, stub.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
 	cfg, err := sweep.SpeedConfig(t.Context(), tg.Endpoint, testConfig(), nil)

@@ -14,13 +14,14 @@ import (
 	"github.com/vetbench/vetbench/bench/sweep/target"
 	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/stub"
 )
 
 // twinStreams starts the in-process twin and skips the test when it does
 // not stream yet (it answers stream=true with a 400).
 func twinStreams(t *testing.T) *target.Target {
 	t.Helper()
-	tg, err := target.InProcess()
+	tg, err := target.InProcess(stub.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
 	res := stream.New(tg.Endpoint.BaseURL).Do(t.Context(), stream.Text("hello", 2), nil)

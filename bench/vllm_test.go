@@ -24,7 +24,7 @@ func TestOffFormatRun(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 14)
 	cfg := testConfig()
-	off := inProcess(t, set, cfg, stub.WithOffFormat(0.3))
+	off := inProcess(t, set, cfg, stub.Config{OffFormat: 0.3})
 	rec, err := off.Measure(t.Context(), bench.Point{Concurrency: 1})
 	require.NoError(t, err)
 	require.Nil(t, rec.Stopped)
@@ -52,7 +52,7 @@ func TestOffFormatRun(t *testing.T) {
 	require.Equal(t, o.Total, n)
 	require.NoError(t, rec.Validate())
 
-	clean := inProcess(t, set, cfg)
+	clean := inProcess(t, set, cfg, stub.Config{})
 	base, err := clean.Measure(t.Context(), bench.Point{Concurrency: 1})
 	require.NoError(t, err)
 	require.Zero(t, base.OffFormat.Total)
@@ -77,7 +77,7 @@ func tokenIDsOf(c map[string]int) []string {
 func TestOlderServer(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 7)
-	tg, err := target.InProcess(stub.WithDevMode(true), stub.WithLegacyServer(true))
+	tg, err := target.InProcess(stub.Config{DevMode: true, Legacy: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
 	_, err = bench.NewSession(t.Context(), tg.Endpoint, set, sweep.SessionOptions(testConfig()))
@@ -106,7 +106,7 @@ func TestOlderServer(t *testing.T) {
 // engines' hits over their queries.
 func TestDataParallelReceipt(t *testing.T) {
 	s := getSuite(t)
-	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), testConfig(), stub.WithDataParallel(2))
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), testConfig(), stub.Config{DataParallel: 2})
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 	require.NoError(t, err)
 	srv := rec.Server
@@ -132,7 +132,7 @@ func TestCachedTokensReconcile(t *testing.T) {
 	s := getSuite(t)
 	cfg := testConfig()
 	cfg.ServerEnv = "VLLM_BATCH_INVARIANT=1"
-	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), cfg, stub.WithPromptTokensDetails(true))
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 14), cfg, stub.Config{PromptTokensDetails: true})
 	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 	require.NoError(t, err)
 	rc := rec.Checks.Reconciliation

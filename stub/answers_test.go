@@ -15,12 +15,12 @@ import (
 
 // judgeAll runs the set at concurrency c against a fresh twin on fake time
 // and returns the answers by item and question, and the twin's counters.
-func judgeAll(t *testing.T, set fixtures.Set, c int, mode judgments.Mode, opts ...stub.Option) (map[string]judgments.Answer, stub.Stats) {
+func judgeAll(t *testing.T, set fixtures.Set, c int, mode judgments.Mode, cfg stub.Config) (map[string]judgments.Answer, stub.Stats) {
 	t.Helper()
 	var out map[string]judgments.Answer
 	var st stub.Stats
 	synctest.Test(t, func(t *testing.T) {
-		tw := newTwin(t, opts...)
+		tw := newTwin(t, cfg)
 		res := closedLoop(t.Context(), t, tw.client(judgments.WithMode(mode)), set, c, false)
 		out, st = answersByKey(res.Judgments), tw.Stats()
 	})
@@ -48,11 +48,11 @@ func logitGap(a judgments.Answer) float64 {
 // the batches a run forms are the profile's, not the machine's.
 func TestBatchNoise(t *testing.T) {
 	set := twintest.CompactChecks(t)
-	alone, st1 := judgeAll(t, set, 1, judgments.ModeTokenIDs)
+	alone, st1 := judgeAll(t, set, 1, judgments.ModeTokenIDs, stub.Config{})
 	require.Zero(t, st1.BatchedPrefills, "at c=1 every prefill runs alone")
-	again, _ := judgeAll(t, set, 1, judgments.ModeTokenIDs)
+	again, _ := judgeAll(t, set, 1, judgments.ModeTokenIDs, stub.Config{})
 	require.Equal(t, alone, again, "c=1 is deterministic")
-	loaded, st := judgeAll(t, set, 32, judgments.ModeTokenIDs)
+	loaded, st := judgeAll(t, set, 32, judgments.ModeTokenIDs, stub.Config{})
 	t.Logf("c=32: %d of %d prefills shared a step", st.BatchedPrefills, len(alone))
 	require.Greater(t, st.BatchedPrefills, len(alone)/2, "at c=32 prefills share steps")
 	moved, nearTies := 0, 0
@@ -75,7 +75,7 @@ func TestBatchNoise(t *testing.T) {
 	require.Positive(t, nearTies, "the default spread has near ties")
 	require.Positive(t, moved, "batch noise moved no near-tied verdict")
 
-	quiet, _ := judgeAll(t, set, 32, judgments.ModeTokenIDs, stub.WithBatchNoise(0))
+	quiet, _ := judgeAll(t, set, 32, judgments.ModeTokenIDs, stub.Config{NoBatchNoise: true})
 	require.Equal(t, alone, quiet, "without batch noise, load changes no answer")
 }
 
@@ -85,8 +85,8 @@ func TestBatchNoise(t *testing.T) {
 func TestScoringModesAgree(t *testing.T) {
 	set := twintest.CompactChecks(t)
 	set.Cases = set.Cases[:14]
-	ids, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.WithBatchNoise(0))
-	top, _ := judgeAll(t, set, 4, judgments.ModeTopLogprobs, stub.WithBatchNoise(0))
+	ids, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.Config{NoBatchNoise: true})
+	top, _ := judgeAll(t, set, 4, judgments.ModeTopLogprobs, stub.Config{NoBatchNoise: true})
 	require.Len(t, top, len(ids))
 	for k, a := range ids {
 		require.Equal(t, a.Label, top[k].Label, k)
@@ -152,7 +152,7 @@ func TestReplay(t *testing.T) {
 	require.Equal(t, 7, rp.Omitted, "the Score answers carry no probabilities")
 	require.Zero(t, rp.Reconstructed, "and no value to rebuild one from")
 	for _, mode := range []judgments.Mode{judgments.ModeTokenIDs, judgments.ModeTopLogprobs} {
-		got, st := judgeAll(t, set, 8, mode, stub.WithReplay(rp))
+		got, st := judgeAll(t, set, 8, mode, stub.Config{Replay: &rp})
 		for id, answers := range rec {
 			for _, want := range answers {
 				if want.Probabilities == nil {
@@ -170,7 +170,7 @@ func TestReplay(t *testing.T) {
 	}
 
 	// Positive control: without replay the answers are the model's.
-	model, _ := judgeAll(t, set, 8, judgments.ModeTokenIDs)
+	model, _ := judgeAll(t, set, 8, judgments.ModeTokenIDs, stub.Config{})
 	require.NotEqual(t, 0.8, model[set.Cases[0].ID+"|payee_matches"].Value)
 
 	bad := copyAnswers(rec)
@@ -196,7 +196,7 @@ func TestReplay(t *testing.T) {
 func TestAdjust(t *testing.T) {
 	set := twintest.CompactChecks(t)
 	set.Cases = set.Cases[:7]
-	base, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.WithBatchNoise(0))
+	base, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.Config{NoBatchNoise: true})
 	target := set.Cases[3].ID
 	verdict := base[target+"|verdict"]
 	loser := 0
@@ -209,7 +209,7 @@ func TestAdjust(t *testing.T) {
 	loserID, ok := stub.ControlTokenID(judgments.Control(loser))
 	require.True(t, ok)
 	noul := base[target+"|payee_matches"]
-	adjusted, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.WithBatchNoise(0), stub.WithAdjust(func(item, question string, logits map[int]float64) {
+	adjusted, _ := judgeAll(t, set, 4, judgments.ModeTokenIDs, stub.Config{NoBatchNoise: true, Adjust: func(item, question string, logits map[int]float64) {
 		if item != target {
 			return
 		}
@@ -219,7 +219,7 @@ func TestAdjust(t *testing.T) {
 		case "payee_matches":
 			logits[stub.TokenDigit0+1] += 0.1
 		}
-	}))
+	}})
 	for k, a := range base {
 		b := adjusted[k]
 		switch k {

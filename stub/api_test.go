@@ -14,7 +14,7 @@ import (
 // with a 400 that says so, never silently ignored (streaming it does:
 // stream_test.go).
 func TestUnmodelledFeaturesRefused(t *testing.T) {
-	rs, err := Start()
+	rs, err := Start(Config{})
 	require.NoError(t, err)
 	defer rs.Close()
 	for _, tc := range []struct{ extra, param string }{
@@ -52,7 +52,7 @@ func TestUnmodelledFeaturesRefused(t *testing.T) {
 // use: generating more than one token, /tokenize on chat messages with
 // token strings, /detokenize.
 func TestGenerationAndTokenize(t *testing.T) {
-	rs, err := Start()
+	rs, err := Start(Config{})
 	require.NoError(t, err)
 	defer rs.Close()
 	post := func(path, body string, v any) {

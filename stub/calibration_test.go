@@ -68,14 +68,15 @@ func checksSession(ctx context.Context, t testing.TB, cl *judgments.Client, set 
 func TestCalibrationChecksTwin(t *testing.T) {
 	set := twintest.CompactChecks(t)
 	rec := twintest.LoadTypevetThroughput(t)
-	session := func(t *testing.T, levels []int, opts ...stub.Option) (got map[int]twintest.Figures) {
+	session := func(t *testing.T, levels []int, cfg stub.Config) (got map[int]twintest.Figures) {
 		synctest.Test(t, func(t *testing.T) {
-			tw := newTwin(t, append([]stub.Option{stub.WithProfile(stub.ProfileH100Gemma4())}, opts...)...)
+			cfg.Profile = stub.ProfileH100Gemma4()
+			tw := newTwin(t, cfg)
 			got = checksSession(t.Context(), t, tw.client(), set, levels, 1)
 		})
 		return got
 	}
-	got := session(t, []int{16, 32})
+	got := session(t, []int{16, 32}, stub.Config{})
 	var bad []string
 	for _, c := range []int{16, 32} {
 		want := twintest.ReceiptFigures(rec[fmt.Sprintf("checks_full_c%d", c)].Throughput)
@@ -83,7 +84,7 @@ func TestCalibrationChecksTwin(t *testing.T) {
 	}
 	require.Empty(t, bad, "the h100 profile no longer reproduces typevet's checks receipts")
 
-	slow := session(t, []int{16}, stub.WithSlowdown(1.3))
+	slow := session(t, []int{16}, stub.Config{Slowdown: 1.3})
 	outside := twintest.CompareFigures(t, "slowdown 1.3", slow[16], twintest.ReceiptFigures(rec["checks_full_c16"].Throughput))
 	require.NotEmpty(t, outside, "a 30% slower server still passes: the calibration check cannot fail")
 }
@@ -126,7 +127,7 @@ func BenchmarkCalibrationChecksHTTP(b *testing.B) {
 			}
 			var got twintest.Figures
 			for b.Loop() {
-				rs, err := stub.Start(stub.WithProfile(stub.ProfileH100Gemma4()), stub.WithTimeScale(calibrationTimeScale), stub.WithTransportAllowance(allowance))
+				rs, err := stub.Start(stub.Config{Profile: stub.ProfileH100Gemma4(), TimeScale: calibrationTimeScale, TransportAllowance: allowance})
 				require.NoError(b, err)
 				cl := judgments.NewClient(rs.URL(), judgments.WithModel(rs.Model()), judgments.WithHTTPClient(hc))
 				got = checksSession(b.Context(), b, cl, set, levels, calibrationTimeScale)[c]
@@ -154,7 +155,7 @@ func BenchmarkTimeScale(b *testing.B) {
 	set := twintest.CompactChecks(b)
 	set.Cases = set.Cases[:2]
 	measure := func(scale float64) (prefillMean, wall float64) {
-		rs, err := stub.Start(stub.WithProfile(p), stub.WithTimeScale(scale))
+		rs, err := stub.Start(stub.Config{Profile: p, TimeScale: scale})
 		require.NoError(b, err)
 		defer rs.Close()
 		cl := judgments.NewClient(rs.URL(), judgments.WithModel(rs.Model()))

@@ -1,9 +1,6 @@
 package stub
 
-import (
-	"net/http"
-	"strings"
-)
+import "strings"
 
 // What one stream chunk carries when an engine step (or, with
 // --stream-interval, several) yields several tokens, and how a thinking
@@ -29,7 +26,7 @@ func reasoningEnd(r *request) int { return r.gen.thinkAt }
 // request (from > 0: the first token is the answer's, sent with the role
 // chunk). ok is false when the tokens write nothing in either channel
 // (the end-of-thinking token alone): vLLM sends no chunk then.
-func (s *Server) piece(c streamCall, from, to int) (d deltaJSON, logprobs []contentLogprob, ok bool) {
+func (s *Server) piece(c *chatCall, from, to int) (d deltaJSON, logprobs []contentLogprob, ok bool) {
 	r := c.r
 	text := func(i int) string { return tokenText(r.gen.token(i)) }
 	reasoning, content, ok := channelText(from, to, reasoningEnd(r), text)
@@ -40,7 +37,7 @@ func (s *Server) piece(c streamCall, from, to int) (d deltaJSON, logprobs []cont
 	if c.req.logprobs() {
 		for i := from; i < to; i++ {
 			tok := r.gen.token(i)
-			logprobs = append(logprobs, s.continuationLogprob(c.req, c.topK, r.gen.logprobs(i), tok))
+			logprobs = append(logprobs, s.continuationLogprob(&c.req, c.topK, r.gen.logprobs(i), tok))
 		}
 	}
 	return d, logprobs, true
@@ -70,10 +67,10 @@ func (s *Server) delta(reasoning, content string, thinking bool) deltaJSON {
 
 // servedVersion is the vLLM release whose shapes the twin follows.
 func (s *Server) servedVersion() string {
-	if v := s.cfg.profile.VLLMVersion; v != "" {
+	if v := s.cfg.Profile.VLLMVersion; v != "" {
 		return v
 	}
-	if s.cfg.vllm.legacy {
+	if s.cfg.Legacy {
 		return LegacyVersion
 	}
 	return Version
@@ -102,64 +99,16 @@ func messageReasoning(r *request, first string) (reasoning, content *string) {
 	return reasoning, content
 }
 
-// emitter sends a stream's token chunks: one per engine output, each at
-// its step's model time, grouped by the chunker.
-type emitter struct {
-	s     *Server
-	c     streamCall
-	out   *sse
-	ch    chunker
-	chunk func(choices []choiceJSON, completion int) chunkJSON
-	cut   int // the truncate fault drops the connection after this token (-1: never)
-}
-
-// emit sends what the tokens [sent, sent+len(times)) of view make: each
-// engine step's tokens at the step's time, as the chunker groups them,
-// the last carrying the finish reason. A failed request's last step is
-// its error (sent by the caller), not a token. It returns false when the
-// client went away.
-func (e *emitter) emit(view *request, sent int, times []float64) bool {
-	ctx, eng := e.c.ctx, e.c.eng
-	finished := view.finishReason != "" || view.err != nil
-	limit := view.generated
-	if view.finishReason == "error" {
-		limit--
-	}
-	j := sent
-	for _, n := range stepGroups(times) {
-		at := times[j-sent]
-		j += n
-		if j > limit {
-			break
-		}
-		if eng.clock.sleepUntil(ctx, at+e.c.rt/2) != nil {
-			return false
-		}
-		last := finished && j == view.generated && view.finishReason != "error"
-		k := e.ch.take(j, last)
-		if k == 0 {
-			continue
-		}
-		e.send(view, j-k, j, last)
-		if e.cut > j-k && e.cut <= j {
-			e.out.flush()
-			eng.abort(e.c.r)
-			panic(http.ErrAbortHandler) // the connection drops mid-stream
-		}
-	}
-	return true
-}
-
-// send writes the chunk of tokens [from, to). The first token (always
-// alone: the prefill step yields one, and the chunker sends it at once)
-// comes after the role chunk, with the answer model's text and logprobs.
-func (e *emitter) send(view *request, from, to int, last bool) {
-	s, c := e.s, e.c
+// sendTokens writes the chunk of tokens [from, to). The first token
+// (always alone: the prefill step yields one, and the chunker sends it at
+// once) comes after the role chunk, with the answer model's text and
+// logprobs.
+func (sw *streamWriter) sendTokens(view *request, from, to int, last bool) {
 	choice := choiceJSON{Index: 0, Logprobs: jsonNull, TokenIDs: jsonNull}
 	if from == 0 {
-		e.sendFirst(view, &choice)
+		sw.sendFirst(view, &choice)
 	} else {
-		d, lps, ok := s.piece(c, from, to)
+		d, lps, ok := sw.s.piece(sw.c, from, to)
 		if !ok && !last {
 			return // the end-of-thinking token alone: vLLM sends nothing
 		}
@@ -176,21 +125,21 @@ func (e *emitter) send(view *request, from, to int, last bool) {
 		choice.FinishReason = &reason
 		choice.StopReason = jsonNull
 	}
-	e.out.data(e.chunk([]choiceJSON{choice}, to))
+	sw.out.data(sw.chunk([]choiceJSON{choice}, to))
 }
 
 // sendFirst writes the role chunk and fills choice with the first token.
-func (e *emitter) sendFirst(view *request, choice *choiceJSON) {
-	s, c := e.s, e.c
+func (sw *streamWriter) sendFirst(view *request, choice *choiceJSON) {
+	s, c := sw.s, sw.c
 	first := *view
 	first.generated = 1
-	resp := s.answer(c.rid, c.req, c.topK, &first)
+	resp := s.answer(c.rid, &c.req, c.topK, &first)
 	if resp.logprobs != nil {
 		choice.Logprobs = logprobsJSON(resp.logprobs[:1])
 	}
-	role := e.chunk([]choiceJSON{{Index: 0, Delta: deltaJSON{Role: "assistant", Content: new(string)}, Logprobs: jsonNull}}, 0)
+	role := sw.chunk([]choiceJSON{{Index: 0, Delta: deltaJSON{Role: "assistant", Content: new(string)}, Logprobs: jsonNull}}, 0)
 	role.PromptTokenIDs = jsonNull
-	e.out.data(role)
+	sw.out.data(role)
 	if reasoningEnd(c.r) > 0 {
 		choice.Delta = s.delta(resp.content, "", true)
 		return
@@ -216,7 +165,7 @@ func (resp *chatResponse) spellReasoning(message map[string]any) {
 // the twin.
 func (s *Server) reportedVersion() string {
 	v := s.servedVersion()
-	if s.cfg.profile.VLLMVersion == "" {
+	if s.cfg.Profile.VLLMVersion == "" {
 		return v // Version and LegacyVersion carry the mark already
 	}
 	if strings.Contains(v, "+") {

@@ -25,8 +25,7 @@ func TestContractContainer(t *testing.T) {
 	// One container, the features vLLM's facts need: --api-key (through
 	// VLLM_API_KEY), --enable-prompt-tokens-details, dev mode.
 	const key = "container-key"
-	ctr, err := container.Run(ctx, container.WithStub(stub.WithDevMode(true), stub.WithProfileName(stub.ProfileFastName),
-		stub.WithAPIKey(key), stub.WithPromptTokensDetails(true)))
+	ctr, err := container.Run(ctx, container.WithConfig(stub.Config{DevMode: true, Profile: stub.ProfileFast(), APIKeys: []string{key}, PromptTokensDetails: true}))
 	testcontainers.CleanupContainer(t, ctr)
 	require.NoError(t, err)
 	url, err := ctr.BaseURL(ctx)

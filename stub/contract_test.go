@@ -874,20 +874,20 @@ func TestContractInProcess(t *testing.T) {
 	p := ProfileFast()
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		cfg  Config
 		tg   contractTarget
 	}{
-		{"dev=true", []Option{WithDevMode(true)}, contractTarget{DevMode: true, DevModeKnown: true, PromptTokensDetails: ptrBool(false)}},
-		{"dev=false", []Option{WithDevMode(false)}, contractTarget{DevModeKnown: true, PromptTokensDetails: ptrBool(false)}},
-		{"api-key details", []Option{WithDevMode(true), WithAPIKey("contract-key"), WithPromptTokensDetails(true)},
+		{"dev=true", Config{DevMode: true}, contractTarget{DevMode: true, DevModeKnown: true, PromptTokensDetails: ptrBool(false)}},
+		{"dev=false", Config{DevMode: false}, contractTarget{DevModeKnown: true, PromptTokensDetails: ptrBool(false)}},
+		{"api-key details", Config{DevMode: true, APIKeys: []string{"contract-key"}, PromptTokensDetails: true},
 			contractTarget{DevMode: true, DevModeKnown: true, APIKey: "contract-key", AuthRequired: true, PromptTokensDetails: ptrBool(true)}},
-		{"dp=2", []Option{WithDevMode(true), WithDataParallel(2), WithPromptTokensDetails(true)},
+		{"dp=2", Config{DevMode: true, DataParallel: 2, PromptTokensDetails: true},
 			contractTarget{DevMode: true, DevModeKnown: true, DataParallel: 2, PromptTokensDetails: ptrBool(true)}},
-		{"older server", []Option{WithLegacyServer(true), WithPromptTokensDetails(true)},
+		{"older server", Config{Legacy: true, PromptTokensDetails: true},
 			contractTarget{DevModeKnown: true, Legacy: true, PromptTokensDetails: ptrBool(true)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := Start(tc.opts...)
+			rs, err := Start(tc.cfg)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = rs.Close() })
 			tg := tc.tg

@@ -58,7 +58,7 @@ func judgmentBodies(b *testing.B, name string) [][]capturedRequest {
 	ctx := b.Context()
 	set, err := sets.Open(ctx, name, sets.Options{})
 	require.NoError(b, err)
-	s, err := stub.New()
+	s, err := stub.New(stub.Config{})
 	require.NoError(b, err)
 	defer s.Close()
 	ct := &capturingTransport{h: twintest.Transport(s)}
@@ -155,7 +155,7 @@ func BenchmarkTwinCPU(b *testing.B) {
 			const c = 16
 			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c, MaxConnsPerHost: c}}
 			defer hc.CloseIdleConnections()
-			rs, err := stub.Start()
+			rs, err := stub.Start(stub.Config{})
 			require.NoError(b, err)
 			defer rs.Close()
 			ctx := b.Context()

@@ -6,18 +6,18 @@
 //
 // # Running it
 //
-//	s, err := stub.New(opts...)    // an http.Handler; Close stops its engine
-//	rs, err := stub.Start(opts...) // New served on 127.0.0.1:0; rs.URL(), rs.Close()
+//	s, err := stub.New(stub.Config{Profile: stub.ProfileH100Gemma4(), TimeScale: 10})
+//	rs, err := stub.Start(cfg) // New served on 127.0.0.1:0; rs.URL(), rs.Close()
 //
-// and the binary cmd/vllmstub, which takes vllm serve's flags; Flags(opts...)
-// turns options into its command line and environment. Package
-// stub/container runs that binary in a container (container.Run(ctx,
-// container.WithStub(opts...)), image FROM scratch, c.BaseURL(ctx)).
-// Options: WithProfile / WithProfileName (fast, h100-gemma4-31b,
-// rtx3090-vlm, gemma4-e2b-h200nvl) or a ProfilePhysical, WithModel,
-// WithTimeScale,
-// WithSlowdown, WithBatchNoise, WithSpread, WithReplay, WithAdjust,
-// WithFaults, WithDevMode, WithTransportAllowance. Tests can KillEngine,
+// Config is the twin's whole configuration (its zero fields take the
+// defaults named on them; New resolves and validates it once). The binary
+// cmd/vllmstub takes vllm serve's flags plus the twin's own, bound to a
+// Config by Config.BindFlags; Config.Args writes a Config as that command
+// line and environment, and package stub/container runs it in a container
+// (container.Run(ctx, container.WithConfig(cfg)), image FROM scratch,
+// c.BaseURL(ctx)). Profiles: ProfileFast (the default), ProfileByName
+// (fast, h100-gemma4-31b, rtx3090-vlm, gemma4-e2b-h200nvl) or a
+// ProfilePhysical. Tests can KillEngine,
 // ReviveEngine and read Stats.
 //
 // # API
@@ -132,12 +132,13 @@
 //
 // # Time scale
 //
-// WithTimeScale(s) runs the twin s times faster than real time: a model
+// Config.TimeScale s runs the twin s times faster than real time: a model
 // duration d sleeps d/s. /metrics records model seconds, so a scrape reads
 // like the profiled server's; a client's wall-clock latencies must be
-// multiplied by s and its rates divided by s. Timers fire late by up to a
+// multiplied by s and its rates divided by s. The engine's clock is the
+// one place the scale is applied (wall to model and back). Timers fire late by up to a
 // scheduler tick; the clock learns the lateness and wakes early by it, and
-// WithTransportAllowance takes the real transport's own latency out of the
+// Config.TransportAllowance takes the real transport's own latency out of the
 // modelled round trip, which would otherwise count s times.
 //
 // The twin keeps time through package time only, so inside a
@@ -164,13 +165,13 @@
 // logprobs log(p), so a client's softmax gets them back exactly; a
 // value-only Score (typevet publishes the expected and most probable level)
 // is served as a two-level stand-in with exactly those; answers recorded
-// without probabilities fall back to the model and are counted. WithAdjust
+// without probabilities fall back to the model and are counted. Config.Adjust
 // edits one request's candidate logits: a positive control for a flipped
 // verdict or a drifted Noul.
 //
 // # Faults
 //
-// WithFaults / --fault KIND[:key=value,...]: http500, http429
+// Config.Faults / --fault KIND[:key=value,...]: http500, http429
 // (retry-after=SECONDS), http400, engine-dead, slow (delay=DURATION, wall
 // time), reset, truncate (a stream is cut halfway), no-logprobs,
 // missing-candidate, nan (non-streaming answers), loop (the generated
@@ -178,6 +179,6 @@
 // through the output: an error chunk in a stream, a 500 otherwise);
 // conditions
 // every=N, after=N, match=SUBSTRING (of X-Request-Id), rate=P with
-// seed=N, limit=N (see ParseFault). WithSlowdown(f) makes every engine step
+// seed=N, limit=N (see ParseFault). Config.Slowdown f makes every engine step
 // f times longer, so a speed gate can be shown to fire.
 package stub

@@ -221,7 +221,7 @@ func TestFaults(t *testing.T) {
 			}
 			if tc.fake {
 				synctest.Test(t, func(t *testing.T) {
-					s, err := New(WithFaults(f))
+					s, err := New(Config{Faults: []Fault{f}})
 					require.NoError(t, err)
 					defer s.Close()
 					hc := &http.Client{Transport: twintest.Transport(s)}
@@ -229,7 +229,7 @@ func TestFaults(t *testing.T) {
 				})
 				return
 			}
-			rs, err := Start(WithFaults(f))
+			rs, err := Start(Config{Faults: []Fault{f}})
 			require.NoError(t, err)
 			defer rs.Close()
 			if tc.wire != nil {
@@ -246,7 +246,7 @@ func TestFaults(t *testing.T) {
 		require.True(t, kinds[k], "fault %s has no row", k)
 	}
 	// Positive control: the same fixture passes without faults.
-	rs, err := Start()
+	rs, err := Start(Config{})
 	require.NoError(t, err)
 	defer rs.Close()
 	require.NoError(t, fx.judge(t, rs.URL(), judgments.ModeTokenIDs))
@@ -257,7 +257,7 @@ func TestFaults(t *testing.T) {
 // the engine is revived, with fresh metrics afterwards.
 func TestEngineDeath(t *testing.T) {
 	fx := newFaultFixture(t)
-	rs, err := Start()
+	rs, err := Start(Config{})
 	require.NoError(t, err)
 	defer rs.Close()
 	health := func() int {

@@ -25,7 +25,7 @@ func featureTwin(t *testing.T, edit func(*stub.Profile)) *twin {
 	t.Helper()
 	p := stub.ProfileFast()
 	edit(&p)
-	return streamTwin(t, stub.WithProfile(p))
+	return streamTwin(t, stub.Config{Profile: p})
 }
 
 type featureChunk struct {

@@ -24,7 +24,7 @@ import (
 // gridOn runs the matrix o on a twin of p that wants apiKey ("": none).
 func gridOn(t *testing.T, p stub.Profile, o grid.Options, apiKey string) *matrix.Matrix {
 	t.Helper()
-	s, err := stub.New(stub.WithProfile(p), stub.WithDevMode(true), stub.WithAPIKey(apiKey))
+	s, err := stub.New(stub.Config{Profile: p, DevMode: true, APIKeys: []string{apiKey}})
 	require.NoError(t, err)
 	defer s.Close()
 	ep := bench.Endpoint{BaseURL: twinURL, APIKey: apiKey, Target: receipts.Target{Kind: receipts.TargetInProcess, Profile: p.Name}}

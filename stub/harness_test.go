@@ -35,9 +35,9 @@ type twin struct {
 }
 
 // newTwin starts a twin for the test; it is closed at cleanup.
-func newTwin(t *testing.T, opts ...stub.Option) *twin {
+func newTwin(t *testing.T, cfg stub.Config) *twin {
 	t.Helper()
-	s, err := stub.New(opts...)
+	s, err := stub.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return &twin{Server: s, hc: &http.Client{Transport: twintest.Transport(s)}}

@@ -65,7 +65,7 @@ var wantHistograms = map[string][]float64{
 // TestMetricsExposition checks every family's name, type, labels, _created
 // sample and bucket edges, and the text format details a scraper sees.
 func TestMetricsExposition(t *testing.T) {
-	rs, err := Start()
+	rs, err := Start(Config{})
 	require.NoError(t, err)
 	defer rs.Close()
 	s := twintest.ScrapeMetrics(t.Context(), t, http.DefaultClient, rs.URL())

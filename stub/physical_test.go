@@ -42,7 +42,7 @@ func TestPhysicalUnderTheRoofline(t *testing.T) {
 			shape, err := roofline.NewShape(cfg, tc.dtypes)
 			require.NoError(t, err)
 			synctest.Test(t, func(t *testing.T) {
-				tw := streamTwin(t, stub.WithProfile(p))
+				tw := streamTwin(t, stub.Config{Profile: p})
 				res := tw.streamClient().Do(t.Context(), stream.Text("Write the history of mathematics.", 128), nil)
 				require.NoError(t, res.Verify(128))
 				itl, _ := res.TimeBetweenTokens()
@@ -89,7 +89,7 @@ func TestPhysicalTensorParallel(t *testing.T) {
 	require.ErrorContains(t, err, "does not divide")
 
 	synctest.Test(t, func(t *testing.T) {
-		tw := streamTwin(t, stub.WithProfile(p))
+		tw := streamTwin(t, stub.Config{Profile: p})
 		res := tw.streamClient().Do(t.Context(), stream.Text("Write the history of mathematics.", 64), nil)
 		require.NoError(t, res.Verify(64))
 		itl, _ := res.TimeBetweenTokens()

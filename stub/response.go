@@ -30,13 +30,48 @@ type chatResponse struct {
 }
 
 // answer builds the completion of a finished request: the answer
-// distribution (replayed, or the answer model's plus batch noise), the
-// adjust hook, greedy sampling and vLLM's logprobs shape.
+// distribution (distribution), greedy sampling and vLLM's logprobs shape.
 func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *chatResponse {
 	p := r.prompt
 	n := countOptions(p.Text)
 	key := contentKey(p)
-	dist, outcome := s.cfg.replay.lookup(rid, n)
+	dist := s.distribution(rid, key, n, r.batchSeqs)
+	resp := &chatResponse{
+		id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.Model,
+		promptTokens: len(p.Tokens), generated: r.generated, finishReason: r.finishReason,
+		promptDetails: s.promptDetails(r),
+	}
+	pl := positionLogprobs{req: req, topK: topK, key: key, options: n, maxLogprobs: s.cfg.Profile.MaxLogprobs}
+	for pos := range r.generated {
+		var lps map[int]float64
+		if pos == 0 {
+			lps = dist.logprobs()
+		} else {
+			// Later positions: the generation's words, EOS at the end of
+			// an output that stopped (text.go).
+			lps = r.gen.logprobs(pos)
+		}
+		order := rank(lps)
+		resp.content += tokenText(order[0].id)
+		if !req.logprobs() {
+			continue
+		}
+		cl, cands := pl.entry(pos, lps, order)
+		resp.candidates = append(resp.candidates, cands...)
+		resp.logprobs = append(resp.logprobs, cl)
+	}
+	if reasoningEnd(r) > 0 && r.generated > 0 {
+		resp.thinking, resp.version = true, s.servedVersion()
+		resp.reasoning, resp.body = messageReasoning(r, tokenText(rank(dist.logprobs())[0].id))
+	}
+	return resp
+}
+
+// distribution is the first token's distribution for a request: the
+// replayed one when the receipt has it, else the answer model's plus
+// batch noise (and off-format); then the adjust hook.
+func (s *Server) distribution(rid string, key []byte, n, batchSeqs int) distribution {
+	dist, outcome := s.cfg.Replay.lookup(rid, n)
 	s.mu.Lock()
 	switch outcome {
 	case replayServed:
@@ -48,97 +83,88 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 	}
 	s.mu.Unlock()
 	if outcome != replayServed {
-		dist = modelDistribution(key, n, s.cfg.spread)
-		dist.addNoise(key, r.batchSeqs, s.cfg.batchNoise)
-		if offFormatDraw(key, s.cfg.vllm.offFormat) {
+		dist = modelDistribution(key, n, s.cfg.Spread)
+		dist.addNoise(key, batchSeqs, s.cfg.BatchNoise)
+		if offFormatDraw(key, s.cfg.OffFormat) {
 			dist.makeOffFormat(key)
 		}
 	}
-	if s.cfg.adjust != nil {
+	if s.cfg.Adjust != nil {
 		if item, question, ok := judgments.ParseRequestID(rid); ok {
 			logits := make(map[int]float64, n)
 			for i, v := range dist.cand {
 				logits[controlID(i)] = v
 			}
-			s.cfg.adjust(item, question, logits)
+			s.cfg.Adjust(item, question, logits)
 			for i := range dist.cand {
 				dist.cand[i] = logits[controlID(i)]
 			}
 		}
 	}
-	resp := &chatResponse{
-		id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.model,
-		promptTokens: len(p.Tokens), generated: r.generated, finishReason: r.finishReason,
-		promptDetails: s.promptDetails(r),
-	}
-	asIDs := req.ReturnAsTokenIDs != nil && *req.ReturnAsTokenIDs
+	return dist
+}
+
+// positionLogprobs builds the logprobs entry of one output position as
+// the request asked for it.
+type positionLogprobs struct {
+	req         *chatRequest
+	topK        int
+	key         []byte
+	options     int // the question's options: candidate ids are their controls
+	maxLogprobs int
+}
+
+// entry is position pos's logprobs entry (order ranks lps, the sampled
+// token first) and, at position 0, the indexes of its candidates.
+func (pl positionLogprobs) entry(pos int, lps map[int]float64, order []ranked) (contentLogprob, []int) {
+	asIDs := pl.req.ReturnAsTokenIDs != nil && *pl.req.ReturnAsTokenIDs
 	spell := func(id int) string {
 		if asIDs {
 			return "token_id:" + strconv.Itoa(id)
 		}
 		return tokenText(id)
 	}
-	for pos := range r.generated {
-		var lps map[int]float64
-		if pos == 0 {
-			lps = dist.logprobs()
-		} else {
-			// Later positions: the generation's words, EOS at the end of
-			// an output that stopped (text.go).
-			lps = r.gen.logprobs(pos)
+	sampled := order[0]
+	cl := contentLogprob{logprobEntry: entry(spell(sampled.id), sampled.lp), TopLogprobs: []logprobEntry{}}
+	var cands []int
+	add := func(id int, lp float64) {
+		if pos == 0 && isCandidate(id, pl.options) {
+			cands = append(cands, len(cl.TopLogprobs))
 		}
-		order := rank(lps)
-		sampled := order[0]
-		resp.content += tokenText(sampled.id)
-		if !req.logprobs() {
-			continue
-		}
-		cl := contentLogprob{logprobEntry: entry(spell(sampled.id), sampled.lp), TopLogprobs: []logprobEntry{}}
-		switch {
-		case len(req.LogprobTokenIDs) > 0:
-			// vLLM's per-position dict: the sampled token first, then the
-			// requested ids, de-duplicated (vllm/v1/engine/logprobs.py), all
-			// of it returned (_get_top_logprobs(..., return_all=True),
-			// chat_completion/serving.py): N+1 entries when the greedy token
-			// is not requested.
-			seen := map[int]bool{}
-			for _, id := range append([]int{sampled.id}, req.LogprobTokenIDs...) {
-				if seen[id] {
-					continue
-				}
-				seen[id] = true
-				lp, ok := lps[id]
-				if !ok {
-					lp = background(key, id)
-				}
-				if pos == 0 && isCandidate(id, n) {
-					resp.candidates = append(resp.candidates, len(cl.TopLogprobs))
-				}
-				cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(id), lp))
-			}
-		case topK != 0:
-			k := topK
-			if k < 0 || k > len(order) {
-				k = len(order)
-			}
-			if lim := s.cfg.profile.MaxLogprobs; lim >= 0 {
-				k = min(k, lim)
-			}
-			for _, t := range order[:k] {
-				if pos == 0 && isCandidate(t.id, n) {
-					resp.candidates = append(resp.candidates, len(cl.TopLogprobs))
-				}
-				cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(t.id), t.lp))
-			}
-		}
-		resp.logprobs = append(resp.logprobs, cl)
+		cl.TopLogprobs = append(cl.TopLogprobs, entry(spell(id), lp))
 	}
-	if reasoningEnd(r) > 0 && r.generated > 0 {
-		first := tokenText(rank(dist.logprobs())[0].id)
-		resp.thinking, resp.version = true, s.servedVersion()
-		resp.reasoning, resp.body = messageReasoning(r, first)
+	switch {
+	case len(pl.req.LogprobTokenIDs) > 0:
+		// vLLM's per-position dict: the sampled token first, then the
+		// requested ids, de-duplicated (vllm/v1/engine/logprobs.py), all
+		// of it returned (_get_top_logprobs(..., return_all=True),
+		// chat_completion/serving.py): N+1 entries when the greedy token
+		// is not requested.
+		seen := map[int]bool{}
+		for _, id := range append([]int{sampled.id}, pl.req.LogprobTokenIDs...) {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			lp, ok := lps[id]
+			if !ok {
+				lp = background(pl.key, id)
+			}
+			add(id, lp)
+		}
+	case pl.topK != 0:
+		k := pl.topK
+		if k < 0 || k > len(order) {
+			k = len(order)
+		}
+		if pl.maxLogprobs >= 0 {
+			k = min(k, pl.maxLogprobs)
+		}
+		for _, t := range order[:k] {
+			add(t.id, t.lp)
+		}
 	}
-	return resp
+	return cl, cands
 }
 
 func isCandidate(id, n int) bool {
@@ -212,10 +238,10 @@ func (resp *chatResponse) wire() map[string]any {
 // prompt_tokens; null for a text prompt). A legacy server sends null when
 // nothing was cached, as the older code did.
 func (s *Server) promptDetails(r *request) map[string]any {
-	if !s.cfg.vllm.promptTokensDetails {
+	if !s.cfg.PromptTokensDetails {
 		return nil
 	}
-	if s.cfg.vllm.legacy {
+	if s.cfg.Legacy {
 		if r.numCached == 0 {
 			return nil
 		}

@@ -24,7 +24,10 @@ type clock struct {
 	late time.Duration // running mean of how late timers fire
 }
 
-func (c *clock) now() float64 { return time.Since(c.origin).Seconds() * c.scale }
+func (c *clock) now() float64 { return c.model(time.Since(c.origin)) }
+
+// model is the model seconds that wall duration d stands for.
+func (c *clock) model(d time.Duration) float64 { return d.Seconds() * c.scale }
 
 // sleepUntil blocks until model time t (or ctx ends). Timers fire late by
 // up to a scheduler tick (about 1 ms on some kernels), which a time-scaled
@@ -267,90 +270,115 @@ func (e *engine) run(ctx context.Context) {
 	slept := math.Inf(-1)
 	for {
 		e.mu.Lock()
-		e.processAborts(max(prevEnd, e.clock.now()))
-		var start float64
-		switch {
-		case e.dead:
+		start, ready := e.nextStart(prevEnd, slept)
+		if !ready {
 			e.mu.Unlock()
-			if !e.idle(ctx) {
+			due, alive := e.wait(ctx, start)
+			if !alive {
 				return
 			}
-			continue
-		case e.c.hasWork():
-			start = prevEnd
-		case len(e.inbox) > 0:
-			first := e.inbox[0].ready
-			for _, in := range e.inbox {
-				first = min(first, in.ready)
-			}
-			if first > slept && first > e.clock.now() {
-				// Submitted ahead of its model arrival: wait for it (or for
-				// an earlier one).
-				e.mu.Unlock()
-				due, alive := e.idleUntil(ctx, first)
-				if !alive {
-					return
-				}
-				if due {
-					slept = first
-				}
-				continue
-			}
-			start = max(prevEnd, first)
-		default:
-			e.mu.Unlock()
-			if !e.idle(ctx) {
-				return
+			if due {
+				slept = start
 			}
 			continue
 		}
-		drained := e.drain(start)
-		at := start + float64(drained)*e.t.admitPerRequest + e.t.schedulePass
-		st := e.c.schedule(at)
-		if st == nil {
-			// Work that cannot run: the head waiting request needs more KV
-			// blocks than the engine has. Validation keeps prompts within
-			// max_model_len, so this is a profile error; fail it closed.
-			if len(e.c.waiting) > 0 {
-				r := e.c.waiting[0]
-				e.c.waiting = e.c.waiting[1:]
-				r.err = errors.New("request does not fit in the KV cache")
-				close(r.done)
-			}
-			e.mu.Unlock()
-			continue
-		}
-		end := at + st.duration(e.t)
-		gen := e.gen
-		e.steps++
+		st, end, gen := e.startStep(start)
 		e.mu.Unlock()
+		if st == nil {
+			continue
+		}
 		if e.clock.sleepUntil(ctx, end) != nil {
 			return
 		}
-		e.mu.Lock()
 		prevEnd = end
-		if e.dead || gen != e.gen {
-			e.mu.Unlock()
-			continue
+		e.finishStep(st, end, gen)
+	}
+}
+
+// nextStart is when the next step starts (ready), or, when there is
+// nothing to step yet, the model time to wait for (+Inf: a submit, abort
+// or kill). Called with e.mu held.
+func (e *engine) nextStart(prevEnd, slept float64) (start float64, ready bool) {
+	e.processAborts(max(prevEnd, e.clock.now()))
+	switch {
+	case e.dead:
+		return math.Inf(1), false
+	case e.c.hasWork():
+		return prevEnd, true
+	case len(e.inbox) > 0:
+		first := e.inbox[0].ready
+		for _, in := range e.inbox {
+			first = min(first, in.ready)
 		}
-		done := e.c.complete(st, end)
-		for _, r := range done {
-			if r.batchSeqs > 1 {
-				e.batched++
-			}
+		if first > slept && first > e.clock.now() {
+			// Submitted ahead of its model arrival: wait for it (or for
+			// an earlier one).
+			return first, false
 		}
-		for _, en := range st.entries {
-			if en.r.progress != nil {
-				select {
-				case en.r.progress <- struct{}{}:
-				default:
-				}
-			}
-		}
-		e.mu.Unlock()
-		for _, r := range done {
+		return max(prevEnd, first), true
+	}
+	return math.Inf(1), false
+}
+
+// wait waits for model time t (+Inf: only a submit, abort or kill); due
+// says t came, alive is false when ctx ended.
+func (e *engine) wait(ctx context.Context, t float64) (due, alive bool) {
+	if math.IsInf(t, 1) {
+		return false, e.idle(ctx)
+	}
+	return e.idleUntil(ctx, t)
+}
+
+// startStep admits the requests that reached the engine by start and
+// schedules a step: it returns the step, its model end and the core
+// generation it belongs to (nil when nothing could be scheduled). Called
+// with e.mu held.
+func (e *engine) startStep(start float64) (st *step, end float64, gen int) {
+	drained := e.drain(start)
+	at := start + float64(drained)*e.t.admitPerRequest + e.t.schedulePass
+	st = e.c.schedule(at)
+	if st == nil {
+		// Work that cannot run: the head waiting request needs more KV
+		// blocks than the engine has. Validation keeps prompts within
+		// max_model_len, so this is a profile error; fail it closed.
+		if len(e.c.waiting) > 0 {
+			r := e.c.waiting[0]
+			e.c.waiting = e.c.waiting[1:]
+			r.err = errors.New("request does not fit in the KV cache")
 			close(r.done)
 		}
+		return nil, 0, 0
+	}
+	e.steps++
+	return st, at + st.duration(e.t), e.gen
+}
+
+// finishStep completes a step that ended at model time end: its tokens
+// are sampled, finished requests are released and streams signalled. A
+// step of a core that died or was revived meanwhile is dropped.
+func (e *engine) finishStep(st *step, end float64, gen int) {
+	e.mu.Lock()
+	if e.dead || gen != e.gen {
+		e.mu.Unlock()
+		return
+	}
+	done := e.c.complete(st, end)
+	for _, r := range done {
+		if r.batchSeqs > 1 {
+			e.batched++
+		}
+	}
+	for _, en := range st.entries {
+		if en.r.progress != nil {
+			select {
+			case en.r.progress <- struct{}{}:
+			default:
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range done {
+		close(r.done)
 	}
 }
 

@@ -22,7 +22,7 @@ func TestMetricsCoherence(t *testing.T) {
 	set := twintest.CompactChecks(t)
 	set.Cases = set.Cases[:35]
 	synctest.Test(t, func(t *testing.T) {
-		tw := newTwin(t)
+		tw := newTwin(t, stub.Config{})
 		before := tw.scrape(t)
 		res := closedLoop(t.Context(), t, tw.client(), set, 8, false)
 		after := tw.scrape(t)
@@ -94,7 +94,7 @@ func TestTimeScaleKeepsModelSeconds(t *testing.T) {
 	set.Cases = set.Cases[:2]
 	measure := func(scale float64) (prefillMean, wall float64) {
 		synctest.Test(t, func(t *testing.T) {
-			tw := newTwin(t, stub.WithProfile(p), stub.WithTimeScale(scale))
+			tw := newTwin(t, stub.Config{Profile: p, TimeScale: scale})
 			res := closedLoop(t.Context(), t, tw.client(), set, 1, false)
 			c, s := tw.scrape(t).Hist("vllm:request_prefill_time_seconds")
 			prefillMean, wall = s/c, res.Wall
@@ -120,7 +120,7 @@ func TestPreemption(t *testing.T) {
 	p.MaxModelLen = 1024
 	p.NumGPUBlocks = 80 // 1280 tokens: one 700-token request fits, two do not
 	synctest.Test(t, func(t *testing.T) {
-		tw := newTwin(t, stub.WithProfile(p))
+		tw := newTwin(t, stub.Config{Profile: p})
 		var wg sync.WaitGroup
 		codes := make([]int, 4)
 		for i := range codes {
@@ -153,7 +153,7 @@ func TestResetPrefixCache(t *testing.T) {
 	p := stub.ProfileFast()
 	p.StepBase = 300 * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
-		tw := newTwin(t, stub.WithProfile(p), stub.WithDevMode(true))
+		tw := newTwin(t, stub.Config{Profile: p, DevMode: true})
 		reset := func() string {
 			code, body := tw.post(t, "/reset_prefix_cache", "")
 			require.Equal(t, http.StatusOK, code)

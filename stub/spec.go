@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/vetbench/vetbench/receipts/roofline"
 )
 
 // Speculative decoding as vLLM's v1 engine runs it: a request that has
@@ -255,4 +257,20 @@ func cacheDtype(p Profile) string {
 		return string(p.Physical.Dtypes.KV)
 	}
 	return "auto"
+}
+
+// SetSpeculative serves the profile with speculative decoding: the engine
+// verifies k drafts a step and accepts them at sp's rates, and a physical
+// profile prices the verify and the drafter's passes (roofline's flat
+// acceptance is the mean of the per-position rates; the step's cost does
+// not depend on it).
+func (p *Profile) SetSpeculative(sp Speculative) {
+	p.Speculative = &sp
+	if p.Physical != nil {
+		mean := 0.0
+		for i := range sp.k() {
+			mean += sp.rate(i) / float64(sp.k())
+		}
+		p.Physical.Speculative = &roofline.Speculative{Tokens: sp.k(), Acceptance: mean}
+	}
 }

@@ -22,8 +22,8 @@ type Running struct {
 }
 
 // Start builds a twin (New) and serves it on 127.0.0.1 at a free port.
-func Start(opts ...Option) (*Running, error) {
-	s, err := New(opts...)
+func Start(cfg Config) (*Running, error) {
+	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (rs *Running) Close() error {
 }
 
 // MeasureTransport measures the transport's own latency for
-// WithTransportAllowance: it serves a twin whose only cost is a known
+// Config.TransportAllowance: it serves a twin whose only cost is a known
 // network delay, sends n trivial POST /tokenize from workers goroutines at
 // once over client (so the machine is about as busy as in a benchmark),
 // and returns the median round trip minus the delay.
@@ -65,7 +65,7 @@ func MeasureTransport(ctx context.Context, client *http.Client, n, workers int) 
 	const delay = 20 * time.Millisecond
 	p := ProfileFast()
 	p.Network = delay
-	rs, err := Start(WithProfile(p))
+	rs, err := Start(Config{Profile: p})
 	if err != nil {
 		return 0, fmt.Errorf("measure transport: %w", err)
 	}

@@ -96,19 +96,6 @@ func decodeFaults(r *request, req *chatRequest, f *faultState, maxTokens int) {
 	}
 }
 
-// streamCall is one streamed request.
-type streamCall struct {
-	ctx   context.Context
-	eng   *engine // the engine holding it (data parallel: one of several)
-	rid   string
-	req   *chatRequest
-	topK  int
-	r     *request
-	fault *faultState
-	rt    float64 // the request's network round trip, model seconds
-	ready float64 // model time the engine got it
-}
-
 // Wire shapes, field for field in vLLM's order (pydantic model_dump_json
 // with exclude_unset: fields vLLM sets to None are sent as null).
 type (
@@ -175,112 +162,172 @@ func (s *sse) flush() {
 	}
 }
 
-// stream serves a submitted request as vLLM's event stream.
-func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c streamCall) {
-	ctx := hr.Context()
-	c.ctx = ctx
-	r := c.r
-	opts, _ := c.req.streamOptions()
-	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
-	continuous := usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats
-	eng := c.eng
-	gone := func() { eng.abort(r) }
+// streamWriter writes one request's event stream.
+type streamWriter struct {
+	s                 *Server
+	c                 *chatCall
+	out               *sse
+	id                string
+	created           int64
+	prompt            int  // prompt tokens
+	usage, continuous bool // stream_options
+	cut               int  // the truncate fault cuts the stream after this many tokens (-1: never)
+	sent              int  // tokens the engine sampled that this writer has seen
+	// ch groups the tokens into chunks: one per engine step, or per
+	// --stream-interval tokens (chunks.go).
+	ch chunker
+}
 
-	if c.fault != nil {
-		switch c.fault.Kind {
-		case FaultSlow:
-			d := c.fault.Delay
-			if d == 0 {
-				d = 30 * time.Second
-			}
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				gone()
-				return
-			}
-		case FaultReset:
-			gone()
-			resetConnection(w)
-			return
-		}
+// stream serves a submitted request as vLLM's event stream: the faults
+// that act before it, the headers once the engine has the request, then
+// the tokens as the engine samples them, and the closing chunks.
+func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c *chatCall) {
+	ctx := hr.Context()
+	gone := func() { c.eng.abort(c.r) }
+	if !s.streamFault(w, hr, c) {
+		return
 	}
 	// vLLM's handler returns its StreamingResponse once the engine has the
 	// request, and the server sends the status and headers then.
-	if eng.clock.sleepUntil(ctx, c.ready+c.rt/2) != nil {
+	if c.eng.clock.sleepUntil(ctx, c.ready+c.rt/2) != nil {
 		gone()
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w}
-	out.flush()
-
-	id := "chatcmpl-" + c.rid
-	created := time.Now().Unix()
-	prompt := len(r.prompt.Tokens)
-	chunk := func(choices []choiceJSON, completion int) chunkJSON {
-		ch := chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.model, Choices: choices}
-		if continuous {
-			ch.Usage = &usageJSON{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
-		}
-		return ch
-	}
-	cut := -1 // the truncate fault cuts the stream halfway
-	if c.fault != nil && c.fault.Kind == FaultTruncate {
-		n := r.maxTokens
-		if r.gen.eosAt > 0 {
-			n = min(n, r.gen.eosAt)
-		}
-		cut = max(1, n/2)
-	}
-	em := &emitter{s: s, c: c, out: out, ch: chunker{interval: s.cfg.profile.StreamInterval}, chunk: chunk, cut: cut}
-	sent := 0
+	sw := newStreamWriter(s, c, &sse{w: w})
+	sw.out.flush()
 	for {
 		select {
-		case <-r.progress:
-		case <-r.done:
+		case <-c.r.progress:
+		case <-c.r.done:
 		case <-ctx.Done():
 			gone()
 			return
 		}
-		// Whether it finished is read with the tokens, under the engine's
-		// lock, so the last token and its finish reason go together.
-		eng.mu.Lock()
-		times := append([]float64(nil), r.times[sent:]...)
-		view := *r
-		eng.mu.Unlock()
-		finished := view.finishReason != "" || view.err != nil
-		if !em.emit(&view, sent, times) {
-			gone()
-			return
-		}
-		sent += len(times)
-		if out.err != nil {
+		finished, ok := sw.sendNew(ctx)
+		if !ok {
 			gone()
 			return
 		}
 		if finished {
-			switch {
-			case view.err != nil:
-				out.data(map[string]any{"error": map[string]any{"message": view.err.Error(), "type": "InternalServerError", "param": nil, "code": http.StatusInternalServerError}})
-			case view.finishReason == "error":
-				e := generationError()
-				out.data(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": nil, "code": e.Status}})
-			case usage:
-				n := view.generated
-				out.data(chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.cfg.model, Choices: []choiceJSON{},
-					Usage: &usageJSON{PromptTokens: prompt, TotalTokens: prompt + n, CompletionTokens: n}})
-			}
-			out.done()
-			out.flush()
-			s.mu.Lock()
-			s.stats.Served++
-			s.mu.Unlock()
+			s.countServed()
 			return
 		}
-		out.flush()
+		sw.out.flush()
 	}
+}
+
+// streamFault applies the faults that act before a stream starts: slow
+// (wait) and reset (drop the connection). false: the stream is over and
+// the request withdrawn from the engine.
+func (s *Server) streamFault(w http.ResponseWriter, hr *http.Request, c *chatCall) bool {
+	if c.fault == nil {
+		return true
+	}
+	switch c.fault.Kind {
+	case FaultSlow:
+		if !waitSlowFault(hr, c.fault) {
+			c.eng.abort(c.r)
+			return false
+		}
+	case FaultReset:
+		c.eng.abort(c.r)
+		resetConnection(w)
+		return false
+	}
+	return true
+}
+
+func newStreamWriter(s *Server, c *chatCall, out *sse) *streamWriter {
+	opts, _ := c.req.streamOptions()
+	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
+	sw := &streamWriter{s: s, c: c, out: out, id: "chatcmpl-" + c.rid, created: time.Now().Unix(), prompt: len(c.r.prompt.Tokens),
+		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1,
+		ch: chunker{interval: s.cfg.Profile.StreamInterval}}
+	if c.fault != nil && c.fault.Kind == FaultTruncate {
+		n := c.r.maxTokens
+		if c.r.gen.eosAt > 0 {
+			n = min(n, c.r.gen.eosAt)
+		}
+		sw.cut = max(1, n/2)
+	}
+	return sw
+}
+
+// chunk is a chat.completion.chunk with choices and, with
+// continuous_usage_stats, the running usage.
+func (sw *streamWriter) chunk(choices []choiceJSON, completion int) chunkJSON {
+	ch := chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: sw.s.cfg.Model, Choices: choices}
+	if sw.continuous {
+		ch.Usage = &usageJSON{PromptTokens: sw.prompt, TotalTokens: sw.prompt + completion, CompletionTokens: completion}
+	}
+	return ch
+}
+
+// sendNew sends the tokens sampled since the last call, each engine
+// step's at its sampling time plus half a round trip, grouped into chunks
+// as vLLM's output processor groups them (chunks.go), and the closing
+// chunks when the request finished. ok is false when the client went
+// away.
+func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
+	eng, r := sw.c.eng, sw.c.r
+	// Whether it finished is read with the tokens, under the engine's
+	// lock, so the last token and its finish reason go together.
+	eng.mu.Lock()
+	times := append([]float64(nil), r.times[sw.sent:]...)
+	view := *r
+	eng.mu.Unlock()
+	finished = view.finishReason != "" || view.err != nil
+	limit := view.generated
+	if view.finishReason == "error" {
+		limit-- // the failed step's output is the error, sent below
+	}
+	j := sw.sent
+	for _, n := range stepGroups(times) {
+		at := times[j-sw.sent]
+		if j += n; j > limit {
+			break
+		}
+		if eng.clock.sleepUntil(ctx, at+sw.c.rt/2) != nil {
+			return false, false
+		}
+		last := finished && j == view.generated && view.finishReason != "error"
+		if k := sw.ch.take(j, last); k > 0 {
+			sw.sendTokens(&view, j-k, j, last)
+		}
+		if sw.cut >= 0 && j >= sw.cut {
+			sw.out.flush()
+			eng.abort(r)
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		}
+	}
+	sw.sent += len(times)
+	if sw.out.err != nil {
+		return false, false
+	}
+	if finished {
+		sw.finish(&view)
+	}
+	return finished, true
+}
+
+// finish sends what ends the stream: the error object of a failed
+// request, or the usage-only chunk; then [DONE].
+func (sw *streamWriter) finish(view *request) {
+	switch {
+	case view.err != nil:
+		sw.out.data(map[string]any{"error": map[string]any{"message": view.err.Error(), "type": "InternalServerError", "param": nil, "code": http.StatusInternalServerError}})
+	case view.finishReason == "error":
+		e := generationError()
+		sw.out.data(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": nil, "code": e.Status}})
+	case sw.usage:
+		n := view.generated
+		sw.out.data(chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: sw.s.cfg.Model, Choices: []choiceJSON{},
+			Usage: &usageJSON{PromptTokens: sw.prompt, TotalTokens: sw.prompt + n, CompletionTokens: n}})
+	}
+	sw.out.done()
+	sw.out.flush()
 }
 
 // resetConnection closes the client's connection with no answer.
@@ -337,7 +384,7 @@ func (s *Server) continuationLogprob(req *chatRequest, topK int, lps map[int]flo
 		if k < 0 || k > len(order) {
 			k = len(order)
 		}
-		if lim := s.cfg.profile.MaxLogprobs; lim >= 0 {
+		if lim := s.cfg.Profile.MaxLogprobs; lim >= 0 {
 			k = min(k, lim)
 		}
 		for _, t := range order[:k] {

@@ -28,9 +28,9 @@ import (
 // step's end.
 
 // streamTwin is a twin whose transport streams (built inside a bubble).
-func streamTwin(t *testing.T, opts ...stub.Option) *twin {
+func streamTwin(t *testing.T, cfg stub.Config) *twin {
 	t.Helper()
-	s, err := stub.New(opts...)
+	s, err := stub.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return &twin{Server: s, hc: &http.Client{Transport: twintest.StreamTransport(s)}}
@@ -103,7 +103,7 @@ func chatBody(model string, maxTokens int, extra string) string {
 // is the non-streaming answer's, and bench/stream reads it all.
 func TestStreamShape(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := streamTwin(t)
+		tw := streamTwin(t, stub.Config{})
 		const n = 12
 		code, evs := tw.events(t, chatBody(tw.Model(), n, `"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true},"ignore_eos":true,`))
 		require.Equal(t, http.StatusOK, code)
@@ -210,7 +210,7 @@ func TestStreamShape(t *testing.T) {
 // min_tokens above max_tokens is vLLM's 400.
 func TestStreamEOS(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := streamTwin(t)
+		tw := streamTwin(t, stub.Config{})
 		cl := tw.streamClient()
 		prompt := "Write the history of mathematics."
 		free := stream.Text(prompt, 2000)
@@ -261,7 +261,7 @@ func TestMaxModelLen(t *testing.T) {
 	p := stub.ProfileFast()
 	p.MaxModelLen = 256
 	synctest.Test(t, func(t *testing.T) {
-		tw := streamTwin(t, stub.WithProfile(p))
+		tw := streamTwin(t, stub.Config{Profile: p})
 		code, body := tw.post(t, "/v1/chat/completions", chatBody(tw.Model(), 250, ""))
 		require.Equal(t, http.StatusBadRequest, code)
 		var e struct {
@@ -292,7 +292,7 @@ func TestMaxModelLen(t *testing.T) {
 // client that stops a looping stream aborts the request in the engine.
 func TestStreamLoopFault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		looped := streamTwin(t, stub.WithFaults(stub.Fault{Kind: stub.FaultLoop, Match: "loop"}))
+		looped := streamTwin(t, stub.Config{Faults: []stub.Fault{stub.Fault{Kind: stub.FaultLoop, Match: "loop"}}})
 		req := stream.Text("Write the history of mathematics.", 1500)
 		req.ID = "loop-1"
 		res := looped.streamClient().Do(t.Context(), req, nil)
@@ -328,8 +328,8 @@ func TestStreamLoopFault(t *testing.T) {
 // cancels aborts the request.
 func TestStreamErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := streamTwin(t, stub.WithFaults(stub.Fault{Kind: stub.FaultStreamError, Match: "gen-error"},
-			stub.Fault{Kind: stub.FaultTruncate, Match: "cut"}))
+		tw := streamTwin(t, stub.Config{Faults: []stub.Fault{stub.Fault{Kind: stub.FaultStreamError, Match: "gen-error"},
+			stub.Fault{Kind: stub.FaultTruncate, Match: "cut"}}})
 		cl := tw.streamClient()
 		req := stream.Text("Write the history of mathematics.", 40)
 		req.ID = "gen-error"
@@ -390,7 +390,7 @@ func TestStreamErrors(t *testing.T) {
 // token time), e2e per request.
 func TestStreamMetricsCoherent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := streamTwin(t)
+		tw := streamTwin(t, stub.Config{})
 		lengths := []int{10, 20, 30, 40}
 		results := make([]*stream.Result, len(lengths))
 		var wg sync.WaitGroup
@@ -434,7 +434,7 @@ func TestKVQueueing(t *testing.T) {
 	p.MaxModelLen = 4096
 	p.NumGPUBlocks = 512 // 8192 tokens: three of these requests at once, not sixteen
 	synctest.Test(t, func(t *testing.T) {
-		tw := streamTwin(t, stub.WithProfile(p))
+		tw := streamTwin(t, stub.Config{Profile: p})
 		const c = 16
 		var wg sync.WaitGroup
 		results := make([]*stream.Result, c)

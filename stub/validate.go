@@ -28,7 +28,7 @@ func (s *Server) samplingError(req *chatRequest, topK int) *apiError {
 		if n == -1 {
 			n = VocabSize
 		}
-		if lim := s.cfg.profile.MaxLogprobs; lim >= 0 && n > lim {
+		if lim := s.cfg.Profile.MaxLogprobs; lim >= 0 && n > lim {
 			return badRequest("logprobs", "Requested sample logprobs of %d, which is greater than max allowed: %d (parameter=logprobs, value=%d)", n, lim, n)
 		}
 	}

@@ -106,7 +106,7 @@ func TestBalancer(t *testing.T) {
 // TestDataParallelMetrics: one exposition, each family's HELP and TYPE
 // once, one series per engine label (loggers.py, create_metric_per_engine).
 func TestDataParallelMetrics(t *testing.T) {
-	s, err := New(WithDataParallel(3))
+	s, err := New(Config{DataParallel: 3})
 	require.NoError(t, err)
 	defer s.Close()
 	var b bytes.Buffer

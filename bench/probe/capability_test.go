@@ -17,16 +17,16 @@ func TestLogprobTokenIDs(t *testing.T) {
 	ids := []int{stub.TokenDigit0, stub.TokenDigit0 + 1}
 	for _, tc := range []struct {
 		name     string
-		opts     []stub.Option
+		twin     stub.Config
 		honoured bool
 	}{
-		{"current", nil, true},
-		{"older", []stub.Option{stub.WithLegacyServer(true)}, false},
+		{"current", stub.Config{}, true},
+		{"older", stub.Config{Legacy: true}, false},
 		// The N+1 shape (greedy token not asked) is still honoured.
-		{"off-format", []stub.Option{stub.WithOffFormat(1)}, true},
+		{"off-format", stub.Config{OffFormat: 1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := stub.Start(tc.opts...)
+			rs, err := stub.Start(tc.twin)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = rs.Close() })
 			got, err := probe.LogprobTokenIDs(t.Context(), nil, rs.URL(), nil, rs.Model(), ids)
@@ -42,7 +42,7 @@ func TestLogprobTokenIDs(t *testing.T) {
 
 // A server with --api-key: the probe says what the 401 means, never the key.
 func TestProbesUnauthorized(t *testing.T) {
-	rs, err := stub.Start(stub.WithAPIKey("k-right"), stub.WithDevMode(true))
+	rs, err := stub.Start(stub.Config{APIKeys: []string{"k-right"}, DevMode: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rs.Close() })
 	bearer := func(k string) func(*http.Request) {

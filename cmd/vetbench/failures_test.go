@@ -83,7 +83,7 @@ func TestRunEngineDeadContinue(t *testing.T) {
 // (a SIGSTOPped server): after the chat request numbered at.
 func freezer(t *testing.T, at int64) (base string, frozen *atomic.Bool) {
 	t.Helper()
-	rs, err := stub.Start(stub.WithDevMode(true))
+	rs, err := stub.Start(stub.Config{DevMode: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rs.Close() })
 	u, err := url.Parse(rs.URL())
@@ -164,7 +164,7 @@ func TestRunInterruptDuringProbe(t *testing.T) {
 func TestRunLeaksNoSecrets(t *testing.T) {
 	const key, user, pass, token = "KEYSECRET1", "USERSECRET2", "PASSSECRET3", "QUERYSECRET4"
 	secrets := []string{key, user, pass, token}
-	rs, err := stub.Start(stub.WithDevMode(true), stub.WithFaults(mustFault(t, "http500:every=7"), mustFault(t, "engine-dead:after=30")))
+	rs, err := stub.Start(stub.Config{DevMode: true, Faults: []stub.Fault{mustFault(t, "http500:every=7"), mustFault(t, "engine-dead:after=30")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rs.Close() })
 	hostport := strings.TrimPrefix(rs.URL(), "http://")

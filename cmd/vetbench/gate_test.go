@@ -184,7 +184,7 @@ func TestGateRunInterleaves(t *testing.T) {
 	t.Chdir(wd)
 	var twins []string
 	for range 2 {
-		srv, err := stub.Start(stub.WithDevMode(true))
+		srv, err := stub.Start(stub.Config{DevMode: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
 		twins = append(twins, srv.URL())
@@ -282,11 +282,11 @@ func TestGateIdentity(t *testing.T) {
 func TestGateRunFailedSide(t *testing.T) {
 	environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": "2"}
 	twin := func(faults ...string) string {
-		opts := []stub.Option{stub.WithDevMode(true)}
+		cfg := stub.Config{DevMode: true}
 		for _, f := range faults {
-			opts = append(opts, stub.WithFaults(mustFault(t, f)))
+			cfg.Faults = append(cfg.Faults, mustFault(t, f))
 		}
-		srv, err := stub.Start(opts...)
+		srv, err := stub.Start(cfg)
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
 		return srv.URL()

@@ -110,9 +110,18 @@ func main() {
 // vetbench runs one command line and returns the exit status.
 func vetbench(ctx context.Context, e *env, args []string) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(e.stderr, cmds)
 		return exitNoVerdict
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(e.stdout, cmds)
+		return exitPass
+	case "-version", "--version":
+		return runVersion(ctx, e, args[1:])
+	case "help":
+		return help(ctx, e, cmds, args[1:])
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
@@ -120,7 +129,56 @@ func vetbench(ctx context.Context, e *env, args []string) int {
 		usage(e.stderr, cmds)
 		return exitNoVerdict
 	}
+	if helpAsked(args[1:]) {
+		return commandHelp(ctx, e, args[0], c)
+	}
 	return c.run(ctx, e, args[1:])
+}
+
+// helpAsked says whether a command's arguments ask for its help (-h,
+// -help, --help among its flags, before a "--").
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help", "-h=true", "--help=true", "-help=true":
+			return true
+		}
+	}
+	return false
+}
+
+// help is `vetbench help [command]`: the general usage, or one command's.
+func help(ctx context.Context, e *env, cmds map[string]command, args []string) int {
+	if len(args) == 0 {
+		usage(e.stdout, cmds)
+		return exitPass
+	}
+	c, ok := cmds[args[0]]
+	if !ok || len(args) > 1 {
+		fmt.Fprintf(e.stderr, "vetbench help: unknown command %q\n", strings.Join(args, " "))
+		usage(e.stderr, cmds)
+		return exitNoVerdict
+	}
+	return commandHelp(ctx, e, args[0], c)
+}
+
+// commandHelp prints a command's usage on stdout (help asked for is
+// output, not an error) and exits 0, as the flag package's -h does: the
+// command's flag set prints it when parsing -h, and the "help requested"
+// note it then reports is no failure.
+func commandHelp(ctx context.Context, e *env, name string, c command) int {
+	var b strings.Builder
+	he := *e
+	he.stdout, he.stderr = io.Discard, &b
+	c.run(ctx, &he, []string{"-h"})
+	text := b.String()
+	for _, note := range []string{"vetbench " + name + ": flag: help requested\n", "flag: help requested\n"} {
+		text = strings.ReplaceAll(text, note, "")
+	}
+	io.WriteString(e.stdout, text)
+	return exitPass
 }
 
 func usage(w io.Writer, cmds map[string]command) {
@@ -134,6 +192,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-8s %s\n", n, cmds[n].summary)
 	}
+	b.WriteString("\n`vetbench help <command>` (or <command> -h) for its flags; --version for this build.\n")
 	b.WriteString("\nexit status: 0 pass, 1 the candidate is worse, 2 could not compare, 130 interrupted\n")
 	io.WriteString(w, b.String())
 }

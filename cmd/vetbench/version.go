@@ -8,6 +8,15 @@ import (
 	"strings"
 )
 
+// release is the version a release build states, with
+//
+//	go build -ldflags "-X main.release=v0.3.0" ./cmd/vetbench
+//
+// (make vetbench sets it from git describe). Unset, the version is the
+// module's from build info: a tag for `go install …@v0.3.0`, (devel) for a
+// build from a clone.
+var release string
+
 // runVersion prints what this binary was built from: the module and its
 // version, the VCS revision, time and whether the tree was modified, and
 // the Go release. A receipt's harness version says which vetbench wrote
@@ -32,6 +41,9 @@ func versionText(bi *debug.BuildInfo, ok bool) string {
 	version := bi.Main.Version
 	if version == "" {
 		version = "(unknown)"
+	}
+	if release != "" && release != version {
+		version = release + " (module " + version + ")"
 	}
 	path := bi.Main.Path
 	if path == "" {

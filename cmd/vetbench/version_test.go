@@ -53,3 +53,41 @@ go:       go1.26.8
 `, versionText(bare, true))
 	require.Equal(t, "vetbench: no build information in this binary\n", versionText(nil, false))
 }
+
+// A release build's -ldflags "-X main.release=v0.3.0" names the version,
+// beside the module's. Not parallel: it sets the package's release.
+func TestVersionRelease(t *testing.T) {
+	release = "v0.3.0"
+	defer func() { release = "" }()
+	bare := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/vetbench/vetbench", Version: "(devel)"}}
+	require.True(t, strings.HasPrefix(versionText(bare, true), "vetbench v0.3.0 (module (devel))\n"))
+}
+
+// --version, -h and help <command> follow Go's and GNU's conventions: help
+// asked for is printed on stdout and exits 0, for every command.
+func TestHelpAndVersionFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--version"}, {"-version"}} {
+		stdout, _, code := run(t, args...)
+		require.Equal(t, exitPass, code)
+		require.True(t, strings.HasPrefix(stdout, "vetbench "), stdout)
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		stdout, _, code := run(t, args...)
+		require.Equal(t, exitPass, code)
+		require.Contains(t, stdout, "usage: vetbench <command>")
+	}
+	for name := range commands() {
+		for _, args := range [][]string{{name, "-h"}, {name, "--help"}, {"help", name}, {name, "-json", "-h"}} {
+			stdout, stderr, code := run(t, args...)
+			require.Equal(t, exitPass, code, "%v: %s", args, stderr)
+			require.Contains(t, stdout, "usage: vetbench "+name, "%v", args)
+			require.NotContains(t, stdout, "help requested")
+		}
+	}
+	_, stderr, code := run(t, "help", "nosuch")
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, `unknown command "nosuch"`)
+	_, _, code = run(t)
+	require.Equal(t, exitNoVerdict, code, "no command is a usage error")
+}

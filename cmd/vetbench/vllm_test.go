@@ -23,8 +23,7 @@ import (
 // tokens reconciled; the key appears in nothing the run wrote.
 func TestRunAgainstVLLMFeatures(t *testing.T) {
 	const key = "sk-vetbench-9f3e-not-for-print"
-	rs, err := stub.Start(stub.WithDevMode(true), stub.WithAPIKey(key), stub.WithDataParallel(2),
-		stub.WithPromptTokensDetails(true), stub.WithOffFormat(0.3))
+	rs, err := stub.Start(stub.Config{DevMode: true, APIKeys: []string{key}, DataParallel: 2, PromptTokensDetails: true, OffFormat: 0.3})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rs.Close() })
 	dir := t.TempDir()
@@ -98,7 +97,7 @@ func TestRunAgainstVLLMFeatures(t *testing.T) {
 // mode, the build and the remedy, and writes nothing that looks like a
 // result.
 func TestRunOlderServer(t *testing.T) {
-	rs, err := stub.Start(stub.WithDevMode(true), stub.WithLegacyServer(true))
+	rs, err := stub.Start(stub.Config{DevMode: true, Legacy: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rs.Close() })
 	dir := t.TempDir()

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,47 +19,26 @@ import (
 	"github.com/vetbench/vetbench/stub"
 )
 
-// faultFlags collects repeated --fault specs.
-type faultFlags []stub.Fault
-
-func (f *faultFlags) String() string {
-	parts := make([]string, len(*f))
-	for i, x := range *f {
-		parts[i] = x.String()
-	}
-	return strings.Join(parts, " ")
-}
-
-func (f *faultFlags) Set(s string) error {
-	x, err := stub.ParseFault(s)
-	if err != nil {
-		return err
-	}
-	*f = append(*f, x)
-	return nil
-}
-
-// runOpts are the parsed flags.
+// runOpts are the parsed flags: the twin's own (stub.Config.BindFlags)
+// and vllm serve's that build the profile.
 type runOpts struct {
-	host, port, served         string
-	model                      string
-	profileName, profileJSON   string
-	maxModelLen, maxNumSeqs    int
-	maxBatched, maxLogprobs    int
-	numBlocks                  int
-	gpuUtil                    float64
-	prefix, noPrefix           bool
-	limitMM, logprobsMode      string
-	timeScale, slowdown, noise float64
-	spread, replay             string
-	allowance                  time.Duration
-	faults                     faultFlags
-	devMode                    bool
-	apiKeys                    []string
-	offFormat                  float64
-	legacy, promptDetails      bool
-	dataParallel               int
-	setFlags                   map[string]bool
+	twin                    stub.Config
+	host, port              string
+	model                   string
+	profileName             string
+	maxModelLen, maxNumSeqs int
+	maxBatched, maxLogprobs int
+	numBlocks               int
+	gpuUtil                 float64
+	prefix, noPrefix        bool
+	limitMM, logprobsMode   string
+	replay                  string
+	setFlags                map[string]bool
+
+	// Serving features (stub.Profile's Speculative, StreamInterval,
+	// Reasoning).
+	specConfig, reasoningParser, chatKwargs string
+	streamInterval                          int
 
 	// A first-principles profile (stub.ProfilePhysical).
 	modelConfig, gpu             string
@@ -74,7 +52,6 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.host, "host", "0.0.0.0", "address to listen on (vllm serve --host)")
 	fs.StringVar(&o.port, "port", "8000", "port to listen on (vllm serve --port)")
-	fs.StringVar(&o.served, "served-model-name", "", "model name the API serves (default: the profile's, or MODEL)")
 	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "context length (default: the profile's)")
 	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "most sequences per engine step (default: the profile's)")
 	fs.IntVar(&o.maxBatched, "max-num-batched-tokens", 0, "token budget per engine step (default: the profile's)")
@@ -86,14 +63,7 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.limitMM, "limit-mm-per-prompt", "", `most items per prompt, JSON such as {"image":2}`)
 	fs.StringVar(&o.logprobsMode, "logprobs-mode", "raw_logprobs", "only raw_logprobs, which is what the twin returns")
 	fs.StringVar(&o.profileName, "profile", stub.ProfileFastName, "twin profile: fast, h100-gemma4-31b, rtx3090-vlm or gemma4-e2b-h200nvl")
-	fs.StringVar(&o.profileJSON, "profile-json", "", "a whole stub.Profile as JSON (replaces --profile)")
-	fs.Float64Var(&o.timeScale, "time-scale", 1, "run this many times faster than real time (metrics stay in model seconds)")
-	fs.Float64Var(&o.slowdown, "slowdown", 1, "multiply every server-side duration: engine steps and frontend, not the network (1.2 = 20% slower server)")
-	fs.Float64Var(&o.noise, "batch-noise", stub.DefaultBatchNoise, "bound on each candidate logit's batch noise; 0 = off")
-	fs.StringVar(&o.spread, "answer-spread", "", "answer model's CONFIDENT,NEARTIE fractions (default 0.85,0.05)")
 	fs.StringVar(&o.replay, "replay", "", "serve the answer distributions of this receipt (vetbench or typevet JSON)")
-	fs.DurationVar(&o.allowance, "transport-allowance", 0, "wall time per request taken out of the modelled round trip")
-	fs.Var(&o.faults, "fault", "inject a fault, KIND[:key=value,...] (repeatable; see stub.ParseFault)")
 	fs.StringVar(&o.modelConfig, "model-config", "", "serve a first-principles profile of this Hugging Face config.json (with -gpu; replaces --profile)")
 	fs.StringVar(&o.gpu, "gpu", "", "GPU of the first-principles profile: a name of vetbench roofline's table (h100-sxm, h200-sxm, h200-nvl, rtx3090)")
 	fs.Float64Var(&o.bandwidth, "bandwidth", 0, "measured memory bandwidth, bytes/s (replaces the GPU's spec)")
@@ -101,12 +71,11 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.weightDtype, "weight-dtype", "bf16", "weight dtype of the first-principles profile: bf16, fp16, fp8 or mxfp4")
 	fs.StringVar(&o.kvDtype, "kv-dtype", "bf16", "KV cache dtype of the first-principles profile: bf16, fp16 or fp8")
 	fs.StringVar(&o.effFam, "efficiency", "", "efficiency constants' GPU family (default: the GPU's; name one to borrow it, e.g. hopper)")
-	var apiKey string
-	fs.StringVar(&apiKey, "api-key", "", "require this bearer token on /v1/*, /tokenize and the resets (vllm serve --api-key; also VLLM_API_KEY, comma-separated keys)")
-	fs.BoolVar(&o.promptDetails, "enable-prompt-tokens-details", false, "fill usage.prompt_tokens_details (cached_tokens)")
-	fs.IntVar(&o.dataParallel, "data-parallel-size", 1, "engines behind the API server, each with its own caches and engine label")
-	fs.Float64Var(&o.offFormat, "off-format-share", 0, "share of answers whose greedy token is no candidate (twin's own)")
-	fs.BoolVar(&o.legacy, "legacy-server", false, "serve as a vLLM before logprob_token_ids (PR #43463): ignore the field (twin's own)")
+	fs.StringVar(&o.specConfig, "speculative-config", "", `speculative decoding, JSON such as {"method":"mtp","num_speculative_tokens":3} (the twin's own "acceptance": [p0, p1, ...] sets the drafter)`)
+	fs.IntVar(&o.streamInterval, "stream-interval", 0, "send a stream's tokens N at a time after the first (vllm serve --stream-interval; default 1)")
+	fs.StringVar(&o.reasoningParser, "reasoning-parser", "", "split reasoning from content: deepseek_r1, deepseek_v3 or deepseek_v4")
+	fs.StringVar(&o.chatKwargs, "default-chat-template-kwargs", "", `chat template kwargs a request gets unless it sets them; the twin reads {"thinking": true} (or enable_thinking)`)
+	o.twin.BindFlags(fs)
 	// vllm serve takes the model first: vllm serve MODEL --flag ...
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.model, args = args[0], args[1:]
@@ -132,41 +101,21 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	if (o.modelConfig == "") != (o.gpu == "") {
 		return runOpts{}, errors.New("-model-config and -gpu go together")
 	}
-	if o.modelConfig != "" && (o.setFlags["profile"] || o.profileJSON != "") {
+	if o.modelConfig != "" && (o.setFlags["profile"] || o.setFlags["profile-json"]) {
 		return runOpts{}, errors.New("-model-config replaces --profile and --profile-json; give one")
 	}
-	o.devMode = truthy(os.Getenv("VLLM_SERVER_DEV_MODE"))
-	if apiKey == "" {
-		apiKey = os.Getenv("VLLM_API_KEY")
-	}
-	for _, k := range strings.Split(apiKey, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			o.apiKeys = append(o.apiKeys, k)
-		}
-	}
+	o.twin.ReadEnv(os.Getenv)
 	return o, nil
-}
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
 }
 
 // profile builds the profile from --profile/--profile-json and the vllm
 // serve flags that override it.
 func (o runOpts) buildProfile() (stub.Profile, error) {
-	var p stub.Profile
 	if o.modelConfig != "" {
 		return o.physicalProfile()
 	}
-	if o.profileJSON != "" {
-		if err := json.Unmarshal([]byte(o.profileJSON), &p); err != nil {
-			return stub.Profile{}, fmt.Errorf("--profile-json: %w", err)
-		}
-	} else {
+	p := o.twin.Profile // --profile-json
+	if !o.setFlags["profile-json"] {
 		var err error
 		if p, err = stub.ProfileByName(o.profileName); err != nil {
 			return stub.Profile{}, fmt.Errorf("--profile: %w", err)
@@ -275,39 +224,59 @@ func (o runOpts) physicalProfile() (stub.Profile, error) {
 	return p, p.Validate()
 }
 
-func (o runOpts) options() ([]stub.Option, error) {
-	p, err := o.buildProfile()
-	if err != nil {
-		return nil, err
-	}
-	opts := []stub.Option{stub.WithProfile(p), stub.WithTimeScale(o.timeScale), stub.WithSlowdown(o.slowdown),
-		stub.WithBatchNoise(o.noise), stub.WithFaults(o.faults...), stub.WithDevMode(o.devMode),
-		stub.WithTransportAllowance(o.allowance), stub.WithAPIKey(o.apiKeys...), stub.WithOffFormat(o.offFormat),
-		stub.WithLegacyServer(o.legacy), stub.WithPromptTokensDetails(o.promptDetails), stub.WithDataParallel(max(o.dataParallel, 1))}
-	if o.served != "" {
-		opts = append(opts, stub.WithModel(o.served))
-	}
-	if o.spread != "" {
-		a, b, ok := strings.Cut(o.spread, ",")
-		conf, err1 := strconv.ParseFloat(a, 64)
-		tie, err2 := strconv.ParseFloat(b, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("--answer-spread %q: want CONFIDENT,NEARTIE fractions", o.spread)
+// features applies the serving-feature flags to the profile.
+func (o runOpts) features(p *stub.Profile) error {
+	if o.specConfig != "" {
+		sp, err := stub.ParseSpeculativeConfig(o.specConfig)
+		if err != nil {
+			return err
 		}
-		opts = append(opts, stub.WithSpread(stub.Spread{Confident: conf, NearTie: tie}))
+		p.SetSpeculative(sp)
+	}
+	if o.streamInterval < 0 {
+		return fmt.Errorf("--stream-interval %d: want 1 or more", o.streamInterval)
+	}
+	if o.streamInterval > 0 {
+		p.StreamInterval = o.streamInterval
+	}
+	if o.reasoningParser != "" {
+		p.Reasoning = &stub.Reasoning{Parser: o.reasoningParser}
+	}
+	if o.chatKwargs != "" {
+		var kw map[string]any
+		if err := json.Unmarshal([]byte(o.chatKwargs), &kw); err != nil {
+			return fmt.Errorf("--default-chat-template-kwargs %s: %w", o.chatKwargs, err)
+		}
+		if p.Reasoning != nil {
+			p.Reasoning.ThinkByDefault = p.Reasoning.ThinkByDefault || kw["thinking"] == true || kw["enable_thinking"] == true
+		}
+	}
+	return p.Validate()
+}
+
+// config is the twin to serve: the twin's flags, the profile and the
+// replay.
+func (o runOpts) config() (stub.Config, error) {
+	cfg := o.twin
+	var err error
+	if cfg.Profile, err = o.buildProfile(); err != nil {
+		return stub.Config{}, err
+	}
+	if err := o.features(&cfg.Profile); err != nil {
+		return stub.Config{}, err
 	}
 	if o.replay != "" {
 		rec, err := replay.ReadFile(o.replay)
 		if err != nil {
-			return nil, fmt.Errorf("--replay: %w", err)
+			return stub.Config{}, fmt.Errorf("--replay: %w", err)
 		}
 		rp, err := stub.NewReplay(rec.Source, rec.Answers)
 		if err != nil {
-			return nil, fmt.Errorf("--replay %s: %w", o.replay, err)
+			return stub.Config{}, fmt.Errorf("--replay %s: %w", o.replay, err)
 		}
-		opts = append(opts, stub.WithReplay(rp))
+		cfg.Replay = &rp
 	}
-	return opts, nil
+	return cfg, nil
 }
 
 // run serves the twin until ctx ends, then shuts down gracefully.
@@ -319,11 +288,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	opts, err := o.options()
+	cfg, err := o.config()
 	if err != nil {
 		return err
 	}
-	s, err := stub.New(opts...)
+	s, err := stub.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -335,7 +304,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	p := s.Profile()
 	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",
-		stub.Version, s.Model(), p.Name, s.TimeScale(), o.devMode, len(o.apiKeys) > 0, max(o.dataParallel, 1), len(o.faults), ln.Addr())
+		stub.Version, s.Model(), p.Name, s.TimeScale(), cfg.DevMode, len(cfg.APIKeys) > 0, max(cfg.DataParallel, 1), len(cfg.Faults), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -124,7 +124,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--time-scale", "0"}, "time scale"},
 		{[]string{"--max-model-len", "-5"}, "max_model_len"},
 		{[]string{"--replay", "/no/such/receipt.json"}, "--replay"},
-		{[]string{"--answer-spread", "lots"}, "--answer-spread"},
+		{[]string{"--answer-spread", "lots"}, "flag -answer-spread"},
 		{[]string{"m1", "m2"}, "one MODEL argument"},
 	} {
 		err := run(context.Background(), append([]string{"--port", "0"}, tc.args...), io.Discard, io.Discard)
@@ -175,49 +175,53 @@ func TestRunReplay(t *testing.T) {
 	require.ErrorContains(t, err, "--replay")
 }
 
-// TestFlagsRoundTrip shows stub.Flags and this command agree: the command
-// line and environment Flags gives for a set of server options make
-// vllmstub serve what those options make stub.New serve.
+// TestFlagsRoundTrip shows stub.Config.Args and this command agree: the
+// command line and environment Args gives for a config make vllmstub serve
+// that config, field for field.
 func TestFlagsRoundTrip(t *testing.T) {
 	p := stub.ProfileH100Gemma4()
 	p.NumGPUBlocks = 900
 	fault, err := stub.ParseFault("http429:every=3,retry-after=2")
 	require.NoError(t, err)
-	opts := []stub.Option{stub.WithProfile(p), stub.WithModel("served-name"), stub.WithTimeScale(10), stub.WithSlowdown(1.2),
-		stub.WithBatchNoise(0.0004), stub.WithSpread(stub.Spread{Confident: 0.7, NearTie: 0.1}), stub.WithFaults(fault),
-		stub.WithDevMode(true), stub.WithTransportAllowance(150 * time.Microsecond)}
-	args, env, err := stub.Flags(opts...)
-	require.NoError(t, err)
+	cfg := stub.Config{Profile: p, Model: "served-name", TimeScale: 10, Slowdown: 1.2, BatchNoise: 0.0004,
+		Spread: stub.Spread{Confident: 0.7, NearTie: 0.1}, Faults: []stub.Fault{fault}, DevMode: true, TransportAllowance: 150 * time.Microsecond}
+	back, args, env := roundTrip(t, cfg)
 	require.Equal(t, map[string]string{"VLLM_SERVER_DEV_MODE": "1"}, env)
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	o, err := parse(args, io.Discard)
+	require.Equal(t, []string{"--profile-json", "--served-model-name", "--time-scale", "--slowdown", "--batch-noise", "--answer-spread",
+		"--transport-allowance", "--fault"}, flagNames(args))
+	want, err := cfg.Resolve()
 	require.NoError(t, err)
-	fromFlags, err := o.options()
-	require.NoError(t, err)
-	a, err := stub.New(opts...)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := stub.New(fromFlags...)
-	require.NoError(t, err)
-	defer b.Close()
-	require.Equal(t, a.Profile(), b.Profile())
-	require.Equal(t, a.Model(), b.Model())
-	require.Equal(t, a.TimeScale(), b.TimeScale())
-	require.Equal(t, []string{"--profile-json", "--time-scale", "--slowdown", "--batch-noise", "--answer-spread", "--transport-allowance",
-		"--served-model-name", "--fault"}, flagNames(args))
-	require.True(t, o.devMode)
-	require.Equal(t, 1.2, o.slowdown)
-	require.Equal(t, 0.0004, o.noise)
-	require.Equal(t, "0.7,0.1", o.spread)
-	require.Equal(t, 150*time.Microsecond, o.allowance)
-	require.Equal(t, []stub.Fault{fault}, []stub.Fault(o.faults))
+	require.Equal(t, want, back)
+
+	// Batch noise off crosses as 0; defaults cross as nothing but the profile.
+	back, args, _ = roundTrip(t, stub.Config{NoBatchNoise: true})
+	require.True(t, back.NoBatchNoise)
+	require.Equal(t, []string{"--profile-json", "--batch-noise"}, flagNames(args))
 
 	rp, err := stub.NewReplay("none", nil)
 	require.NoError(t, err)
-	_, _, err = stub.Flags(stub.WithReplay(rp))
+	_, _, err = stub.Config{Replay: &rp}.Args()
 	require.ErrorIs(t, err, errors.ErrUnsupported, "a replay crosses as a file")
+	_, _, err = stub.Config{TimeScale: -1}.Args()
+	require.ErrorContains(t, err, "time scale -1")
+}
+
+// roundTrip sends cfg through Args and this command's parsing and returns
+// the config vllmstub would serve (resolved), with the args and env.
+func roundTrip(t *testing.T, cfg stub.Config) (stub.Config, []string, map[string]string) {
+	t.Helper()
+	args, env, err := cfg.Args()
+	require.NoError(t, err)
+	for _, k := range []string{stub.EnvDevMode, stub.EnvAPIKey} {
+		t.Setenv(k, env[k])
+	}
+	o, err := parse(args, io.Discard)
+	require.NoError(t, err)
+	served, err := o.config()
+	require.NoError(t, err)
+	served, err = served.Resolve()
+	require.NoError(t, err)
+	return served, args, env
 }
 
 func flagNames(args []string) []string {
@@ -265,34 +269,20 @@ func TestPhysicalProfileFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 936e9, borrowed.Physical.Hardware.Bandwidth.Value)
 
-	args, _, err := stub.Flags(stub.WithProfile(p))
-	require.NoError(t, err)
-	o, err = parse(args, io.Discard)
-	require.NoError(t, err)
-	back, err := o.buildProfile()
-	require.NoError(t, err)
-	require.Equal(t, p, back, "the profile survives --profile-json")
+	back, _, _ := roundTrip(t, stub.Config{Profile: p})
+	require.Equal(t, p, back.Profile, "the profile survives --profile-json")
 }
 
 // TestFlagsRoundTripVLLM carries the vllm serve features the twin has
-// (--api-key through VLLM_API_KEY, never the command line) across Flags.
+// (--api-key through VLLM_API_KEY, never the command line) across Args.
 func TestFlagsRoundTripVLLM(t *testing.T) {
-	opts := []stub.Option{stub.WithAPIKey("k1", "k2"), stub.WithOffFormat(0.25), stub.WithLegacyServer(true),
-		stub.WithPromptTokensDetails(true), stub.WithDataParallel(2)}
-	args, env, err := stub.Flags(opts...)
-	require.NoError(t, err)
+	cfg := stub.Config{APIKeys: []string{"k1", "k2"}, OffFormat: 0.25, Legacy: true, PromptTokensDetails: true, DataParallel: 2}
+	back, args, env := roundTrip(t, cfg)
 	require.Equal(t, map[string]string{"VLLM_API_KEY": "k1,k2"}, env)
 	require.NotContains(t, strings.Join(args, " "), "k1", "the key stays off the command line")
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	o, err := parse(args, io.Discard)
+	want, err := cfg.Resolve()
 	require.NoError(t, err)
-	require.Equal(t, []string{"k1", "k2"}, o.apiKeys)
-	require.Equal(t, 0.25, o.offFormat)
-	require.True(t, o.legacy)
-	require.True(t, o.promptDetails)
-	require.Equal(t, 2, o.dataParallel)
+	require.Equal(t, want, back)
 }
 
 // TestRunAPIKey serves with --api-key: the guarded paths answer 401
@@ -323,4 +313,39 @@ func TestRunAPIKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `engine="1"`, "--data-parallel-size 2: a second engine's series")
 	require.NoError(t, stop())
+}
+
+// TestFeatureFlags: --speculative-config, --stream-interval,
+// --reasoning-parser and --default-chat-template-kwargs set the profile's
+// serving features (a physical profile's pricing gets the drafter too),
+// survive --profile-json, and bad values are refused naming the flag.
+func TestFeatureFlags(t *testing.T) {
+	o, err := parse([]string{"--speculative-config", `{"method":"mtp","num_speculative_tokens":2}`, "--stream-interval", "4",
+		"--reasoning-parser", "deepseek_v4", "--default-chat-template-kwargs", `{"thinking": true}`}, io.Discard)
+	require.NoError(t, err)
+	cfg, err := o.config()
+	require.NoError(t, err)
+	p := cfg.Profile
+	require.Equal(t, &stub.Speculative{Method: "mtp", NumSpeculativeTokens: 2}, p.Speculative)
+	require.Equal(t, 4, p.StreamInterval)
+	require.Equal(t, &stub.Reasoning{Parser: "deepseek_v4", ThinkByDefault: true}, p.Reasoning)
+	back, _, _ := roundTrip(t, cfg)
+	require.Equal(t, p, back.Profile)
+
+	phys := filepath.Join("..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
+	o, err = parse([]string{"-model-config", phys, "-gpu", "h100-sxm", "--speculative-config", `{"num_speculative_tokens":3,"acceptance":[0.8,0.6,0.4]}`}, io.Discard)
+	require.NoError(t, err)
+	cfg, err = o.config()
+	require.NoError(t, err)
+	require.Equal(t, 3, cfg.Profile.Physical.Speculative.Tokens)
+	require.InDelta(t, 0.6, cfg.Profile.Physical.Speculative.Acceptance, 1e-12)
+
+	for flag, bad := range map[string]string{"--speculative-config": `{"method":"mtp"}`, "--stream-interval": "-2",
+		"--reasoning-parser": "qwen9", "--default-chat-template-kwargs": "{"} {
+		o, err := parse([]string{flag, bad}, io.Discard)
+		if err == nil {
+			_, err = o.config()
+		}
+		require.Error(t, err, flag)
+	}
 }

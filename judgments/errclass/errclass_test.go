@@ -110,13 +110,13 @@ func TestOfClientFailures(t *testing.T) {
 		{"slow:delay=1h", errclass.Timeout},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
-			var opts []stub.Option
+			var cfg stub.Config
 			if tc.fault != "" {
 				f, err := stub.ParseFault(tc.fault)
 				require.NoError(t, err)
-				opts = append(opts, stub.WithFaults(f))
+				cfg.Faults = []stub.Fault{f}
 			}
-			rs, err := stub.Start(opts...)
+			rs, err := stub.Start(cfg)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = rs.Close() })
 			// The timeout only matters for the slow fault, whose answer

@@ -96,7 +96,7 @@ func TestTwinReplaysTypevet(t *testing.T) {
 
 	instant := stub.ProfileFast() // no engine time: answers only
 	instant.StepBase, instant.StepPerSeq, instant.StepPerImage = 0, 0, 0
-	rs, err := stub.Start(stub.WithProfile(instant), stub.WithReplay(rp))
+	rs, err := stub.Start(stub.Config{Profile: instant, Replay: &rp})
 	require.NoError(t, err)
 	defer rs.Close()
 	cl := judgments.NewClient(rs.URL(), judgments.WithModel(rs.Model()))

@@ -39,7 +39,7 @@ var dockerfile []byte
 
 // options are Run's own settings.
 type options struct {
-	stub       []stub.Option
+	twin       stub.Config
 	binary     string // prebuilt static vllmstub; built from source when empty
 	replayFile string
 	moduleDir  string
@@ -55,12 +55,12 @@ func (o Option) Customize(*testcontainers.GenericContainerRequest) error { retur
 
 var _ testcontainers.ContainerCustomizer = Option(nil)
 
-// WithStub configures the twin in the container: every server option
-// becomes a vllmstub flag (see stub.Flags). Options that hold values no
-// command line can carry (stub.WithReplay, stub.WithAdjust) make Run fail
-// with errors.ErrUnsupported; use WithReplayFile for a replay.
-func WithStub(opts ...stub.Option) Option {
-	return func(o *options) error { o.stub = append(o.stub, opts...); return nil }
+// WithConfig configures the twin in the container: the config becomes
+// vllmstub's command line and environment (stub.Config.Args). Values no
+// command line can carry (Config.Replay, Config.Adjust) make Run fail with
+// errors.ErrUnsupported; use WithReplayFile for a replay.
+func WithConfig(cfg stub.Config) Option {
+	return func(o *options) error { o.twin = cfg; return nil }
 }
 
 // WithBinary uses a prebuilt static (CGO_ENABLED=0, linux) vllmstub binary
@@ -113,7 +113,7 @@ const startupTimeout = 60 * time.Second
 
 // Run builds an image FROM scratch holding a static vllmstub binary (built
 // from the module with `go build` unless WithBinary names one; see
-// ImageRepo), starts it and waits until /health answers. The twin is configured with WithStub;
+// ImageRepo), starts it and waits until /health answers. The twin is configured with WithConfig;
 // other testcontainers customizers are applied after the module's own
 // settings, so they win. No reaper is needed: unless the caller set
 // TESTCONTAINERS_RYUK_DISABLED, Run sets it to true (the reaper is an
@@ -131,7 +131,7 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 			}
 		}
 	}
-	args, env, err := stub.Flags(o.stub...)
+	args, env, err := o.twin.Args()
 	if err != nil {
 		return nil, fmt.Errorf("run vllmstub container: %w", err)
 	}

@@ -62,7 +62,7 @@ func TestRun(t *testing.T) {
 	receipt := "../../receipts/replay/testdata/check_match_vllm_receipt.json"
 	ctr, err := container.Run(ctx,
 		container.WithBinary(binary),
-		container.WithStub(stub.WithModel("twin-in-a-box"), stub.WithFaults(stub.Fault{Kind: stub.FaultHTTP429, Every: 3})),
+		container.WithConfig(stub.Config{Model: "twin-in-a-box", Faults: []stub.Fault{stub.Fault{Kind: stub.FaultHTTP429, Every: 3}}}),
 		container.WithReplayFile(receipt),
 		testcontainers.WithEnv(map[string]string{"VLLM_SERVER_DEV_MODE": "1"}))
 	testcontainers.CleanupContainer(t, ctr)
@@ -119,9 +119,9 @@ func TestRunRefuses(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"replay value", []testcontainers.ContainerCustomizer{container.WithStub(stub.WithReplay(rp))}, "WithReplay", errors.ErrUnsupported},
-		{"adjust hook", []testcontainers.ContainerCustomizer{container.WithStub(stub.WithAdjust(func(string, string, map[int]float64) {}))}, "WithAdjust", errors.ErrUnsupported},
-		{"bad server option", []testcontainers.ContainerCustomizer{container.WithStub(stub.WithTimeScale(0))}, "time scale", nil},
+		{"replay value", []testcontainers.ContainerCustomizer{container.WithConfig(stub.Config{Replay: &rp})}, "Config.Replay", errors.ErrUnsupported},
+		{"adjust hook", []testcontainers.ContainerCustomizer{container.WithConfig(stub.Config{Adjust: func(string, string, map[int]float64) {}})}, "Config.Adjust", errors.ErrUnsupported},
+		{"bad twin config", []testcontainers.ContainerCustomizer{container.WithConfig(stub.Config{TimeScale: -1})}, "time scale", nil},
 		{"missing replay file", []testcontainers.ContainerCustomizer{container.WithReplayFile("no/such/receipt.json")}, "WithReplayFile", os.ErrNotExist},
 		{"empty binary path", []testcontainers.ContainerCustomizer{container.WithBinary("")}, "WithBinary", nil},
 		{"missing binary", []testcontainers.ContainerCustomizer{container.WithBinary(filepath.Join(t.TempDir(), "vllmstub"))}, "vllmstub binary", os.ErrNotExist},

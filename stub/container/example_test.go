@@ -22,7 +22,7 @@ func ExampleRun() {
 		return
 	}
 	ctr, err := container.Run(ctx,
-		container.WithStub(stub.WithProfileName(stub.ProfileH100Name), stub.WithTimeScale(10)),
+		container.WithConfig(stub.Config{Profile: stub.ProfileH100Gemma4(), TimeScale: 10}),
 		testcontainers.WithEnv(map[string]string{"VLLM_SERVER_DEV_MODE": "1"}))
 	defer func() {
 		if err := testcontainers.TerminateContainer(ctr); err != nil {

@@ -20,7 +20,7 @@ import (
 func TestRunReplicas(t *testing.T) {
 	requireDocker(t)
 	ctx := t.Context()
-	reps, err := container.RunReplicas(ctx, 3, container.WithBinary(binary), container.WithStub(stub.WithModel("replicated")))
+	reps, err := container.RunReplicas(ctx, 3, container.WithBinary(binary), container.WithConfig(stub.Config{Model: "replicated"}))
 	t.Cleanup(func() { require.NoError(t, reps.Terminate(context.WithoutCancel(ctx))) })
 	require.NoError(t, err)
 	require.Len(t, reps.Containers, 3)

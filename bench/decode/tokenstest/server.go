@@ -7,6 +7,13 @@
 // it has no timing model, only knobs that make each failure a benchmark
 // must detect happen on purpose (a short stream, a loop, a queue, an error
 // mid-stream, a small KV cache).
+//
+// Why a second fake beside the twin: its tests pick each request's fate
+// with a Go func over what the request said (Tokens, Loop, Fail) and read
+// back what each request sent (Requests), per request and without a
+// timing model, which a vLLM twin configured by stub.Config (a model of a
+// server, the same in-process, in a container and as vllmstub) cannot
+// carry across a command line.
 package tokenstest
 
 import (

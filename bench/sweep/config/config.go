@@ -208,10 +208,15 @@ func apply(sources []Source) (Config, error) {
 }
 
 // Env reads the VETBENCH_* variables through getenv (os.Getenv at the
-// edge). Unset or blank means "not said here".
+// edge). Unset or blank means "not said here". A set VETBENCH_* variable
+// vetbench does not know is an error naming the nearest known one (a
+// typo never passes silently); VETBENCH_X_* are the user's own.
 func Env(getenv func(string) string) Source {
 	return func(c *Config) error {
 		var errs []error
+		if err := unknownVars(environ(), getenv); err != nil {
+			errs = append(errs, err)
+		}
 		for _, s := range settings() {
 			if s.env == "" {
 				continue

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -36,6 +37,7 @@ func TestSecondSignalWaitsForWrite(t *testing.T) {
 			})
 		}()
 		synctest.Wait() // the write is in flight
+		time.Sleep(time.Second)
 		sig <- syscall.SIGINT
 		synctest.Wait()
 		require.Empty(t, exits, "no exit during a write")
@@ -62,9 +64,38 @@ func TestSecondSignalExits(t *testing.T) {
 		_, h := Watch(context.Background(), sig, func(code int) { exits = append(exits, code) })
 		defer h.Stop()
 		sig <- syscall.SIGTERM
+		time.Sleep(time.Second)
 		sig <- syscall.SIGINT
 		synctest.Wait()
 		require.Equal(t, []int{ExitCode}, exits)
+	})
+}
+
+// One Ctrl-C relayed by `go tool` arrives twice at once: it cancels and
+// does not exit. The exit functions run before a later second signal
+// exits, and an unregistered one does not.
+func TestEchoIsOneSignalAndExitFuncsRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sig := make(chan os.Signal)
+		var exits []int
+		ran := map[string]bool{}
+		AtExit(func() { ran["container"] = true })()
+		defer AtExit(func() { ran["kept"] = true })()
+		ctx, h := Watch(context.Background(), sig, func(code int) {
+			exits = append(exits, code)
+			require.True(t, ran["kept"], "exit functions run before the exit")
+		})
+		defer h.Stop()
+		sig <- syscall.SIGINT
+		sig <- syscall.SIGINT // the relayed echo
+		synctest.Wait()
+		require.Error(t, ctx.Err())
+		require.Empty(t, exits, "an echo within %v is the same Ctrl-C", Echo)
+		time.Sleep(Echo)
+		sig <- syscall.SIGINT
+		synctest.Wait()
+		require.Equal(t, []int{ExitCode}, exits)
+		require.Equal(t, map[string]bool{"kept": true}, ran, "an unregistered function does not run")
 	})
 }
 

@@ -6,22 +6,41 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
+	"sync"
 
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
+	"github.com/vetbench/vetbench/bench/sweep/interrupt"
 	"github.com/vetbench/vetbench/stub"
 	"github.com/vetbench/vetbench/stub/container"
 )
 
-// The only lines that know how the twin's container is run.
+// removedOnExit makes terminate also run when a second Ctrl-C exits the
+// process (interrupt.AtExit): no reaper removes the twin's container
+// (TESTCONTAINERS_RYUK_DISABLED), so a process that exits without it would
+// leave it running on its port. The returned stop terminates once.
+func removedOnExit(terminate func(context.Context) error) func() error {
+	var once sync.Once
+	var err error
+	once1 := func() error {
+		once.Do(func() { err = terminate(context.Background()) })
+		return err
+	}
+	unregister := interrupt.AtExit(func() {
+		fmt.Fprintln(os.Stderr, "[vetbench] removing the twin's container before exiting")
+		_ = once1()
+	})
+	return func() error { defer unregister(); return once1() }
+}
 
 // dockerAvailable is nil when a Docker daemon answers.
 func dockerAvailable(ctx context.Context) error { return container.DockerAvailable(ctx) }
 
-// runContainer starts the twin with opts in a container and returns its
-// base URL and how to remove it.
-func runContainer(ctx context.Context, opts []stub.Option) (baseURL string, stop func() error, err error) {
-	ctr, err := container.Run(ctx, container.WithStub(opts...))
+// runContainer starts the twin of tw in a container and returns its base
+// URL and how to remove it.
+func runContainer(ctx context.Context, tw stub.Config) (baseURL string, stop func() error, err error) {
+	ctr, err := container.Run(ctx, container.WithConfig(tw))
 	if err != nil {
 		if ctr != nil {
 			_ = ctr.Terminate(context.WithoutCancel(ctx))
@@ -32,20 +51,20 @@ func runContainer(ctx context.Context, opts []stub.Option) (baseURL string, stop
 	if err != nil {
 		return "", nil, errors.Join(fmt.Errorf("twin container address: %w", err), ctr.Terminate(context.WithoutCancel(ctx)))
 	}
-	return base, func() error { return ctr.Terminate(context.Background()) }, nil
+	return base, removedOnExit(func(ctx context.Context) error { return ctr.Terminate(ctx) }), nil
 }
 
 // runContainers starts n twins; more than one run on one network
 // (container.RunReplicas).
-func runContainers(ctx context.Context, n int, opts []stub.Option) (baseURLs []string, stop func() error, err error) {
+func runContainers(ctx context.Context, n int, tw stub.Config) (baseURLs []string, stop func() error, err error) {
 	if n == 1 {
-		base, stop, err := runContainer(ctx, opts)
+		base, stop, err := runContainer(ctx, tw)
 		if err != nil {
 			return nil, nil, err
 		}
 		return []string{base}, stop, nil
 	}
-	reps, err := container.RunReplicas(ctx, n, container.WithStub(opts...))
+	reps, err := container.RunReplicas(ctx, n, container.WithConfig(tw))
 	if err != nil {
 		if reps != nil {
 			_ = reps.Terminate(context.WithoutCancel(ctx))
@@ -56,7 +75,7 @@ func runContainers(ctx context.Context, n int, opts []stub.Option) (baseURLs []s
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("twin container addresses: %w", err), reps.Terminate(context.WithoutCancel(ctx)))
 	}
-	return bases, func() error { return reps.Terminate(context.Background()) }, nil
+	return bases, removedOnExit(reps.Terminate), nil
 }
 
 // LogContainersTo sends testcontainers' log lines (connecting to Docker,

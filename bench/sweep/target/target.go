@@ -31,30 +31,29 @@ func (t *Target) Close() error {
 }
 
 // Open starts what cfg names: a live server when cfg.Target.Endpoint is set;
-// else the twin, in a container when cfg.Twin.Placement is container,
-// in-process when it is inprocess, and when it is empty in a container if a
-// Docker daemon answers and in-process otherwise, with a note in every
-// receipt saying why. opts are twin options applied after the ones cfg
-// states (ignored for a live server).
-func Open(ctx context.Context, cfg config.Config, opts ...stub.Option) (*Target, error) {
-	return open(ctx, cfg, dockerAvailable, opts...)
+// else the twin (TwinConfig), in a container when cfg.Twin.Placement is
+// container, in-process when it is inprocess, and when it is empty in a
+// container if a Docker daemon answers and in-process otherwise, with a
+// note in every receipt saying why.
+func Open(ctx context.Context, cfg config.Config) (*Target, error) {
+	return open(ctx, cfg, dockerAvailable)
 }
 
 // open is Open with the Docker check given (tests fake a missing daemon).
-func open(ctx context.Context, cfg config.Config, docker func(context.Context) error, opts ...stub.Option) (*Target, error) {
+func open(ctx context.Context, cfg config.Config, docker func(context.Context) error) (*Target, error) {
 	if cfg.Target.Endpoint != "" {
 		return Live(cfg.Target), nil
 	}
-	twin, err := TwinOptions(cfg)
+	twin, err := TwinConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	twin = append(twin, opts...)
+	n := cfg.Twin.Replicas
 	switch cfg.Twin.Placement {
 	case receipts.TargetContainer:
-		return Container(ctx, cfg.Twin, twin...)
+		return Container(ctx, n, twin)
 	case receipts.TargetInProcess:
-		return InProcessReplicas(cfg.Twin.Replicas, twin...)
+		return InProcessReplicas(n, twin)
 	case "":
 	default:
 		return nil, fmt.Errorf("twin placement %q: want container or inprocess", cfg.Twin.Placement)
@@ -64,13 +63,13 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 	// runs in-process and the receipt says so.
 	why := docker(ctx)
 	if why == nil {
-		t, err := Container(ctx, cfg.Twin, twin...)
+		t, err := Container(ctx, n, twin)
 		if err == nil {
 			return t, nil
 		}
 		why = err
 	}
-	t, err := InProcessReplicas(cfg.Twin.Replicas, twin...)
+	t, err := InProcessReplicas(n, twin)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +88,9 @@ func Live(t config.Target) *Target {
 	}}
 }
 
-// InProcess serves the twin in this process on a loopback port.
-func InProcess(opts ...stub.Option) (*Target, error) {
-	rs, err := stub.Start(opts...)
+// InProcess serves the twin of tw in this process on a loopback port.
+func InProcess(tw stub.Config) (*Target, error) {
+	rs, err := stub.Start(tw)
 	if err != nil {
 		return nil, fmt.Errorf("start in-process twin: %w", err)
 	}
@@ -105,17 +104,17 @@ func InProcess(opts ...stub.Option) (*Target, error) {
 	}, nil
 }
 
-// InProcessReplicas serves n twins (1 when n < 1) in this process, each on
-// a loopback port of its own with its own engine and caches: the endpoint's
-// Replicas are the second and later ones.
-func InProcessReplicas(n int, opts ...stub.Option) (*Target, error) {
-	t, err := InProcess(opts...)
+// InProcessReplicas serves n twins of tw (1 when n < 1) in this process,
+// each on a loopback port of its own with its own engine and caches: the
+// endpoint's Replicas are the second and later ones.
+func InProcessReplicas(n int, tw stub.Config) (*Target, error) {
+	t, err := InProcess(tw)
 	if err != nil || n <= 1 {
 		return t, err
 	}
 	closers := []func() error{t.close}
 	for i := 1; i < n; i++ {
-		rs, err := stub.Start(opts...)
+		rs, err := stub.Start(tw)
 		if err != nil {
 			for _, c := range closers {
 				_ = c()
@@ -140,68 +139,57 @@ func closeAll(closers []func() error) func() error {
 	}
 }
 
-// Container runs the twin in a container built on the spot (see
-// stub/container); tw.Replicas > 1 runs that many on one network, each
-// an endpoint. tw names the profile and time scale for the receipt; opts
-// configure the twin.
-func Container(ctx context.Context, tw config.Twin, opts ...stub.Option) (*Target, error) {
-	bases, stop, err := runContainers(ctx, max(tw.Replicas, 1), opts)
+// Container runs n twins of tw (1 when n < 1) in containers built on the
+// spot (see stub/container); more than one run on one network, each an
+// endpoint.
+func Container(ctx context.Context, n int, tw stub.Config) (*Target, error) {
+	tw, err := tw.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("start twin container: %w", err)
+	}
+	bases, stop, err := runContainers(ctx, max(n, 1), tw)
 	if err != nil {
 		return nil, err
 	}
-	base := bases[0]
-	profile := tw.Profile
-	if profile == "" {
-		profile = stub.ProfileFast().Name
-	}
 	return &Target{
 		Endpoint: bench.Endpoint{
-			BaseURL:  base,
+			BaseURL:  bases[0],
 			Replicas: bases[1:],
 			// Model: empty, the first model the twin lists.
-			Target: receipts.Target{Kind: receipts.TargetContainer, Profile: profile, TimeScale: tw.TimeScale},
+			Target: receipts.Target{Kind: receipts.TargetContainer, Profile: tw.Profile.Name, TimeScale: tw.TimeScale},
 		},
 		close: stop,
 	}, nil
 }
 
-// TwinOptions are the twin settings cfg states, as twin options: profile,
-// time scale, served model name, slowdown, faults (parsed here, with
-// stub.ParseFault; an error names the variable) and dev mode, which cold
-// arms need to reset the caches.
-func TwinOptions(cfg config.Config) ([]stub.Option, error) {
+// TwinConfig is the twin cfg states: profile, time scale, served model
+// name, slowdown, faults (parsed here, with stub.ParseFault; an error names
+// the variable) and dev mode, which cold arms need to reset the caches.
+// It is the one place a run's configuration becomes the twin's.
+func TwinConfig(cfg config.Config) (stub.Config, error) {
 	tw := cfg.Twin
-	var opts []stub.Option
-	if tw.Profile != "" {
-		if _, err := stub.ProfileByName(tw.Profile); err != nil {
-			return nil, fmt.Errorf("bad configuration: %s=%q: %w", config.EnvStubProfile, tw.Profile, err)
-		}
-		opts = append(opts, stub.WithProfileName(tw.Profile))
-	}
-	if tw.TimeScale > 0 && tw.TimeScale != 1 {
-		opts = append(opts, stub.WithTimeScale(tw.TimeScale))
-	}
-	if m := cfg.Target.Model; m != "" {
-		opts = append(opts, stub.WithModel(m))
-	}
-	if tw.Slowdown > 0 && tw.Slowdown != 1 {
-		opts = append(opts, stub.WithSlowdown(tw.Slowdown))
-	}
-	var faults []stub.Fault
+	twin := stub.Config{Model: cfg.Target.Model, TimeScale: tw.TimeScale, Slowdown: tw.Slowdown, DevMode: true}
 	var errs []error
+	if tw.Profile != "" {
+		p, err := stub.ProfileByName(tw.Profile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", config.EnvStubProfile, tw.Profile, err))
+		}
+		twin.Profile = p
+	}
 	for _, spec := range tw.Faults {
 		f, err := stub.ParseFault(spec)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", config.EnvStubFaults, err))
 			continue
 		}
-		faults = append(faults, f)
+		twin.Faults = append(twin.Faults, f)
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("bad configuration: %w", errors.Join(errs...))
+	if err := errors.Join(errs...); err != nil {
+		return stub.Config{}, fmt.Errorf("bad configuration: %w", err)
 	}
-	if len(faults) > 0 {
-		opts = append(opts, stub.WithFaults(faults...))
+	if _, err := twin.Resolve(); err != nil {
+		return stub.Config{}, fmt.Errorf("bad configuration: twin: %w", err)
 	}
-	return append(opts, stub.WithDevMode(true)), nil
+	return twin, nil
 }

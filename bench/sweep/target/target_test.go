@@ -13,28 +13,35 @@ import (
 	"github.com/vetbench/vetbench/stub"
 )
 
-func TestTwinOptions(t *testing.T) {
+func TestTwinConfig(t *testing.T) {
 	cfg := config.Default()
-	opts, err := TwinOptions(cfg)
+	tw, err := TwinConfig(cfg)
 	require.NoError(t, err)
-	require.Len(t, opts, 1, "dev mode only")
+	require.Equal(t, stub.Config{TimeScale: 1, Slowdown: 1, DevMode: true}, tw, "defaults, dev mode on")
 
 	cfg.Twin = config.Twin{Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}}
 	cfg.Target.Model = "m"
-	opts, err = TwinOptions(cfg)
+	tw, err = TwinConfig(cfg)
 	require.NoError(t, err)
-	require.Len(t, opts, 6)
-	s, err := stub.New(opts...)
+	require.Equal(t, stub.ProfileH100Name, tw.Profile.Name)
+	require.Equal(t, 10.0, tw.TimeScale)
+	require.Equal(t, 1.2, tw.Slowdown)
+	require.Equal(t, "m", tw.Model)
+	require.Len(t, tw.Faults, 2)
+	s, err := stub.New(tw)
 	require.NoError(t, err)
+	require.Equal(t, 10.0, s.TimeScale())
 	require.NoError(t, s.Close())
 
-	cfg.Twin = config.Twin{Profile: "a100", Faults: []string{"boom", "http500:every=x"}}
-	_, err = TwinOptions(config.Config{Twin: config.Twin{Faults: []string{"boom", "http500:every=3"}}})
+	_, err = TwinConfig(config.Config{Twin: config.Twin{Faults: []string{"boom", "http500:every=3"}}})
 	require.ErrorContains(t, err, `VETBENCH_STUB_FAULTS: fault "boom": `)
 	require.ErrorContains(t, err, `unknown kind "boom"`)
 	require.NotContains(t, err.Error(), "every=3", "only the bad spec is named")
-	_, err = TwinOptions(cfg)
+	cfg.Twin = config.Twin{Profile: "a100", Faults: []string{"boom", "http500:every=x"}}
+	_, err = TwinConfig(cfg)
 	require.ErrorContains(t, err, `VETBENCH_STUB_PROFILE="a100"`)
+	_, err = TwinConfig(config.Config{Twin: config.Twin{TimeScale: -1}})
+	require.ErrorContains(t, err, "time scale -1")
 }
 
 func TestLive(t *testing.T) {
@@ -61,13 +68,14 @@ func health(t *testing.T, base string) {
 func TestInProcess(t *testing.T) {
 	cfg := config.Default()
 	cfg.Twin = config.Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1}
-	tg, err := Open(t.Context(), cfg, stub.WithModel("other"))
+	cfg.Target.Model = "other"
+	tg, err := Open(t.Context(), cfg)
 	require.NoError(t, err)
 	ep := tg.Endpoint
 	require.Equal(t, receipts.TargetInProcess, ep.Target.Kind)
 	require.Equal(t, "h100-gemma4-31b", ep.Target.Profile)
 	require.Equal(t, 10.0, ep.Target.TimeScale)
-	require.Equal(t, "other", ep.Model, "caller options come after the configured ones")
+	require.Equal(t, "other", ep.Model, "the configured model name is served")
 	require.Empty(t, ep.Notes)
 	health(t, ep.BaseURL)
 	require.NoError(t, tg.Close())
