@@ -77,6 +77,10 @@ type metrics struct {
 
 	running, waiting, kvUsage float64
 
+	// missedSteps and lagSeconds are the twin's own deadline counters
+	// (deadlines).
+	missedSteps, lagSeconds float64
+
 	prefixQueries, prefixHits float64
 	mmQueries, mmHits         float64
 	preemptions               float64
@@ -314,6 +318,13 @@ func (m *metrics) write(w io.Writer) error {
 		family(&b, f.name, f.help, "histogram", series)
 		family(&b, f.name+"_created", f.help, "gauge", []sample{{f.name + "_created", base, m.created}})
 	}
+	// The twin's own series (never a vllm: name): engine steps whose
+	// completion ran later than their model-clock deadline by more than
+	// the slack, and by how much in all (model seconds).
+	counter("vetbench_twin_deadline_missed_steps", "Twin only: engine steps completed later than their model-clock deadline (the machine could not keep the modelled time).",
+		one("vetbench_twin_deadline_missed_steps_total", m.missedSteps))
+	counter("vetbench_twin_deadline_lag_seconds", "Twin only: model seconds by which late engine steps missed their deadline, summed.",
+		one("vetbench_twin_deadline_lag_seconds_total", m.lagSeconds))
 	info := labels{"engine": eng}
 	for k, v := range m.cache {
 		info[k] = v

@@ -1,4 +1,4 @@
-// Package matrix measures the speed test matrix: for each context length a
+// Package grid measures the speed test matrix: for each context length a
 // prefill row (prompt tokens ÷ time to first token of a cold request) and,
 // for each concurrency C, a cell of fixed-duration sustained decode.
 //
@@ -59,6 +59,18 @@ type Options struct {
 	ScrapeInterval, Hold, DrainTimeout, Pause time.Duration
 	// NoPrefill leaves out the prefill rows.
 	NoPrefill bool
+	// Budget, when > 0, is the time the whole matrix may take: each cell
+	// gets an equal share, its warm-up what the share leaves after the
+	// window and the pause, and once the budget is spent the cells left
+	// are Skipped. A budget too small for the windows is refused up front.
+	Budget time.Duration
+	// CalibrationTokens is the prompt length at which characters per
+	// token are measured, once per run (default 8192, the peer's
+	// --calibration-context 8k; less when no row is that long).
+	CalibrationTokens int
+
+	// cellWarmup is the warm-up a cell may take within the budget.
+	cellWarmup time.Duration
 }
 
 // How a cell's context length is reached: estimated from a calibrated
@@ -88,6 +100,9 @@ func (o Options) withDefaults() Options {
 	if o.Targeting == "" {
 		o.Targeting = TargetingEstimate
 	}
+	if o.CalibrationTokens <= 0 {
+		o.CalibrationTokens = 8192
+	}
 	return o
 }
 
@@ -101,6 +116,9 @@ func (o Options) validate() error {
 	}
 	if o.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("duration %s: want > 0", o.Duration))
+	}
+	if o.Budget < 0 {
+		errs = append(errs, fmt.Errorf("budget %s: want >= 0 (0: none)", o.Budget))
 	}
 	if o.OutputTokens < 2 {
 		errs = append(errs, fmt.Errorf("output tokens %d: want at least 2", o.OutputTokens))
@@ -125,13 +143,21 @@ type Runner struct {
 	MaxModelLen, KVTokens int
 	// Log, when set, gets one line per prefill row and cell as it ends.
 	Log io.Writer
+	// TimeScale > 1 is a twin that runs that many times faster than real
+	// time (from the endpoint's target): every wait and every timestamp
+	// of the run is on the twin's model clock, so the options are model
+	// time and so is every figure.
+	TimeScale float64
 
 	client *stream.Client
 	hc     *http.Client
 	auth   func(*http.Request)
-	now    func() time.Time
-	// cpt is the characters per token the first estimate calibration found.
-	cpt float64
+	wall   func() time.Time
+	epoch  time.Time
+	// cal holds the calibration per targeting mode, chars the document
+	// length found per (mode, context): nothing is calibrated twice.
+	cal   map[string]calibration
+	chars map[calKey]int
 	// stall and serverFlags are the options' (WithStallTimeout,
 	// WithServerFlags).
 	stall       time.Duration
@@ -182,7 +208,8 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	if err := info.Check(model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", ep.Target.Kind, err)
 	}
-	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), hc: hc, auth: auth, now: time.Now, stall: o.stall,
+	r := &Runner{Endpoint: ep, Model: model, RunID: newRunID(), hc: hc, auth: auth, wall: time.Now, epoch: time.Now(), stall: o.stall,
+		TimeScale: ep.Target.TimeScale, cal: map[string]calibration{}, chars: map[calKey]int{},
 		Notes: append(append([]string(nil), ep.Notes...), info.Notes...)}
 	pins := receipts.Pins{Model: model}
 	info.Pin(&pins)
@@ -204,7 +231,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
 	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
-		stream.WithStallTimeout(r.stall))
+		stream.WithStallTimeout(r.stall), stream.WithClock(r.now))
 	return r, nil
 }
 
@@ -227,7 +254,7 @@ func (r *Runner) Run(ctx context.Context, o Options) (*matrix.Matrix, error) {
 		return nil, err
 	}
 	m := &matrix.Matrix{
-		Schema: matrix.Schema, Source: matrix.SourceVetbench, RunID: r.RunID, Started: r.now().UTC(),
+		Schema: matrix.Schema, Source: matrix.SourceVetbench, RunID: r.RunID, Started: r.wall().UTC(),
 		Target: r.Endpoint.Receipt(), Identity: r.Identity,
 		DurationSeconds: o.Duration.Seconds(), MaxOutputTokens: o.OutputTokens,
 		Prefill: []matrix.Prefill{}, Cells: []matrix.Cell{},
@@ -235,8 +262,11 @@ func (r *Runner) Run(ctx context.Context, o Options) (*matrix.Matrix, error) {
 	}
 	m.Description = fmt.Sprintf("vetbench %s on %s: sustained decode %s per cell, max_tokens %d, ignore_eos",
 		bench.HarnessVersion, m.Identity.Model, o.Duration, o.OutputTokens)
+	if s := r.TimeScale; s > 1 {
+		m.Description += fmt.Sprintf("; twin at ×%g time scale, every figure in model time", s)
+	}
 	err := r.run(ctx, o, m)
-	m.Finished = r.now().UTC()
+	m.Finished = r.wall().UTC()
 	m.Sort()
 	m.Identity.Digest = m.IdentityDigest()
 	if err != nil {
@@ -254,24 +284,27 @@ func (r *Runner) Run(ctx context.Context, o Options) (*matrix.Matrix, error) {
 }
 
 func (r *Runner) run(ctx context.Context, o Options, m *matrix.Matrix) error {
-	for _, want := range o.Contexts {
-		row, err := r.row(ctx, o, want)
-		if row != nil {
-			m.Warnings = append(m.Warnings, row.Warnings...)
-		}
+	plan, err := r.Plan(o)
+	if err != nil {
+		return err
+	}
+	m.Warnings = append(m.Warnings, plan.Notice...)
+	if len(plan.Rows) == 0 {
+		return nil // no context fits (the notice says so)
+	}
+	o.cellWarmup = plan.CellWarmup
+	o.CalibrationTokens = min(o.CalibrationTokens, slices.MaxFunc(plan.Rows, func(a, b PlanRow) int { return a.Tokens - b.Tokens }).Tokens)
+	spent := r.budget(o)
+	for _, pr := range plan.Rows {
+		row, err := r.row(ctx, o, pr.Asked[0])
 		if err != nil {
 			return err
 		}
-		if row.chars == 0 {
-			continue // does not fit at all (a warning says so)
-		}
-		if slices.ContainsFunc(m.Cells, func(c matrix.Cell) bool { return c.Context == row.Label }) ||
-			slices.ContainsFunc(m.Prefill, func(p matrix.Prefill) bool { return p.Context == row.Label }) {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("context %s is %s again after trimming: measured once", matrix.ContextLabel(want), row.Label))
-			continue
-		}
 		if !o.NoPrefill {
-			p := row.Prefill(ctx)
+			p := matrix.Prefill{Context: row.Label, ContextTokens: row.Tokens, Requests: 1, Status: matrix.Skipped, Reason: spent(0)}
+			if p.Reason == "" {
+				p = row.Prefill(ctx)
+			}
 			m.Prefill = append(m.Prefill, p)
 			r.logf("prefill %s: %s", row.Label, prefillLine(p))
 			if ctx.Err() != nil {
@@ -279,20 +312,41 @@ func (r *Runner) run(ctx context.Context, o Options, m *matrix.Matrix) error {
 			}
 		}
 		for _, c := range o.Levels {
-			cell := row.Cell(ctx, c)
+			var cell matrix.Cell
+			if why := spent(o.Duration + o.Pause); why != "" {
+				cell = matrix.Cell{Context: row.Label, ContextTokens: row.Tokens, Concurrency: c, Status: matrix.Skipped, Reason: why}
+			} else {
+				cell = row.Cell(ctx, c)
+			}
 			m.Cells = append(m.Cells, cell)
 			r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			if cell.Status != matrix.Skipped {
-				if err := sleep(ctx, o.Pause); err != nil {
+				if err := r.sleep(ctx, o.Pause); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// budget returns a check of the run's budget: "" while need more time
+// still fits, else why the next prefill or cell is skipped.
+func (r *Runner) budget(o Options) func(need time.Duration) string {
+	start := r.now()
+	return func(need time.Duration) string {
+		if o.Budget <= 0 {
+			return ""
+		}
+		used := r.now().Sub(start)
+		if used+need <= o.Budget {
+			return ""
+		}
+		return fmt.Sprintf("the matrix's budget of %s is spent (%s used)", o.Budget, used.Round(time.Second))
+	}
 }
 
 // Row is one context length of a matrix, its prompt calibrated: measure
@@ -311,10 +365,10 @@ type Row struct {
 }
 
 // Row prepares context (in tokens) for o: trims it to fit, and finds how
-// many characters of document make a prompt that long — by one
-// calibration (the first row; later rows reuse its characters per token)
-// or, for exact targeting, by /tokenize for every row. It returns nil and
-// no error for a context that cannot fit at all.
+// many characters of document make a prompt that long — from the run's
+// one calibration (the first row's; see promptChars), checked by
+// /tokenize for exact targeting. It returns nil and no error for a
+// context that cannot fit at all.
 func (r *Runner) Row(ctx context.Context, o Options, context int) (*Row, error) {
 	o = o.withDefaults()
 	probe := o
@@ -322,6 +376,7 @@ func (r *Runner) Row(ctx context.Context, o Options, context int) (*Row, error) 
 	if err := probe.validate(); err != nil {
 		return nil, err
 	}
+	o.CalibrationTokens = min(o.CalibrationTokens, max(context, 1))
 	row, err := r.row(ctx, o, context)
 	if row != nil && row.chars == 0 {
 		return nil, err
@@ -331,27 +386,17 @@ func (r *Runner) Row(ctx context.Context, o Options, context int) (*Row, error) 
 
 func (r *Runner) row(ctx context.Context, o Options, want int) (*Row, error) {
 	row := &Row{Asked: want, Tokens: want, r: r, o: o}
-	if r.MaxModelLen > 0 {
-		if fits := r.MaxModelLen - o.OutputTokens - 64; want > fits {
-			row.Tokens = fits
-			row.Warnings = append(row.Warnings, fmt.Sprintf("context %s trimmed to %d tokens (%s) to fit max_model_len %d − output %d − 64",
-				matrix.ContextLabel(want), fits, matrix.ContextLabel(fits), r.MaxModelLen, o.OutputTokens))
-		}
+	if tokens, fits := r.fit(want, o.OutputTokens); !fits {
+		row.Tokens = tokens
+		row.Warnings = append(row.Warnings, fmt.Sprintf("context %s trimmed to %d tokens (%s) to fit max_model_len %d − output %d − 64",
+			matrix.ContextLabel(want), tokens, matrix.ContextLabel(tokens), r.MaxModelLen, o.OutputTokens))
 	}
 	if row.Tokens < 1 {
 		row.Warnings = append(row.Warnings, fmt.Sprintf("context %s does not fit at all: skipped", matrix.ContextLabel(want)))
 		return row, nil
 	}
 	row.Label = matrix.ContextLabel(row.Tokens)
-	if o.Targeting == TargetingEstimate && r.cpt > 0 {
-		row.chars = int(float64(row.Tokens) * r.cpt)
-		return row, nil
-	}
-	count, tol := usageCounter(r.client, r.Model), max(row.Tokens/20, 1) // estimate: within 5 %
-	if o.Targeting == TargetingExact {
-		count, tol = tokenizeCounter(r.hc, r.Endpoint.BaseURL, r.Model, r.auth), max(64, row.Tokens/200)
-	}
-	chars, got, err := fit(ctx, count, r.tag("cal", row.Tokens, 0), row.Tokens, tol, 6)
+	chars, err := r.promptChars(ctx, o, row.Tokens)
 	if err != nil {
 		if ctx.Err() != nil {
 			return row, ctx.Err()
@@ -359,9 +404,6 @@ func (r *Runner) row(ctx context.Context, o Options, want int) (*Row, error) {
 		return row, fmt.Errorf("context %s: calibrate the prompt: %w", row.Label, err)
 	}
 	row.chars = chars
-	if o.Targeting == TargetingEstimate {
-		r.cpt = float64(chars) / float64(got)
-	}
 	return row, nil
 }
 
@@ -421,7 +463,7 @@ func (r *Runner) drain(ctx context.Context, o Options) error {
 		if !r.now().Before(deadline) {
 			return fmt.Errorf("the server did not drain within %s (%s running, %s waiting)", o.DrainTimeout, num(g.Running), num(g.Waiting))
 		}
-		if err := sleep(ctx, min(o.ScrapeInterval, 100*time.Millisecond)); err != nil {
+		if err := r.sleep(ctx, min(o.ScrapeInterval, 100*time.Millisecond)); err != nil {
 			return err
 		}
 	}
@@ -505,7 +547,7 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 
 	cellCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	w := &workers{c: c, has: map[int]bool{}}
+	w := &workers{c: c, has: map[int]bool{}, detect: o.LoopDetection}
 	var wg sync.WaitGroup
 	for i := range c {
 		wg.Add(1)
@@ -521,29 +563,7 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 	}
 
 	// Warm-up: until ready, or the timeout (measured anyway, flagged).
-	timeout := o.ReadyTimeout
-	if timeout <= 0 {
-		timeout = ReadyTimeout(tokens)
-	}
-	ready := Readiness{C: c, Hold: o.Hold}
-	deadline := r.now().Add(timeout)
-	notReady := ""
-	var g Gauges
-	for {
-		g = r.gauges(cellCtx)
-		ok, why := ready.Observe(g, w.streaming())
-		if ok {
-			break
-		}
-		if cellCtx.Err() != nil {
-			break
-		}
-		if !r.now().Before(deadline) {
-			notReady = fmt.Sprintf("%s after %s", why, timeout)
-			break
-		}
-		_ = sleep(cellCtx, o.ScrapeInterval)
-	}
+	g, notReady := r.warmUp(cellCtx, row, c, w)
 	if cause := context.Cause(cellCtx); cause != nil {
 		stop()
 		return r.finish(ctx, cell, w, time.Time{}, time.Time{}, nil, notReady, o)
@@ -558,7 +578,7 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 		if left <= 0 {
 			break
 		}
-		_ = sleep(cellCtx, min(o.ScrapeInterval, left))
+		_ = r.sleep(cellCtx, min(o.ScrapeInterval, left))
 		if cellCtx.Err() != nil {
 			break
 		}
@@ -570,6 +590,33 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 }
 
 var errWindowClosed = errors.New("the window closed")
+
+// warmUp waits until the cell at c is ready, or its warm-up timeout (by
+// context, or what the budget leaves it) has passed: then notReady says
+// what was missing. g is the last reading.
+func (r *Runner) warmUp(ctx context.Context, row *Row, c int, w *workers) (g Gauges, notReady string) {
+	o := row.o
+	timeout := o.ReadyTimeout
+	if timeout <= 0 {
+		timeout = ReadyTimeout(row.Tokens)
+	}
+	if o.cellWarmup > 0 {
+		timeout = min(timeout, o.cellWarmup)
+	}
+	ready := Readiness{C: c, Hold: o.Hold}
+	deadline := r.now().Add(timeout)
+	for {
+		g = r.gauges(ctx)
+		ok, why := ready.Observe(g, w.streaming())
+		if ok || ctx.Err() != nil {
+			return g, ""
+		}
+		if !r.now().Before(deadline) {
+			return g, fmt.Sprintf("%s after %s", why, timeout)
+		}
+		_ = r.sleep(ctx, o.ScrapeInterval)
+	}
+}
 
 // finish classifies the cell and fills its figures.
 func (r *Runner) finish(ctx context.Context, cell matrix.Cell, w *workers, start, end time.Time, readings []Gauges, notReady string, o Options) matrix.Cell {
@@ -683,6 +730,11 @@ type workers struct {
 	has     map[int]bool // workers whose streams have had tokens
 	looped  error
 	failed  []string
+	// detect: loop detection is on; repeats confirms a loop across the
+	// cell's requests (all of one prompt) that each end in a tail too
+	// short to confirm alone.
+	detect  bool
+	repeats loop.Repeats
 }
 
 func (w *workers) loop(ctx context.Context, cancel context.CancelCauseFunc, r *Runner, i int, text string, o Options) {
@@ -702,8 +754,13 @@ func (w *workers) loop(ctx context.Context, cancel context.CancelCauseFunc, r *R
 		w.mu.Lock()
 		w.results = append(w.results, res)
 		var le *loop.Error
+		if w.detect && !errors.As(res.Err, &le) {
+			// The tail after the last 256-character check, and what
+			// earlier requests of the prompt suspected.
+			_ = errors.As(w.repeats.Close(&pair), &le)
+		}
 		switch {
-		case errors.As(res.Err, &le):
+		case le != nil:
 			if w.looped == nil {
 				w.looped = le
 			}

@@ -149,6 +149,31 @@ func TestLoopedCellIsCancelled(t *testing.T) {
 	require.NotEqual(t, matrix.Looped, m.Cell("1000", 2).Status)
 }
 
+// At -output 256 a looping request carries 1,024 characters: too few for
+// the peer's per-request confirmation (4,096), so a cell of them was
+// Valid. The cell's requests, all of one prompt, end in the same cycle:
+// confirmed across them.
+func TestLoopAtOutput256IsCaught(t *testing.T) {
+	t.Parallel()
+	srv := start(t, tokenstest.Config{Loop: func(q tokenstest.Request) bool { return q.MaxTokens > 1 }, TokenDelay: 100 * time.Microsecond})
+	o := quick([]int{1000}, []int{1, 4})
+	o.NoPrefill, o.OutputTokens, o.Duration = true, 256, time.Minute
+	m, err := runner(t, srv).Run(t.Context(), o)
+	require.NoError(t, err)
+	for _, c := range m.Cells {
+		require.Equal(t, matrix.Looped, c.Status, "c=%d: %s", c.Concurrency, c.Reason)
+		require.Contains(t, c.Reason, "loop detected in content: the same 4-character cycle ends 4 requests of one prompt")
+	}
+
+	// Positive control: text that does not loop, at the same length.
+	o.Duration = 300 * time.Millisecond
+	m, err = runner(t, start(t, tokenstest.Config{TokenDelay: 100 * time.Microsecond})).Run(t.Context(), o)
+	require.NoError(t, err)
+	for _, c := range m.Cells {
+		require.NotEqual(t, matrix.Looped, c.Status, "c=%d: %s", c.Concurrency, c.Reason)
+	}
+}
+
 func TestFailedCells(t *testing.T) {
 	t.Parallel()
 	cases := map[string]tokenstest.Config{
@@ -217,7 +242,7 @@ func TestContextsTrimmedToMaxModelLen(t *testing.T) {
 	require.Equal(t, []string{"1000", "2K"}, m.Contexts(), "8K trimmed to 3000 − 500 − 64 = 2436 tokens")
 	require.Equal(t, 2436, m.Cell("2K", 1).ContextTokens)
 	require.Equal(t, matrix.Valid, m.Cell("2K", 1).Status, m.Cell("2K", 1).Reason)
-	require.Contains(t, strings.Join(m.Warnings, "\n"), "context 8K trimmed to 2436 tokens (2K)")
+	require.Contains(t, strings.Join(m.Warnings, "\n"), "context 8K is over max_model_len 3000 − output 500 − 64 = 2436 tokens and trimmed to it: 8K → 2K (2436 tokens); the grid that will run is 1000,2K × c=1 (2 cells)")
 }
 
 func TestExactTargetingWithTokenize(t *testing.T) {
@@ -296,7 +321,7 @@ func TestContextsThatDoNotFit(t *testing.T) {
 	m, err := runner(t, srv).Run(t.Context(), o)
 	require.NoError(t, err)
 	require.Empty(t, m.Cells)
-	require.Contains(t, strings.Join(m.Warnings, "\n"), "context 8K does not fit at all")
+	require.Contains(t, strings.Join(m.Warnings, "\n"), "context 8K does not fit max_model_len 600 with output 600: left out")
 
 	// Two contexts trimmed to the same length are measured once.
 	srv2 := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, MaxModelLen: 2000})
@@ -305,5 +330,5 @@ func TestContextsThatDoNotFit(t *testing.T) {
 	m, err = runner(t, srv2).Run(t.Context(), o)
 	require.NoError(t, err)
 	require.Len(t, m.Cells, 1)
-	require.Contains(t, strings.Join(m.Warnings, "\n"), "measured once")
+	require.Contains(t, strings.Join(m.Warnings, "\n"), "8K,16K → 1K (1436 tokens); the grid that will run is 1K × c=1 (1 cell)", "measured once")
 }

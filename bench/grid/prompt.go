@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -59,11 +60,13 @@ func prompt(tag string, chars int) string {
 type counter func(ctx context.Context, text string) (int, error)
 
 // fit finds how many document characters make a prompt of target tokens,
-// within tol: proportional steps from 4 characters per token, at most
-// tries counts. It returns the characters and the count they gave.
-func fit(ctx context.Context, count counter, tag string, target, tol, tries int) (chars, got int, err error) {
-	chars = max(target*4, 1)
+// within tol: proportional steps from chars, at most tries counts. It
+// returns the characters and the count they gave.
+func fit(ctx context.Context, count counter, tag string, chars, target, tol, tries int) (int, int, error) {
+	chars = max(chars, 1)
+	got := 0
 	for range tries {
+		var err error
 		got, err = count(ctx, prompt(tag, chars))
 		if err != nil {
 			return 0, 0, err
@@ -81,6 +84,70 @@ func fit(ctx context.Context, count counter, tag string, target, tol, tries int)
 		chars = max(next, 1)
 	}
 	return chars, got, fmt.Errorf("no prompt within %d tokens of %d after %d tries (last: %d tokens)", tol, target, tries, got)
+}
+
+// calibration is how the server counts a prompt: the tokens of a prompt
+// with no document (tag, frame, question, chat template) and the
+// document's characters per token, measured on one chunk.
+type calibration struct {
+	overhead int
+	cpt      float64
+}
+
+// charsFor is the document length of a prompt of tokens: the padding is a
+// cycle of plain sentences, so its count grows in proportion.
+func (c calibration) charsFor(tokens int) int {
+	return max(1, int(math.Round(float64(tokens-c.overhead)*c.cpt)))
+}
+
+type calKey struct {
+	targeting string
+	tokens    int
+}
+
+// promptChars is how many document characters make a prompt of tokens:
+// remembered per context; else from the run's calibration, which costs
+// two counts once (a bare prompt and one chunk of CalibrationTokens), so a
+// 1M-token context is never counted by search. Exact targeting then
+// checks the full prompt with /tokenize and corrects it (once, usually).
+func (r *Runner) promptChars(ctx context.Context, o Options, tokens int) (int, error) {
+	key := calKey{o.Targeting, tokens}
+	if c, ok := r.chars[key]; ok {
+		return c, nil
+	}
+	count := usageCounter(r.client, r.Model)
+	if o.Targeting == TargetingExact {
+		count = tokenizeCounter(r.hc, r.Endpoint.BaseURL, r.Model, r.auth)
+	}
+	cal, ok := r.cal[o.Targeting]
+	if !ok {
+		chunk := min(o.CalibrationTokens, tokens)
+		tag := r.tag("cal", chunk, 0)
+		bare, err := count(ctx, prompt(tag, 0))
+		if err != nil {
+			return 0, err
+		}
+		doc := chunk * 4
+		got, err := count(ctx, prompt(tag, doc))
+		if err != nil {
+			return 0, err
+		}
+		if got <= bare {
+			return 0, fmt.Errorf("the server counts %d tokens with %d characters of document and %d without", got, doc, bare)
+		}
+		cal = calibration{overhead: bare, cpt: float64(doc) / float64(got-bare)}
+		r.cal[o.Targeting] = cal
+	}
+	chars := cal.charsFor(tokens)
+	if o.Targeting == TargetingExact {
+		var err error
+		chars, _, err = fit(ctx, count, r.tag("cal", tokens, 0), chars, tokens, max(64, tokens/200), 4)
+		if err != nil {
+			return 0, err
+		}
+	}
+	r.chars[key] = chars
+	return chars, nil
 }
 
 func abs(x int) int { return max(x, -x) }

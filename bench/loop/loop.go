@@ -100,6 +100,10 @@ type Error struct {
 	// Channel names the text that looped ("content", "reasoning"), when known.
 	Channel string
 	Finding Finding
+	// Requests > 1: the loop was confirmed across that many requests of
+	// one prompt (see Repeats); Finding is the last one, Cycles and Chars
+	// the totals.
+	Requests, Cycles, Chars int
 }
 
 func (e *Error) Error() string {
@@ -108,6 +112,10 @@ func (e *Error) Error() string {
 		ch = " in " + e.Channel
 	}
 	f := e.Finding
+	if e.Requests > 1 {
+		return fmt.Sprintf("loop detected%s: the same %d-character cycle ends %d requests of one prompt, %d cycles and %d characters in all (each too short to confirm alone; the last: %d cycles from character %d)",
+			ch, f.PeriodChars, e.Requests, e.Cycles, e.Chars, f.CompleteCycles, f.StartChar)
+	}
 	return fmt.Sprintf("loop detected%s: a %d-character cycle repeated %d times (%d characters from character %d)",
 		ch, f.PeriodChars, f.CompleteCycles, f.RepeatedChars, f.StartChar)
 }
@@ -306,4 +314,57 @@ func (p *Pair) Err() error {
 // Close closes both detectors and returns their findings.
 func (p *Pair) Close() (content, reasoning Finding) {
 	return p.Content.Close(), p.Reasoning.Close()
+}
+
+// Repeats confirms a loop across requests that send one prompt, as the
+// streams of a speed-matrix cell do: a request too short to hold
+// ConfirmedChars of a loop (max_tokens 256 carries about 1,000
+// characters) can still end in an exact periodic tail of three cycles or
+// more — Suspected, since the peer's detector resets per request and
+// never confirms it. When Suspected findings with the same cycle
+// (PeriodSHA256) on the same channel add up to ConfirmedCycles cycles and
+// ConfirmedChars characters, the loop is confirmed. Identical outputs that
+// do not loop within themselves never add up: each request must end in
+// the periodic tail on its own. The zero value is ready to use; it is not
+// safe for concurrent use.
+type Repeats struct {
+	seen map[[2]string]*Error
+}
+
+// Add takes a request's closing finding on channel and returns an *Error
+// once the cycle is confirmed (a Confirmed finding is one at once).
+func (r *Repeats) Add(channel string, f Finding) error {
+	switch f.Status {
+	case Clean:
+		return nil
+	case Confirmed:
+		return &Error{Channel: channel, Finding: f, Requests: 1, Cycles: f.CompleteCycles, Chars: f.RepeatedChars}
+	}
+	if r.seen == nil {
+		r.seen = map[[2]string]*Error{}
+	}
+	k := [2]string{channel, f.PeriodSHA256}
+	e := r.seen[k]
+	if e == nil {
+		e = &Error{Channel: channel}
+		r.seen[k] = e
+	}
+	e.Finding = f
+	e.Requests++
+	e.Cycles += f.CompleteCycles
+	e.Chars += f.RepeatedChars
+	if e.Cycles >= ConfirmedCycles && e.Chars >= ConfirmedChars && e.Requests > 1 {
+		return e
+	}
+	return nil
+}
+
+// Close closes both detectors and adds their findings to r: the loop a
+// finished request confirms, alone or with the requests before it.
+func (r *Repeats) Close(p *Pair) error {
+	content, reasoning := p.Close()
+	if err := r.Add("content", content); err != nil {
+		return err
+	}
+	return r.Add("reasoning", reasoning)
 }

@@ -216,3 +216,58 @@ func BenchmarkDetectorClean(b *testing.B) {
 		d.Close()
 	}
 }
+
+// A 256-token request of a looping model is about 1,000 characters: one
+// request alone is only Suspected (the peer's thresholds need 4,096
+// characters), so a cell of such requests is confirmed across them.
+func TestRepeatsConfirmAcrossRequestsOfOnePrompt(t *testing.T) {
+	t.Parallel()
+	short := strings.Repeat("duct", 256) // max_tokens 256, 4 characters a token
+	var one Pair
+	require.NoError(t, one.Write(short, ""))
+	content, _ := one.Close()
+	require.Equal(t, Suspected, content.Status, "one request: suspected, never confirmed")
+
+	var r Repeats
+	for n := 1; n <= 4; n++ {
+		var p Pair
+		require.NoError(t, p.Write("The answer begins. "+short, ""))
+		err := r.Close(&p)
+		if n < 4 {
+			require.NoError(t, err, "request %d: %d characters so far", n, 1024*n)
+			continue
+		}
+		var le *Error
+		require.ErrorAs(t, err, &le)
+		require.Equal(t, 4, le.Requests)
+		require.Equal(t, "content", le.Channel)
+		require.GreaterOrEqual(t, le.Chars, ConfirmedChars)
+		require.Contains(t, err.Error(), "the same 4-character cycle ends 4 requests of one prompt")
+	}
+
+	// Positive controls: identical outputs that do not loop within
+	// themselves, however many, and loops of different cycles or
+	// channels never add up.
+	var same Repeats
+	for range 50 {
+		var p Pair
+		require.NoError(t, p.Write(randomText(3, 1100), ""))
+		require.NoError(t, same.Close(&p))
+	}
+	var mixed Repeats
+	for i, s := range []string{"duct", "tape", "gear", "bolt"} {
+		var p Pair
+		text := strings.Repeat(s, 256)
+		if i%2 == 1 {
+			require.NoError(t, p.Write("", text))
+		} else {
+			require.NoError(t, p.Write(text, ""))
+		}
+		require.NoError(t, mixed.Close(&p))
+	}
+	// A confirmed finding confirms at once.
+	var long Repeats
+	var p Pair
+	require.Error(t, p.Write(strings.Repeat("duct", 1024), ""))
+	require.Error(t, long.Close(&p))
+}

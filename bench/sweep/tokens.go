@@ -119,5 +119,5 @@ func (r *Run) MatrixRunner(ctx context.Context) (*grid.Runner, grid.Options, err
 func MatrixOptions(m config.Matrix) grid.Options {
 	return grid.Options{Contexts: slices.Clone(m.Contexts), Levels: slices.Clone(m.Levels), Duration: m.Duration,
 		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
-		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause}
+		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause, Budget: m.Budget}
 }

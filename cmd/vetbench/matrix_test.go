@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,4 +83,133 @@ func TestMatrixCommandStatuses(t *testing.T) {
 	require.Equal(t, exitNoVerdict, code)
 	require.Contains(t, stderr, `-contexts "8Q"`)
 	require.True(t, strings.HasPrefix(stderr, "vetbench matrix: bad configuration"))
+}
+
+// The trim notice is the first line, before anything is measured, under
+// -quiet too; then what will run and how long it takes.
+func TestMatrixCommandSaysTheTrimFirst(t *testing.T) {
+	t.Parallel()
+	environ, srv := fakeEnv(t, tokenstest.Config{MaxModelLen: 8192})
+	environ = quickMatrix(environ)
+	var first string
+	stderr := &firstLine{seen: func(line string) {
+		first = line
+		require.Empty(t, srv.Requests(), "said before a request is sent")
+	}}
+	code := runTo(t, context.Background(), environ, io.Discard, stderr, "matrix", "-levels", "1", "-output", "4096")
+	require.Equal(t, exitPass, code, stderr.String())
+	require.Equal(t, "vetbench matrix: NOTE: contexts 8K,16K,32K,64K,128K are over max_model_len 8192 − output 4096 − 64 = 4032 tokens and trimmed to it: "+
+		"8K,16K,32K,64K,128K → 3K (4032 tokens); the grid that will run is 3K × c=1 (1 cell)", first)
+	require.Contains(t, stderr.String(), "vetbench matrix: 3K × c=1 (1 cell); estimate 1 cell and 1 prefill row: at least ")
+	require.Equal(t, 1, strings.Count(stderr.String(), "trimmed to it"), "said once, not again at the end")
+
+	_, errText, code := runEnv(t, environ, "matrix", "-levels", "1", "-output", "4096", "-quiet")
+	require.Equal(t, exitPass, code, errText)
+	require.True(t, strings.HasPrefix(errText, "vetbench matrix: NOTE: contexts 8K,16K,32K,64K,128K are over"), errText)
+}
+
+// firstLine records what is written and calls seen with the first line.
+type firstLine struct {
+	strings.Builder
+	seen func(string)
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	if f.Len() == 0 && f.seen != nil {
+		line, _, _ := strings.Cut(string(p), "\n")
+		f.seen(line)
+	}
+	return f.Builder.Write(p)
+}
+
+// runTo is runEnv with its context and writers.
+func runTo(t *testing.T, ctx context.Context, environ map[string]string, stdout, stderr io.Writer, args ...string) int {
+	t.Helper()
+	e := &env{stdout: stdout, stderr: stderr, getenv: func(k string) string { return environ[k] },
+		exec: func(context.Context, []string, io.Writer, io.Writer, string, ...string) error { return os.ErrNotExist }}
+	return vetbench(ctx, e, args)
+}
+
+// A matrix whose every cell failed fails (it exited 0).
+func TestMatrixCommandEveryCellFailed(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{Fail: func(q tokenstest.Request) int {
+		if q.MaxTokens > 1 {
+			return 500
+		}
+		return 0
+	}})
+	stdout, stderr, code := runEnv(t, quickMatrix(environ), "matrix", "-contexts", "1000", "-levels", "1,2", "-output", "100")
+	require.Equal(t, exitFail, code, stderr)
+	require.Contains(t, stdout, "Failed")
+	require.Contains(t, stderr, "vetbench matrix: FAILED: no cell was measured (2 Failed, 0 Skipped of 2)")
+}
+
+// Ctrl-C: 130, and what was measured is written.
+func TestMatrixCommandInterruptedExits130(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{TokenDelay: time.Millisecond})
+	environ = quickMatrix(environ)
+	environ["VETBENCH_MATRIX_READY_TIMEOUT"] = "1m" // a slow machine queues no cell
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &firstLine{}
+	w := writerFunc(func(p []byte) {
+		stderr.Write(p)
+		if strings.Contains(string(p), "1000 c=1: ") {
+			cancel() // Ctrl-C after the first cell
+		}
+	})
+	jsonPath := filepath.Join(t.TempDir(), "m.json")
+	code := runTo(t, ctx, environ, io.Discard, w, "matrix", "-contexts", "1000", "-levels", "1,2,4", "-output", "100000", "-json", jsonPath)
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	require.Contains(t, stderr.String(), "interrupted")
+	m, err := matrix.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NotNil(t, m.Stopped)
+	require.Equal(t, "canceled", m.Stopped.Reason)
+	require.Equal(t, matrix.Valid, m.Cell("1000", 1).Status, "the cell measured before Ctrl-C is kept")
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+// -baseline after a measured run: against an earlier run of the same
+// grid; against the published matrix (none of its cells measured: exit 2).
+func TestMatrixCommandBaseline(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{TokenDelay: time.Millisecond})
+	environ = quickMatrix(environ)
+	environ["VETBENCH_MATRIX_READY_TIMEOUT"] = "1m" // a slow machine queues no cell
+	first := filepath.Join(t.TempDir(), "first.json")
+	args := []string{"matrix", "-contexts", "1000", "-levels", "1,2", "-output", "100000"}
+	_, stderr, code := runEnv(t, environ, append(args, "-json", first)...)
+	require.Equal(t, exitPass, code, stderr)
+	// Figures of two runs on a shared machine may differ by any factor:
+	// only the statuses and the cells are certain.
+	stdout, stderr, code := runEnv(t, environ, append(args, "-baseline", first)...)
+	require.Contains(t, []int{exitPass, exitFail}, code, stderr)
+	require.Regexp(t, `3 cells compared: 0 with a status changed, [0-9]+ with a figure beyond ±15%, 0 missing from the candidate: (SAME|DIFFERENT)`, stdout)
+
+	_, stderr, code = runEnv(t, environ, append(args, "-baseline", publishedDeepSeek, "-baseline-subset")...)
+	require.Equal(t, exitNoVerdict, code, stderr)
+	require.Contains(t, stderr, "the matrices have no cell in common")
+
+	// An unreadable baseline is refused before anything is measured.
+	_, stderr, code = runEnv(t, environ, append(args, "-baseline", mx("baseline-malformed.csv"))...)
+	require.Equal(t, exitNoVerdict, code)
+	require.Equal(t, "vetbench matrix: baseline: testdata/matrix/baseline-malformed.csv:29:24: status: unknown status \"Fast\"\n", stderr)
+}
+
+// The twin at ×10: model-time waits and figures, labelled.
+func TestMatrixCommandTimeScale(t *testing.T) {
+	t.Parallel()
+	environ := map[string]string{"VETBENCH_STUB": "inprocess", "VETBENCH_STUB_TIME_SCALE": "10", "VETBENCH_OUT": filepath.Join(t.TempDir(), "run")}
+	stdout, stderr, code := runEnv(t, environ, "matrix", "-contexts", "1K", "-levels", "1", "-output", "256", "-duration", "3s",
+		"-hold", "300ms", "-pause", "0s", "-scrape-interval", "100ms", "-ready-timeout", "60s")
+	require.Equal(t, exitPass, code, stderr)
+	require.Contains(t, stderr, "vetbench matrix: twin ×10 time scale: every wait (window, hold, timeouts, budget) and every figure is model time")
+	require.Contains(t, stderr, "at least 3.3s (300ms wall at twin ×10)")
+	require.Contains(t, stdout, "twin at ×10 time scale, every figure in model time")
 }

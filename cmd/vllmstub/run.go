@@ -292,6 +292,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.Log = stderr
 	s, err := stub.New(cfg)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -252,9 +253,12 @@ func TestPhysicalProfileFlags(t *testing.T) {
 	require.EqualValues(t, "measured", p.Physical.Hardware.Bandwidth.Source)
 	require.EqualValues(t, "fp8", p.Physical.Dtypes.KV)
 	require.Equal(t, "hopper", p.Physical.Efficiency.Family)
-	// KV capacity: 80 GB × 0.9 − the weights, in 16-token blocks of 28
+	// KV capacity: 80 GiB × 0.9 − the weights − the profile run's
+	// activations (roofline.Shape.KVPlan), in 16-token blocks of 28
 	// layers × 2 × 8 KV heads × 128 × 1 byte (fp8).
-	want := (80e9*0.9 - 2*596049920) / (28 * 2 * 8 * 128) / 16
+	shape, err := roofline.NewShape(p.Physical.Config, p.Physical.Dtypes)
+	require.NoError(t, err)
+	want := (80*(1<<30)*0.9 - 2*596049920 - shape.Activations(p.MaxNumBatchedTokens, p.MaxNumSeqs, 1)) / (28 * 2 * 8 * 128) / 16
 	require.InDelta(t, want, float64(p.NumGPUBlocks), want/1000)
 
 	_, err = parse([]string{"-model-config", cfg}, io.Discard)

@@ -279,7 +279,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "not in the baseline: %s\n", strings.Join(c.Extra, ", "))
 	}
 	n := c.Counts()
-	fmt.Fprintf(&b, "%d cells compared: %d statuses changed, %d with a figure beyond ±%s, %d missing from the candidate",
+	fmt.Fprintf(&b, "%d cells compared: %d with a status changed, %d with a figure beyond ±%s, %d missing from the candidate",
 		n.Compared, n.StatusChanged, n.OverTolerance, tol, n.Missing)
 	if n.Absent > 0 {
 		fmt.Fprintf(&b, ", %d figures absent", n.Absent)

@@ -42,7 +42,8 @@ const (
 	Looped Status = "looped"
 	// Failed: requests failed; figures discarded or partial.
 	Failed Status = "failed"
-	// Skipped: C × (context + output) exceeds the server's KV capacity.
+	// Skipped: not run — C × (context + output) exceeds the server's KV
+	// capacity, or the run's budget was spent (the reason says which).
 	Skipped Status = "skipped"
 )
 

@@ -54,6 +54,10 @@ type Matrix struct {
 	// cells) when 0; below 0 means none. A twin at a time scale can
 	// shorten them.
 	ScrapeInterval, Hold, Pause time.Duration
+	// Budget, when > 0, is the time the whole matrix may take (model time
+	// on a time-scaled twin): each cell's warm-up gets what its share
+	// leaves after the window and pause; cells past it are Skipped.
+	Budget time.Duration
 }
 
 // Token and matrix variables.
@@ -74,6 +78,7 @@ const (
 	EnvMatrixScrape        = "VETBENCH_MATRIX_SCRAPE_INTERVAL"
 	EnvMatrixHold          = "VETBENCH_MATRIX_HOLD"
 	EnvMatrixPause         = "VETBENCH_MATRIX_PAUSE"
+	EnvMatrixBudget        = "VETBENCH_MATRIX_BUDGET"
 )
 
 // Targeting modes of Matrix.Targeting.
@@ -253,6 +258,17 @@ func matrixSettings() []setting {
 			show: func(c *Config) string { return showWait(c.Matrix.Pause) }, def: "2s",
 			usage: "`rest` between cells (" + EnvMatrixPause + ")",
 			set:   wait(func(m *Matrix) *time.Duration { return &m.Pause }, false)},
+		{env: EnvMatrixBudget, flag: "budget", key: "matrix.budget", scopes: mx,
+			show: func(c *Config) string { return showWait(max(c.Matrix.Budget, 0)) }, def: "none",
+			usage: "`time` the whole matrix may take; each cell's warm-up gets its share (" + EnvMatrixBudget + "; 0: none)",
+			set: func(c *Config, v string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(v))
+				if err != nil || d < 0 {
+					return errors.New("want a duration >= 0 such as 45m (0: none)")
+				}
+				c.Matrix.Budget = d
+				return nil
+			}},
 		{env: EnvMatrixLoopDetection, flag: "loop-detection", key: "matrix.loop_detection", scopes: mx,
 			show: func(c *Config) string { return strconv.FormatBool(c.Matrix.LoopDetection) }, def: "true", boolean: true,
 			usage: "check every stream for a loop and discard a cell that loops (" + EnvMatrixLoopDetection + ")",
