@@ -17,7 +17,7 @@ BENCH_FLAGS ?= -count 1
 BENCH ?= Judgments
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench tokens test calibrate variance gate gate-check image vet fmt fuzz vetbench ci-local docs-check
+.PHONY: bench tokens test calibrate predict variance gate gate-check image vet fmt fuzz vetbench ci-local docs-check
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout,
 ##        progress to stderr; in the run directory (printed): bench.txt,
@@ -50,8 +50,16 @@ test: vet
 ##            loopback HTTP (time-scaled), and real timers at time scale 20;
 ##            a measurement, so opt-in and not part of make test: reports
 ##            twin/receipt ratios (benchstat-friendly) and fails outside ±15%
+##            (BenchmarkHTTPvsSim: the twin over HTTP against its own
+##            simulation at time scale 1 and 10, c up to 128; reports only)
 calibrate:
-	$(GO) test ./stub -run '^$$' -bench '^Benchmark(CalibrationChecksHTTP|TimeScale)$$' -benchtime 1x -count 1 -timeout 20m -args -calibrate
+	$(GO) test ./stub -run '^$$' -bench '^Benchmark(CalibrationChecksHTTP|TimeScale|HTTPvsSim)$$' -benchtime 1x -count 1 -timeout 20m -args -calibrate
+
+## predict: the prediction report: every published figure a physical profile
+##          stands for (E2B and DeepSeek-V4-Flash matrices), twin vs published,
+##          and whether the figure was used to fit (docs/prediction.md)
+predict:
+	$(GO) test ./stub -run '^TestPredictionReport$$' -count 1 -v
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
-	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -134,31 +132,6 @@ func (s *Session) loadPins(p Point) *receipts.Load {
 		l.Process, l.Burstiness = "gamma", shape
 	}
 	return l
-}
-
-// Name is the point's sub-benchmark name (metrics.PointName or, for an
-// open loop, metrics.RatePointName); armed adds the arm.
-func (p Point) Name(set string, armed bool) string {
-	if p.Rate > 0 {
-		return metrics.RatePointName(set, p.Rate, p.Concurrency, p.Arm, armed)
-	}
-	return metrics.PointName(set, p.Concurrency, p.Arm, armed)
-}
-
-// Describe is the point for a message: "c=16 cold", "rate=2/s max=16 cold".
-func (p Point) Describe() string {
-	arm := p.Arm
-	if arm == "" {
-		arm = receipts.ArmCold
-	}
-	if p.Rate <= 0 {
-		return fmt.Sprintf("c=%d %s", max(p.Concurrency, 1), arm)
-	}
-	s := "rate=" + strconv.FormatFloat(p.Rate, 'g', -1, 64) + "/s"
-	if p.Concurrency > 0 {
-		s += fmt.Sprintf(" max=%d", p.Concurrency)
-	}
-	return s + " " + string(arm)
 }
 
 // MaxLagShare is how late, as a share of the mean inter-arrival time 1/rate,

@@ -188,120 +188,145 @@ func (p Pool) systemEnd() {
 //
 // origin is the window's opening, from which an open loop's arrivals count.
 func (p Pool) stream(ctx context.Context, abandon <-chan struct{}, j Judge, set fixtures.Set, controls judgments.Controls, origin time.Time) <-chan Result {
-	open := p.Arrivals != nil
 	c := p.slots(len(set.Cases))
-	out := make(chan Result, c)
+	l := &lanes{ctx: ctx, abandon: abandon, open: p.Arrivals != nil, origin: origin,
+		next: make(chan job), stop: make(chan struct{}), out: make(chan Result, c)}
 	// The closed loop hands an item out only when a worker is free. An
 	// open loop's arrivals never wait for one: they join the client queue
 	// (this buffer, first in first out) on schedule, and workers take them
 	// from it as slots free up.
-	next := make(chan job)
-	if open {
-		next = make(chan job, len(set.Cases))
+	if l.open {
+		l.next = make(chan job, len(set.Cases))
 	}
-	stop := make(chan struct{})
 	var once sync.Once
-	halt := func() { once.Do(func() { close(stop) }) }
+	l.halt = func() { once.Do(func() { close(l.stop) }) }
 
 	var wg sync.WaitGroup
-	wg.Go(func() { // feeder: hands out indices in slice order until stopped
-		defer close(next)
-		if p.Observer != nil {
-			defer p.Observer.Drain()
-		}
-		for i := range set.Cases {
-			var jb job
-			if open {
-				// The arrival happens on schedule whether or not a slot is
-				// free: from here on the judgment waits in the client queue.
-				// It arrives when the feeder wakes (at its schedule or
-				// after), the moment the system sampler counts it in, so
-				// that L = λW holds over the response time; how late that
-				// was is its Lag.
-				jb.scheduled = p.arrival(origin, i)
-				if !p.sleepUntil(ctx, stop, jb.scheduled) {
-					return
-				}
-				if jb.arrival = p.now(); jb.arrival.Before(jb.scheduled) {
-					jb.arrival = jb.scheduled // a clock that did not move (a test's)
-				}
-				p.systemStart()
-			}
-			jb.index = i
-			select {
-			case next <- jb:
-			case <-stop:
-				if open {
-					p.systemEnd() // it arrived, and leaves unserved
-				}
-				return
-			case <-ctx.Done():
-				if open {
-					p.systemEnd()
-				}
-				return
-			}
-		}
-	})
-
+	wg.Go(func() { p.feed(l, set) })
 	for range c {
-		wg.Go(func() {
-			for jb := range next {
-				i := jb.index
-				// A stop may race with the feeder's last hand-off; never
-				// start a judgment after the run has stopped.
-				select {
-				case <-stop:
-					if open {
-						p.systemEnd()
-					}
-					continue
-				default:
-				}
-				if ctx.Err() != nil {
-					if open {
-						p.systemEnd()
-					}
-					continue
-				}
-				if p.Observer != nil {
-					p.Observer.Start()
-				}
-				r := Result{Index: i, Start: p.now()}
-				r.Arrival = r.Start
-				if open {
-					r.Scheduled, r.Arrival = jb.scheduled, jb.arrival
-				}
-				r.Judgment, r.Err = j.Judge(ctx, set.Spec, controls, set.Cases[i].Item)
-				r.End = p.now()
-				if p.held != nil {
-					p.held(i)
-				}
-				if r.Err != nil && p.StopOnError {
-					halt()
-				}
-				select {
-				case out <- r:
-				case <-abandon:
-					return // nobody reads any more
-				}
-				if p.Observer != nil {
-					p.Observer.End()
-				}
-				if open {
-					p.systemEnd()
-				}
-			}
-		})
+		wg.Go(func() { p.work(l, j, set, controls) })
 	}
 	go func() {
 		wg.Wait()
-		close(out)
+		close(l.out)
 		if p.exited != nil {
 			p.exited()
 		}
 	}()
-	return out
+	return l.out
+}
+
+// lanes are one stream's channels: the feeder hands jobs to the workers
+// on next until stop (closed once, by halt), the workers send results on
+// out until abandon.
+type lanes struct {
+	ctx     context.Context
+	abandon <-chan struct{}
+	open    bool // an open loop: arrivals on schedule, a client queue
+	origin  time.Time
+	next    chan job
+	stop    chan struct{}
+	halt    func()
+	out     chan Result
+}
+
+// feed hands out indices in slice order until stopped; in an open loop
+// each at its arrival time.
+func (p Pool) feed(l *lanes, set fixtures.Set) {
+	defer close(l.next)
+	if p.Observer != nil {
+		defer p.Observer.Drain()
+	}
+	for i := range set.Cases {
+		var jb job
+		if l.open {
+			// The arrival happens on schedule whether or not a slot is
+			// free: from here on the judgment waits in the client queue.
+			// It arrives when the feeder wakes (at its schedule or
+			// after), the moment the system sampler counts it in, so
+			// that L = λW holds over the response time; how late that
+			// was is its Lag.
+			jb.scheduled = p.arrival(l.origin, i)
+			if !p.sleepUntil(l.ctx, l.stop, jb.scheduled) {
+				return
+			}
+			if jb.arrival = p.now(); jb.arrival.Before(jb.scheduled) {
+				jb.arrival = jb.scheduled // a clock that did not move (a test's)
+			}
+			p.systemStart()
+		}
+		jb.index = i
+		select {
+		case l.next <- jb:
+		case <-l.stop:
+			if l.open {
+				p.systemEnd() // it arrived, and leaves unserved
+			}
+			return
+		case <-l.ctx.Done():
+			if l.open {
+				p.systemEnd()
+			}
+			return
+		}
+	}
+}
+
+// work is one slot: it judges what the feeder hands it, one at a time.
+func (p Pool) work(l *lanes, j Judge, set fixtures.Set, controls judgments.Controls) {
+	for jb := range l.next {
+		// A stop may race with the feeder's last hand-off; never start a
+		// judgment after the run has stopped.
+		stopped := false
+		select {
+		case <-l.stop:
+			stopped = true
+		default:
+		}
+		if stopped || l.ctx.Err() != nil {
+			if l.open {
+				p.systemEnd()
+			}
+			continue
+		}
+		if !p.judge(l, j, set, controls, jb) {
+			return // nobody reads any more
+		}
+	}
+}
+
+// judge runs one judgment and sends its result; false when nobody reads
+// any more.
+func (p Pool) judge(l *lanes, j Judge, set fixtures.Set, controls judgments.Controls, jb job) bool {
+	i := jb.index
+	if p.Observer != nil {
+		p.Observer.Start()
+	}
+	r := Result{Index: i, Start: p.now()}
+	r.Arrival = r.Start
+	if l.open {
+		r.Scheduled, r.Arrival = jb.scheduled, jb.arrival
+	}
+	r.Judgment, r.Err = j.Judge(l.ctx, set.Spec, controls, set.Cases[i].Item)
+	r.End = p.now()
+	if p.held != nil {
+		p.held(i)
+	}
+	if r.Err != nil && p.StopOnError {
+		l.halt()
+	}
+	select {
+	case l.out <- r:
+	case <-l.abandon:
+		return false
+	}
+	if p.Observer != nil {
+		p.Observer.End()
+	}
+	if l.open {
+		p.systemEnd()
+	}
+	return true
 }
 
 // Outcome is a whole run: results in slice order and why it stopped.

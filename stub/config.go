@@ -3,6 +3,7 @@ package stub
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 )
@@ -76,6 +77,10 @@ type Config struct {
 	// requests are spread as vLLM's load balancer does (see balancer).
 	// 0: 1.
 	DataParallel int
+
+	// Log receives the twin's own log lines (an engine that fell behind
+	// its model clock); nil: none. vllmstub logs to its stderr.
+	Log io.Writer
 
 	// Replay serves recorded distributions (NewReplay). In-process only:
 	// a container gets the receipt file (vllmstub --replay).

@@ -67,10 +67,11 @@ func (e *engine) requestCounts() [2]int {
 	return [2]int{len(e.inbox) + len(e.c.waiting), len(e.c.running)}
 }
 
-// load is the requests the engine holds (submitted, waiting or running).
-func (e *engine) load() int {
-	c := e.requestCounts()
-	return c[0] + c[1]
+// load is the requests the engine holds at model time at (held).
+func (e *engine) load(at float64) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held(at)
 }
 
 // handOff runs a chat request through the API server's frontend and picks
@@ -85,7 +86,7 @@ func (s *Server) handOff(at float64, digests []string, promptTokens int) (e *eng
 	}
 	load := 0
 	for _, x := range s.engines {
-		load += x.load()
+		load += x.load(at)
 	}
 	var mm metrics // collects this request's multimodal cache lookups
 	s.eng.mu.Lock()
@@ -202,7 +203,7 @@ func (s *Server) tokenizeFrontend(at float64) (start, done float64) {
 	}
 	load := 0
 	for _, x := range s.engines {
-		load += x.load()
+		load += x.load(at)
 	}
 	s.eng.mu.Lock()
 	defer s.eng.mu.Unlock()

@@ -109,7 +109,7 @@ func fitScore(figs []figure, margin float64) float64 {
 // frontend's prompt exponent is searched only when free.
 func efficiencyVector(e Efficiency, free bool) []float64 {
 	d := func(x time.Duration) float64 { return math.Log(max(float64(x), 1)) }
-	v := []float64{math.Log(e.BandwidthShare), math.Log(e.ComputeShare), math.Log(e.AttentionShare), d(e.StepFixed), d(e.PerSeq),
+	v := []float64{math.Log(e.BandwidthShare), math.Log(e.ComputeShare), math.Log(e.AttentionShare), d(e.KernelLaunch), d(e.PerSeq),
 		d(e.FrontendBase), d(e.FrontendPerPromptToken), d(e.IngestBase), d(e.IngestPerPromptToken), d(e.IngestPerInflight),
 		math.Log(max(e.IngestInflightExponent, 0.05))}
 	if free {
@@ -122,7 +122,7 @@ func efficiencyFrom(base Efficiency, v []float64) Efficiency {
 	d := func(x float64) time.Duration { return time.Duration(math.Exp(x)) }
 	e := base
 	e.BandwidthShare, e.ComputeShare, e.AttentionShare = min(1, math.Exp(v[0])), min(1, math.Exp(v[1])), min(1, math.Exp(v[2]))
-	e.StepFixed, e.PerSeq, e.FrontendBase = d(v[3]), d(v[4]), d(v[5])
+	e.KernelLaunch, e.PerSeq, e.FrontendBase = d(v[3]), d(v[4]), d(v[5])
 	e.FrontendPerPromptToken, e.IngestBase, e.IngestPerPromptToken, e.IngestPerInflight = d(v[6]), d(v[7]), d(v[8]), d(v[9])
 	e.IngestInflightExponent = min(2, math.Exp(v[10]))
 	if len(v) > 11 {

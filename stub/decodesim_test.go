@@ -485,6 +485,7 @@ type tokensPoint struct {
 	Workload                      string
 	C                             int
 	Aggregate, PerRequest, MeanS  float64
+	TTFT                          float64 // mean, over the measured batches
 	Runs                          []float64
 	VerifiedTokens, WantPerRepeat int
 }
@@ -506,12 +507,20 @@ func runTokens(p Profile, tr tokensRun, workload string, c int) tokensPoint {
 	}
 	pt := tokensPoint{Workload: workload, C: c, WantPerRepeat: c * tr.Output}
 	seq := 0
+	var ttftSum float64
+	var ttftN int
 	batch := func() (wall float64, tokens int) {
 		left := c
 		var last float64
-		s.onToken = func(r *request, at float64) { tokens++ }
-		s.onDone = func(r *request, at float64) { left--; last = at }
 		t0 := s.now
+		s.onToken = func(r *request, at float64) {
+			if r.generated == 1 {
+				ttftSum += at - t0
+				ttftN++
+			}
+			tokens++
+		}
+		s.onDone = func(r *request, at float64) { left--; last = at }
 		for range c {
 			seq++
 			pr, h := synthPrompt("unique-"+workload+"-"+itoa(seq), tr.PromptTokens, images, tr.ImageTokens, p.BlockSize)
@@ -523,6 +532,7 @@ func runTokens(p Profile, tr tokensRun, workload string, c int) tokensPoint {
 		return last - t0, tokens
 	}
 	batch() // warm-up
+	ttftSum, ttftN = 0, 0
 	total, totalWall := 0, 0.0
 	for range tr.Repeats {
 		s.runUntil(s.now+1, nil)
@@ -535,5 +545,6 @@ func runTokens(p Profile, tr tokensRun, workload string, c int) tokensPoint {
 	pt.Aggregate = float64(total) / totalWall
 	pt.PerRequest = pt.Aggregate / float64(c)
 	pt.MeanS = totalWall / float64(tr.Repeats)
+	pt.TTFT = ttftSum / float64(max(ttftN, 1))
 	return pt
 }

@@ -77,6 +77,10 @@ type metrics struct {
 
 	running, waiting, kvUsage float64
 
+	// missedSteps and lagSeconds are the twin's own deadline counters
+	// (deadlines).
+	missedSteps, lagSeconds float64
+
 	prefixQueries, prefixHits float64
 	mmQueries, mmHits         float64
 	preemptions               float64
@@ -87,6 +91,10 @@ type metrics struct {
 	success                   map[string]float64
 
 	hist map[string]*histogram
+
+	// specK is --speculative-config's k (0: no spec_decode counters).
+	specK int
+	spec  specStats
 }
 
 // Histogram families in registration order, with their HELP text.
@@ -111,7 +119,7 @@ var histogramFamilies = []struct{ name, help string }{
 
 func newMetrics(p Profile, model string, now time.Time) *metrics {
 	m := &metrics{model: model, created: float64(now.UnixNano()) / 1e9, hist: map[string]*histogram{},
-		promptBySource: map[string]float64{}, success: map[string]float64{}}
+		promptBySource: map[string]float64{}, success: map[string]float64{}, specK: p.Speculative.k()}
 	tokens := build125Buckets(p.MaxModelLen)
 	bounds := map[string][]float64{
 		"vllm:request_prompt_tokens":                 tokens,
@@ -138,7 +146,7 @@ func newMetrics(p Profile, model string, now time.Time) *metrics {
 		"block_size":               strconv.Itoa(p.BlockSize),
 		"gpu_memory_utilization":   pyFloat(p.GPUMemoryUtilization),
 		"swap_space_bytes":         "4294967296",
-		"cache_dtype":              "auto",
+		"cache_dtype":              cacheDtype(p),
 		"is_attention_free":        "False",
 		"num_gpu_blocks_override":  "None",
 		"sliding_window":           "None",
@@ -164,6 +172,13 @@ func (m *metrics) mmQueried(queries, hits int) {
 	defer m.mu.Unlock()
 	m.mmQueries += float64(queries)
 	m.mmHits += float64(hits)
+}
+
+// specDrafted records one verified draft of k tokens, a accepted.
+func (m *metrics) specDrafted(k, a int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spec.observe(k, a)
 }
 
 func (m *metrics) preempted(n int) {
@@ -288,6 +303,7 @@ func (m *metrics) write(w io.Writer) error {
 		success = append(success, sample{"vllm:request_success_total", base.with("finished_reason", r), m.success[r]})
 	}
 	counter("vllm:request_success", "Count of successfully processed requests.", success...)
+	writeSpecMetrics(m.specK, &m.spec, base, counter)
 	for _, f := range histogramFamilies {
 		h := m.hist[f.name]
 		var series []sample
@@ -302,6 +318,13 @@ func (m *metrics) write(w io.Writer) error {
 		family(&b, f.name, f.help, "histogram", series)
 		family(&b, f.name+"_created", f.help, "gauge", []sample{{f.name + "_created", base, m.created}})
 	}
+	// The twin's own series (never a vllm: name): engine steps whose
+	// completion ran later than their model-clock deadline by more than
+	// the slack, and by how much in all (model seconds).
+	counter("vetbench_twin_deadline_missed_steps", "Twin only: engine steps completed later than their model-clock deadline (the machine could not keep the modelled time).",
+		one("vetbench_twin_deadline_missed_steps_total", m.missedSteps))
+	counter("vetbench_twin_deadline_lag_seconds", "Twin only: model seconds by which late engine steps missed their deadline, summed.",
+		one("vetbench_twin_deadline_lag_seconds_total", m.lagSeconds))
 	info := labels{"engine": eng}
 	for k, v := range m.cache {
 		info[k] = v

@@ -4,7 +4,6 @@ import (
 	_ "embed" // the E2B profile's model config
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -16,9 +15,15 @@ import (
 // config and dtypes), a GPU's peaks, and the GPU family's efficiency
 // constants. A step costs
 //
-//	StepFixed + max(bytes ÷ (BandwidthShare · bandwidth),
-//	               (matmul FLOPs ÷ ComputeShare + attention FLOPs ÷ AttentionShare) ÷ FLOP/s)
+//	StepFixed + kernels · KernelLaunch (EagerLaunch when eager)
+//	  + max(bytes ÷ (BandwidthShare · bandwidth),
+//	        (matmul FLOPs ÷ ComputeShare + attention FLOPs ÷ AttentionShare) ÷ FLOP/s)
 //	  + PerSeq · sequences + PerImage · images encoded
+//
+// where kernels is what one forward pass of the model launches
+// (roofline.Shape.Launches: layers × kernels per layer by attention kind,
+// MLP or MoE routing, and the sampler), plus the draft passes' under
+// speculative decoding
 //
 // where bytes and FLOPs are what roofline.Shape.Step prices for the step's
 // decodes and prefill chunks (weights read once, each sequence's KV).
@@ -35,6 +40,9 @@ type Physical struct {
 	// Tokens + 1 tokens, plus the drafter's passes; the engine decides how
 	// many tokens each verify yields (Acceptance).
 	Speculative *roofline.Speculative `json:",omitempty"`
+	// Eager is --enforce-eager: no CUDA graphs, every kernel launched by
+	// the host (Efficiency.EagerLaunch each).
+	Eager bool `json:",omitempty"`
 }
 
 // Efficiency is the named constants of one GPU family, fitted once
@@ -51,10 +59,16 @@ type Efficiency struct {
 	// prefill's FLOPs are mostly attention, and Gemma 4's 512-wide global
 	// heads run slower kernels).
 	ComputeShare, AttentionShare float64
-	// StepFixed is every step's fixed cost (launches, scheduling, sampling);
-	// PerSeq the cost of each sequence in a step; PerImage of each image
-	// the vision encoder runs.
-	StepFixed, PerSeq, PerImage time.Duration
+	// StepFixed is every step's fixed host cost (scheduling, input
+	// preparation) that async scheduling does not hide; KernelLaunch what
+	// each kernel a step launches costs under CUDA graphs (the launch gap
+	// and a small kernel's floor, beyond the bytes and FLOPs it moves);
+	// EagerLaunch what it costs the host when run eagerly (the GPU then
+	// waits on the host: a step's kernels cost max of the two each).
+	// PerSeq is the cost of each sequence in a step; PerImage of each
+	// image the vision encoder runs.
+	StepFixed, KernelLaunch, EagerLaunch time.Duration
+	PerSeq, PerImage                     time.Duration
 	// Host side: the API server's serial cost per request and per prompt
 	// token (rendering, tokenizing), and the pipelined latency before the
 	// engine core holds a request, per request and per prompt token.
@@ -77,7 +91,7 @@ func (e Efficiency) Validate() error {
 	if !(e.FrontendPromptExponent >= 0 && e.FrontendPromptExponent <= 2) {
 		return fmt.Errorf("efficiency %s: frontend prompt exponent %v: want [0, 2]", e.Family, e.FrontendPromptExponent)
 	}
-	for _, d := range []time.Duration{e.StepFixed, e.PerSeq, e.PerImage, e.FrontendBase, e.FrontendPerPromptToken, e.IngestBase, e.IngestPerPromptToken, e.IngestPerInflight} {
+	for _, d := range []time.Duration{e.StepFixed, e.KernelLaunch, e.EagerLaunch, e.PerSeq, e.PerImage, e.FrontendBase, e.FrontendPerPromptToken, e.IngestBase, e.IngestPerPromptToken, e.IngestPerInflight} {
 		if d < 0 {
 			return fmt.Errorf("efficiency %s: negative duration %s", e.Family, d)
 		}
@@ -93,12 +107,26 @@ func (e Efficiency) Validate() error {
 // per-token cost is taken as linear (two contexts cannot tell its
 // curvature). PerImage is not fitted (the matrix has no images): 2 ms, a
 // guess for a small vision tower, to be measured.
+//
+// The fixed per-step cost is carried per kernel, so that it moves with
+// the model: the fit found 2.757 ms a step for E2B, whose forward pass
+// launches 635 kernels (roofline.Shape.Launches), so 4.342 µs a kernel
+// under CUDA graphs, with no host cost left over (the run used
+// --async-scheduling, which overlaps the host's work with the GPU's);
+// Qwen3-8B's 439 kernels then cost 1.906 ms, Llama 3.3 70B's 807
+// 3.504 ms. That is one fitted constant on one model and GPU: a
+// prediction for the others, not a fit. EagerLaunch is not fitted (no
+// eager receipt is held): 12 µs, an estimate of PyTorch's eager dispatch
+// plus cudaLaunchKernel per op (PyTorch's CUDA graphs write-up puts the
+// CPU cost of a launch at several microseconds, the dispatcher and
+// Python add as much again).
 var EfficiencyHopper = Efficiency{
 	Family:                 "hopper",
 	BandwidthShare:         0.8628,
 	ComputeShare:           0.5873,
 	AttentionShare:         0.5977,
-	StepFixed:              2757 * time.Microsecond,
+	KernelLaunch:           4342 * time.Nanosecond, // 2.757 ms ÷ E2B's 635 kernels
+	EagerLaunch:            12 * time.Microsecond,
 	PerSeq:                 6084 * time.Nanosecond,
 	PerImage:               2 * time.Millisecond,
 	FrontendBase:           1188 * time.Microsecond,
@@ -121,7 +149,8 @@ var EfficiencyE2BH200NVL = Efficiency{
 	BandwidthShare:         0.8630,
 	ComputeShare:           0.7312,
 	AttentionShare:         0.3290,
-	StepFixed:              2789 * time.Microsecond,
+	KernelLaunch:           4392 * time.Nanosecond, // 2.789 ms ÷ 635 kernels
+	EagerLaunch:            12 * time.Microsecond,
 	PerSeq:                 8878 * time.Nanosecond,
 	PerImage:               2 * time.Millisecond,
 	FrontendBase:           1454 * time.Microsecond,
@@ -206,13 +235,20 @@ type ServeFlags struct {
 	Speculative    *roofline.Speculative
 	// BlockSize is --block-size (0: the profile's 16).
 	BlockSize int
+	// EnforceEager is --enforce-eager (no CUDA graphs).
+	EnforceEager bool
+	// NoHybridKVCache is --disable-hybrid-kv-cache-manager: every layer
+	// then holds every token, sliding-window layers included.
+	NoHybridKVCache bool
 }
 
 // ProfilePhysical builds a profile from first principles: the model's
 // config and dtypes, the GPU's peaks and its family's efficiency
-// constants time every step (roofline), and the KV capacity is what the
-// GPU's memory × gpu_memory_utilization leaves after the weights, in
-// tokens of the model's KV bytes per token. The network and the client
+// constants time every step (roofline), and the KV capacity is vLLM's
+// (roofline.Shape.KVPlan): the GPU's memory × gpu_memory_utilization less
+// the weights and the profile run's activations, per GPU, in blocks of the
+// layer kinds' pages (with the hybrid manager, sliding-window layers hold
+// only their window). The network and the client
 // are not modelled (a profile of a server, not of a path to it).
 func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw roofline.Hardware, eff Efficiency, f ServeFlags) (Profile, error) {
 	if cfg == nil {
@@ -258,23 +294,18 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 		p.BlockSize = f.BlockSize
 	}
 	p.EnablePrefixCaching = !f.NoPrefixCaching
-	tp := max(f.TensorParallel, 1)
-	kvBytes := float64(shape.KVBytesPerToken)
-	if tp > 1 {
-		kvBytes = shape.KVBytesPerGPU(tp)
+	plan, err := shape.KVPlan(hw, roofline.KVLayout{BlockSize: p.BlockSize, Utilization: p.GPUMemoryUtilization, TP: f.TensorParallel,
+		NoHybrid: f.NoHybridKVCache, MaxNumBatchedTokens: p.MaxNumBatchedTokens, MaxNumSeqs: p.MaxNumSeqs})
+	if err != nil {
+		return Profile{}, fmt.Errorf("physical profile: %w", err)
 	}
-	weights := shape.WeightBytesPerGPU(tp)
-	free := hw.MemoryBytes*p.GPUMemoryUtilization - weights
-	if kvBytes <= 0 || free <= 0 {
-		return Profile{}, fmt.Errorf("physical profile: %.3g bytes of weights per GPU leave no KV memory in %.3g × %v", weights, hw.MemoryBytes, p.GPUMemoryUtilization)
-	}
-	p.NumGPUBlocks = int(math.Floor(free / kvBytes / float64(p.BlockSize)))
+	p.NumGPUBlocks = plan.NumBlocks
 	p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepTokenExponent = 0, 0, 0, 0, 1
 	p.FrontendBase, p.FrontendPerPromptToken = eff.FrontendBase, eff.FrontendPerPromptToken
 	p.IngestBase, p.IngestPerPromptToken = eff.IngestBase, eff.IngestPerPromptToken
 	p.IngestPerInflight, p.IngestInflightExponent = eff.IngestPerInflight, eff.IngestInflightExponent
 	p.FrontendPromptExponent = eff.FrontendPromptExponent
-	p.Physical = &Physical{Config: cfg, Dtypes: d, Hardware: hw, Efficiency: eff, TensorParallel: f.TensorParallel, Speculative: f.Speculative}
+	p.Physical = &Physical{Config: cfg, Dtypes: d, Hardware: hw, Efficiency: eff, TensorParallel: f.TensorParallel, Speculative: f.Speculative, Eager: f.EnforceEager}
 	return p, p.Validate()
 }
 
@@ -285,6 +316,8 @@ type physical struct {
 	deploy                  *roofline.Deployment // nil: one GPU, plain decoding
 	bw, fl, at              float64
 	fixed, perSeq, perImage float64
+	// draft is the fixed cost of the draft passes of a step with decodes.
+	draft float64
 }
 
 // model builds the step model; nil for a profile without one.
@@ -297,12 +330,34 @@ func (p *Physical) model() *physical {
 		return nil // Validate refused it before any engine was built
 	}
 	e := p.Efficiency
+	launch := e.KernelLaunch.Seconds()
+	if p.Eager {
+		launch = max(launch, e.EagerLaunch.Seconds())
+	}
 	m := &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.AttentionShare,
-		fixed: e.StepFixed.Seconds(), perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
+		fixed: e.StepFixed.Seconds() + float64(shape.Launches())*launch, perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
 	if p.TensorParallel > 1 || p.Speculative != nil {
 		m.deploy = &roofline.Deployment{Shape: shape, GPU: p.Hardware, TP: p.TensorParallel, Spec: p.Speculative}
 	}
+	if sp := p.Speculative; sp != nil {
+		layers := sp.DraftLayers
+		if layers == 0 {
+			layers = max(p.Config.DraftLayers, 1)
+		}
+		m.draft = float64(sp.Tokens*shape.DraftLaunches(layers)) * launch
+	}
 	return m
+}
+
+// FixedStep is the fixed cost of one decode step of the model on its
+// deployment: host time and every kernel's launch, the draft passes'
+// included, collectives not (they are the deployment's comm time).
+func (p *Physical) FixedStep() time.Duration {
+	m := p.model()
+	if m == nil {
+		return 0
+	}
+	return time.Duration((m.fixed + m.draft) * 1e9)
 }
 
 func (p *Physical) validate() error {
@@ -330,6 +385,11 @@ func (m *physical) seconds(s *step) float64 {
 	parts := make([]roofline.Part, len(s.entries))
 	for i, e := range s.entries {
 		parts[i] = roofline.Part{Context: e.from, Tokens: e.n}
+		if e.drafts > 0 {
+			// A verify: the deployment prices a decode part (1 token) as
+			// k + 1 tokens with logits, plus the drafter's passes.
+			parts[i].Tokens = 1
+		}
 	}
 	extra := m.perSeq*float64(len(s.entries)) + m.perImage*float64(s.images)
 	if m.deploy != nil {
@@ -337,7 +397,11 @@ func (m *physical) seconds(s *step) float64 {
 		if err != nil {
 			return m.fixed
 		}
-		return m.fixed + m.bounded(c.PerGPU) + m.bounded(c.Draft) + m.deploy.Ceiling(c).CommSeconds + extra
+		fixed := m.fixed
+		if c.Draft.Bytes > 0 {
+			fixed += m.draft
+		}
+		return fixed + m.bounded(c.PerGPU) + m.bounded(c.Draft) + m.deploy.Ceiling(c).CommSeconds + extra
 	}
 	cost, err := m.shape.Step(parts)
 	if err != nil {

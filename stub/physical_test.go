@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/stream"
 	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
@@ -66,7 +67,7 @@ func TestPhysicalUnderTheRoofline(t *testing.T) {
 // published matrix served it (--tensor-parallel-size 4, fp8 KV, block
 // size 256, gpu_memory_utilization 0.78331) sizes its KV per GPU (each
 // GPU holds a quarter of the sharded weights and the whole replicated
-// cache), and the twin's c = 1 decode on it (speculation priced, one token
+// cache of compressed rows), and the twin's c = 1 decode on it (speculation priced, one token
 // yielded per step until the engine yields the accepted ones) runs no
 // faster than the deployment's roofline allows.
 func TestPhysicalTensorParallel(t *testing.T) {
@@ -81,8 +82,12 @@ func TestPhysicalTensorParallel(t *testing.T) {
 	require.NoError(t, err)
 	shape, err := roofline.NewShape(cfg, d)
 	require.NoError(t, err)
-	want := (141e9*0.78331 - shape.WeightBytesPerGPU(4)) / shape.KVBytesPerGPU(4) / 256
+	plan, err := shape.KVPlan(hw, roofline.KVLayout{BlockSize: 256, Utilization: 0.78331, TP: 4, MaxNumBatchedTokens: p.MaxNumBatchedTokens, MaxNumSeqs: p.MaxNumSeqs})
+	require.NoError(t, err)
+	require.Equal(t, float64(shape.GlobalKVBytesPerToken), plan.BytesPerToken, "one-head rows replicated: each GPU holds the whole compressed cache")
+	want := (141*(1<<30)*0.78331 - shape.WeightBytesPerGPU(4) - plan.ActivationBytes) / plan.BytesPerToken / 256
 	require.InDelta(t, want, float64(p.NumGPUBlocks), 1)
+	t.Logf("DeepSeek-V4-Flash TP4: %.1f GB weights per GPU, %d blocks of 256 (%.1fM tokens)", shape.WeightBytesPerGPU(4)/1e9, p.NumGPUBlocks, float64(plan.Tokens)/1e6)
 	require.Equal(t, 256, p.BlockSize)
 
 	_, err = stub.ProfilePhysical("bad", cfg, d, hw, stub.EfficiencyHopper, stub.ServeFlags{TensorParallel: 3})
@@ -100,4 +105,24 @@ func TestPhysicalTensorParallel(t *testing.T) {
 		t.Logf("twin step %.3f ms, deployment ceiling step %.3f ms", 1e3*itl.Seconds(), 1e3*ceil.StepSeconds)
 		require.GreaterOrEqual(t, itl.Seconds(), ceil.StepSeconds, "the twin beats the hardware")
 	})
+}
+
+// TestPhysicalE2BCellsValid: the three cells of the E2B matrix that ran
+// Valid on the GPU (64K c=128, 123K c=64 and c=128) are not skipped by
+// the matrix's KV rule on the profile's capacity (vLLM's hybrid manager:
+// sliding-window layers hold their window), and would be were every layer
+// to hold every token (the control: the old 18,432 bytes a token).
+func TestPhysicalE2BCellsValid(t *testing.T) {
+	p := stub.ProfileE2BH200NVL()
+	kv := p.NumGPUBlocks * p.BlockSize
+	cfg := p.Physical.Config
+	shape, err := roofline.NewShape(cfg, p.Physical.Dtypes)
+	require.NoError(t, err)
+	all, err := shape.KVPlan(p.Physical.Hardware, roofline.KVLayout{BlockSize: p.BlockSize, Utilization: p.GPUMemoryUtilization,
+		NoHybrid: true, MaxNumBatchedTokens: p.MaxNumBatchedTokens, MaxNumSeqs: p.MaxNumSeqs})
+	require.NoError(t, err)
+	for _, cell := range [][2]int{{65536, 128}, {126912, 64}, {126912, 128}} {
+		require.Empty(t, grid.SkipReason(cell[1], cell[0], 4096, kv, p.MaxModelLen), "%v on %d tokens", cell, kv)
+		require.NotEmpty(t, grid.SkipReason(cell[1], cell[0], 4096, all.Tokens, p.MaxModelLen), "%v on %d tokens (every layer)", cell, all.Tokens)
+	}
 }

@@ -3,6 +3,7 @@ package stub
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"sync"
 	"time"
@@ -80,6 +81,12 @@ type engine struct {
 	steps   int
 	batched int // requests whose prefill ran in a batch of more than one
 	wake    chan struct{}
+	// deadlines counts the steps that completed late (deadline.go); only
+	// the engine's goroutine touches it.
+	deadlines deadlines
+	// busyMachine, set by tests, runs after every step's wait: a stand-in
+	// for a machine that gives the engine's goroutine the CPU back late.
+	busyMachine func()
 }
 
 type inboxEntry struct {
@@ -87,13 +94,14 @@ type inboxEntry struct {
 	ready float64 // model time the frontend handed it over
 }
 
-func newEngine(p Profile, model string, scale, slowdown float64) *engine {
+func newEngine(p Profile, model string, scale, slowdown float64, log io.Writer) *engine {
 	e := &engine{
-		clock: &clock{origin: time.Now(), scale: scale},
-		t:     newTiming(p, slowdown),
-		prof:  p,
-		model: model,
-		wake:  make(chan struct{}, 1),
+		deadlines: deadlines{log: log, scale: scale},
+		clock:     &clock{origin: time.Now(), scale: scale},
+		t:         newTiming(p, slowdown),
+		prof:      p,
+		model:     model,
+		wake:      make(chan struct{}, 1),
 	}
 	e.reset()
 	return e
@@ -128,12 +136,28 @@ func (e *engine) signal() {
 func (e *engine) frontend(at float64, digests []string, tokenize bool, promptTokens int) (start, ready float64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	load := len(e.inbox) + len(e.c.waiting) + len(e.c.running)
+	load := e.held(at)
 	start, done := e.fe.reserve(at, digests, tokenize, load, promptTokens)
 	if !tokenize {
 		done += e.t.ingest(promptTokens, load)
 	}
 	return start, done
+}
+
+// held is how many requests the engine holds at model time at:
+// submitted ones that reached it by then, waiting and running. A request
+// submitted ahead of its model arrival (its frontend and ingest still
+// running at at) is not held yet: counting it would let the order in
+// which handlers got the CPU into the model, where the simulation, and
+// vLLM, have it still in the frontend. Called with e.mu held.
+func (e *engine) held(at float64) int {
+	n := len(e.c.waiting) + len(e.c.running)
+	for _, in := range e.inbox {
+		if in.ready <= at {
+			n++
+		}
+	}
+	return n
 }
 
 // promptExpRef is the prompt length at which FrontendPerPromptToken is the
@@ -290,8 +314,12 @@ func (e *engine) run(ctx context.Context) {
 		if e.clock.sleepUntil(ctx, end) != nil {
 			return
 		}
+		if e.busyMachine != nil {
+			e.busyMachine() // tests: the goroutine gets the CPU back late
+		}
 		prevEnd = end
 		e.finishStep(st, end, gen)
+		e.checkDeadline(end)
 	}
 }
 

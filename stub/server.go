@@ -82,11 +82,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Replay != nil {
 		s.stats.ReplayOmitted = cfg.Replay.Omitted
 	}
-	s.eng = newEngine(cfg.Profile, cfg.Model, cfg.TimeScale, cfg.Slowdown)
+	s.eng = newEngine(cfg.Profile, cfg.Model, cfg.TimeScale, cfg.Slowdown, cfg.Log)
 	s.engines = []*engine{s.eng}
 	for i := 1; i < cfg.DataParallel; i++ {
-		e := newEngine(cfg.Profile, cfg.Model, cfg.TimeScale, cfg.Slowdown)
-		e.index, e.clock = i, s.eng.clock
+		e := newEngine(cfg.Profile, cfg.Model, cfg.TimeScale, cfg.Slowdown, cfg.Log)
+		e.index, e.clock, e.deadlines.engine = i, s.eng.clock, i
 		e.reset()
 		s.engines = append(s.engines, e)
 	}
@@ -195,11 +195,7 @@ func (s *Server) Stats() Stats {
 }
 
 func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
-	v := Version
-	if s.cfg.Legacy {
-		v = LegacyVersion
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"version": v})
+	writeJSON(w, http.StatusOK, map[string]string{"version": s.reportedVersion()})
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {

@@ -61,7 +61,8 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 func (s *Server) load(w http.ResponseWriter, _ *http.Request) {
 	n := 0
 	for _, e := range s.engines {
-		n += e.load()
+		c := e.requestCounts()
+		n += c[0] + c[1]
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"server_load": n})
 }

@@ -78,7 +78,7 @@ func TestBalancer(t *testing.T) {
 	prof := ProfileFast()
 	es := make([]*engine, 3)
 	for i := range es {
-		es[i] = newEngine(prof, prof.Model, 1, 1)
+		es[i] = newEngine(prof, prof.Model, 1, 1, nil)
 		es[i].index = i
 	}
 	busy := func(e *engine, waiting, running int) {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -18,10 +16,6 @@ import (
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/progress"
-	"github.com/vetbench/vetbench/bench/sweep/rundir"
-	"github.com/vetbench/vetbench/fixtures"
-	"github.com/vetbench/vetbench/judgments"
-	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -97,50 +91,17 @@ type gateOpts struct {
 }
 
 func runGate(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		io.WriteString(e.stderr, gateUsage)
-		fs.PrintDefaults()
-	}
-	var o gateOpts
-	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
-	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
-	// The run's own settings (-sets, -levels, -arms, -warmup, -out, -force,
-	// -config), read only with -run.
-	o.config = config.Flags(fs)
-	fs.BoolVar(&o.benchstat, "benchstat", true, "show go tool benchstat tables")
-	fs.BoolVar(&o.asJSON, "json", false, "print the decision as JSON (schema vetbench.gate/v1)")
-	o.policy = speed.DefaultPolicy()
-	fs.Float64Var(&o.policy.Margin, "margin", o.policy.Margin, "relative `change` in the bad direction that fails when significant (0.05 = 5%)")
-	fs.Float64Var(&o.policy.Alpha, "alpha", o.policy.Alpha, "significance level of the Mann-Whitney U test")
-	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
-	fs.BoolVar(&o.policy.AllowIdentityDrift, "allow-identity-drift", false, "compare outputs whose identity configuration (model, twin profile, time scale, fixture, …) differs, listing what differs")
-	var minGoodput float64
-	fs.Float64Var(&minGoodput, "min-goodput", 0, "fail when the candidate's median goodput (share of judgments within the run's SLO latency, metric "+metrics.Goodput+") is below this `share` on any benchmark, whatever the baseline did; 0 = no floor")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return failure(e, "gate", wantsJSON(args), exitNoVerdict, err.Error())
+	o, pos, code, ok := parseGate(e, args)
+	if !ok {
+		return code
 	}
 	fail := func(format string, a ...any) int {
 		return failure(e, "gate", o.asJSON, exitNoVerdict, fmt.Sprintf(format, a...))
 	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return fail("want BASELINE and CANDIDATE, got %d argument(s)", len(pos))
-	}
-	if o.policy.Validate() != nil {
-		return fail("-margin must be >= 0 and -alpha in (0,1)")
-	}
-	switch {
-	case math.IsNaN(minGoodput) || minGoodput < 0 || minGoodput > 1:
-		return fail("-min-goodput %v: want a share from 0 to 1", minGoodput)
-	case minGoodput > 0:
-		o.policy.Floors = map[string]float64{metrics.Goodput: minGoodput}
-	}
 	files := pos
 	var runErrs [2]error
 	if o.run {
+		var err error
 		files, runErrs, err = runTargets(ctx, e, o, pos[0], pos[1])
 		if ctx.Err() != nil {
 			return failure(e, "gate", o.asJSON, exitInterrupted, "interrupted")
@@ -162,19 +123,71 @@ func runGate(ctx context.Context, e *env, args []string) int {
 		}
 		return fail("candidate: %v", errors.Join(err, runErrs[1]))
 	}
+	return decideGate(ctx, e, o, base, cand, files, runErrs)
+}
+
+// parseGate reads gate's flags and its two arguments; ok false with the
+// exit status when they do not make a gate.
+func parseGate(e *env, args []string) (o gateOpts, pos []string, code int, ok bool) {
+	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		io.WriteString(e.stderr, gateUsage)
+		fs.PrintDefaults()
+	}
+	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
+	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
+	// The run's own settings (-sets, -levels, -arms, -warmup, -out, -force,
+	// -config), read only with -run.
+	o.config = config.Flags(fs)
+	fs.BoolVar(&o.benchstat, "benchstat", true, "show go tool benchstat tables")
+	fs.BoolVar(&o.asJSON, "json", false, "print the decision as JSON (schema vetbench.gate/v1)")
+	o.policy = speed.DefaultPolicy()
+	fs.Float64Var(&o.policy.Margin, "margin", o.policy.Margin, "relative `change` in the bad direction that fails when significant (0.05 = 5%)")
+	fs.Float64Var(&o.policy.Alpha, "alpha", o.policy.Alpha, "significance level of the Mann-Whitney U test")
+	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
+	fs.BoolVar(&o.policy.AllowIdentityDrift, "allow-identity-drift", false, "compare outputs whose identity configuration (model, twin profile, time scale, fixture, …) differs, listing what differs")
+	var minGoodput float64
+	fs.Float64Var(&minGoodput, "min-goodput", 0, "fail when the candidate's median goodput (share of judgments within the run's SLO latency, metric "+metrics.Goodput+") is below this `share` on any benchmark, whatever the baseline did; 0 = no floor")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, nil, failure(e, "gate", wantsJSON(args), exitNoVerdict, err.Error()), false
+	}
+	fail := func(format string, a ...any) (gateOpts, []string, int, bool) {
+		return o, nil, failure(e, "gate", o.asJSON, exitNoVerdict, fmt.Sprintf(format, a...)), false
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return fail("want BASELINE and CANDIDATE, got %d argument(s)", len(pos))
+	}
+	if o.policy.Validate() != nil {
+		return fail("-margin must be >= 0 and -alpha in (0,1)")
+	}
+	switch {
+	case math.IsNaN(minGoodput) || minGoodput < 0 || minGoodput > 1:
+		return fail("-min-goodput %v: want a share from 0 to 1", minGoodput)
+	case minGoodput > 0:
+		o.policy.Floors = map[string]float64{metrics.Goodput: minGoodput}
+	}
+	return o, pos, exitPass, true
+}
+
+// decideGate decides, prints the decision and returns the exit status. A
+// run that failed never passes: its output may hold only the points that
+// ran, or lines over failed work.
+func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Samples, files []string, runErrs [2]error) int {
 	rep := speed.Decide(base, cand, o.policy)
 	refused := len(rep.Identity.Differs) > 0 && !rep.Identity.Allowed
 	if o.benchstat && !o.asJSON && !refused {
 		showBenchstat(ctx, e, base, cand, files)
 	}
-	// A run that failed never passes: its output may hold only the points
-	// that ran, or lines over failed work.
 	if runErrs[0] != nil {
 		rep.AddProblem(fmt.Sprintf("baseline run failed: %v", runErrs[0]))
 	}
 	if runErrs[1] != nil {
 		rep.AddFailure(fmt.Sprintf("candidate run failed: %v", runErrs[1]))
 	}
+	var err error
 	if o.asJSON {
 		err = writeJSON(e.stdout, rep)
 	} else {
@@ -220,64 +233,33 @@ func showBenchstat(ctx context.Context, e *env, base, cand *speed.Samples, files
 	io.WriteString(e.stdout, "\n")
 }
 
-// gateSide is one side of -run: a file to read or something to benchmark.
-type gateSide struct {
-	arg      string
-	file     string // set when arg is an existing file
-	endpoint string // set for a live endpoint; "" with file "" = in-process
-}
-
-func parseTarget(arg string) (gateSide, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return gateSide{arg: arg, file: arg}, nil
-	}
-	if arg == "inprocess" {
-		return gateSide{arg: arg}, nil
-	}
-	u, err := url.Parse(arg)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return gateSide{}, fmt.Errorf("%q is neither a file, an http(s) endpoint nor \"inprocess\"", judgments.RedactURL(arg))
-	}
-	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		// Credentials belong in the environment (VETBENCH_API_KEY), never
-		// on a command line that shows up in logs.
-		return gateSide{}, fmt.Errorf("endpoint %s holds credentials or a query; pass the key in the environment (VETBENCH_API_KEY)", judgments.RedactURL(arg))
-	}
-	return gateSide{arg: arg, endpoint: arg}, nil
-}
-
-func (t gateSide) live() bool { return t.file == "" }
-
-// runTargets benchmarks the live sides in this process and returns the two
-// files to gate and, per side, why a run of it failed (a point that did
-// not pass, a server that went down: its output is kept and gated all the
-// same; the caller decides what a failed side means). With two live sides
-// it runs -count rounds of one pass each, in the order A B, B A, A B…, so
-// slow drift of the machine or the server hits both; one live side runs
-// -count passes. A server found down ends the runs: nothing later can be
-// measured on it, and the verdict no longer depends on the rest.
+// runTargets benchmarks the live sides in this process (sweep.AB) and
+// returns the two files to gate and, per side, why a run of it failed (a
+// point that did not pass, a server that went down: its output is kept and
+// gated all the same; the caller decides what a failed side means). With
+// two live sides it runs -count rounds of one pass each, in the order A B,
+// B A, A B…, so slow drift of the machine or the server hits both; one
+// live side runs -count passes. A server found down ends the runs:
+// nothing later can be measured on it, and the verdict no longer depends
+// on the rest.
 func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string, [2]error, error) {
 	var failed [2]error
 	if o.count < 1 {
 		return nil, failed, fmt.Errorf("-count %d: want at least 1", o.count)
 	}
-	ta, err := parseTarget(a)
-	if err != nil {
-		return nil, failed, fmt.Errorf("baseline: %w", err)
-	}
-	tb, err := parseTarget(b)
-	if err != nil {
-		return nil, failed, fmt.Errorf("candidate: %w", err)
+	var sides [2]sweep.Side
+	for i, arg := range []string{a, b} {
+		var err error
+		if sides[i], err = sweep.ParseSide(arg); err != nil {
+			return nil, failed, fmt.Errorf("%s: %w", sweep.ABNames[i], err)
+		}
 	}
 	cfg, err := config.Load(config.Env(e.lookup), o.config)
 	if err != nil {
 		return nil, failed, err
 	}
-	files := []string{ta.file, tb.file}
-	sides := []gateSide{ta, tb}
-	names := []string{"baseline", "candidate"}
-	if !ta.live() && !tb.live() {
-		return files, failed, nil
+	if !sides[0].Live() && !sides[1].Live() {
+		return []string{sides[0].File, sides[1].File}, failed, nil
 	}
 	root, err := openRunDir(e, cfg)
 	if err != nil {
@@ -285,79 +267,40 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	}
 	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
-	shared := map[string]fixtures.Set{}
-	var runs [2]*sweep.Run
-	closeAll := func() error {
-		var errs []error
-		for i, run := range runs {
-			if run != nil {
-				errs = append(errs, run.Close(failed[i] == nil && ctx.Err() == nil))
-				runs[i] = nil
-			}
-		}
-		return errors.Join(errs...)
-	}
-	defer closeAll()
-	for i, t := range sides {
-		if !t.live() {
-			continue
-		}
-		dir, err := root.Sub(names[i])
-		if err != nil {
-			return nil, failed, err
-		}
-		c := cfg
-		c.Target.Endpoint, c.Target.Replicas = t.endpoint, nil
-		if t.endpoint == "" {
-			c.Twin.Placement = receipts.TargetInProcess
-		}
-		if runs[i], err = sweep.Open(ctx, c, dir, e.runOptions("gate", prog, shared, sweep.Judgments)); err != nil {
-			return nil, failed, fmt.Errorf("%s: %w", names[i], err)
-		}
-		fmt.Fprintln(e.stderr, targetLine(names[i], runs[i]))
-		files[i] = dir.File(rundir.BenchFile)
-	}
-	order := sweep.Interleave(o.count, ta.live(), tb.live())
-	points := 0
-	for _, i := range order {
-		points += len(runs[i].Steps())
-	}
-	prog.Plan(points)
-	done := [2]int{}
-	start := e.now()
-	for n, i := range order {
-		done[i]++
-		label := fmt.Sprintf("%s %d/%d", names[i], done[i], o.count)
-		prog.SetLabel(label)
-		prog.SetTimeScale(runs[i].Scale().Factor)
-		// The receipts hold the point lines; one line per run here.
-		bad, err := printPass(ctx, e, "gate", names[i], runs[i], prog, e.stderr, false)
-		switch {
-		case ctx.Err() != nil || errors.Is(err, sweep.ErrInterrupted):
-			return nil, failed, fmt.Errorf("%s: %w", label, sweep.ErrInterrupted)
-		case errors.Is(err, sweep.ErrServerDown):
-			if failed[i] == nil {
-				failed[i] = fmt.Errorf("%s: %w", label, err)
-			}
-			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: the server is down: no later run is measured\n", label)
-		case err != nil:
-			return nil, failed, fmt.Errorf("%s: %w", label, err)
-		case bad > 0:
-			err := fmt.Errorf("%s: %d point(s) did not pass (their receipts say why under %s)", label, bad, runs[i].Dir.Path)
-			if failed[i] == nil {
-				failed[i] = err
-			}
-			fmt.Fprintf(e.stderr, "vetbench gate: %s run failed: %v\n", label, err)
-		}
-		if errors.Is(err, sweep.ErrServerDown) {
-			break
-		}
-		elapsed := e.now().Sub(start)
-		left := time.Duration(float64(elapsed) / float64(n+1) * float64(len(order)-n-1))
-		fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", n+1, len(order), label, sides[i].arg, progress.Duration(left))
-	}
-	if err := closeAll(); err != nil {
+	ab, err := sweep.OpenAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments))
+	if err != nil {
 		return nil, failed, err
 	}
-	return files, failed, nil
+	defer ab.Close(ctx)
+	files := ab.Files()
+	err = measureAB(ctx, e, ab, prog, o.count)
+	if cerr := ab.Close(ctx); err == nil {
+		err = cerr
+	}
+	return files[:], ab.Failed, err
+}
+
+// measureAB runs the A/B's passes with a progress line and one line per
+// run on stderr.
+func measureAB(ctx context.Context, e *env, ab *sweep.AB, prog *progress.Renderer, count int) error {
+	ab.Note = func(msg string) { fmt.Fprintf(e.stderr, "vetbench gate: %s\n", msg) }
+	points := 0
+	for i, r := range ab.Runs {
+		if r != nil {
+			fmt.Fprintln(e.stderr, targetLine(sweep.ABNames[i], r))
+			points += count * len(r.Steps())
+		}
+	}
+	prog.Plan(points)
+	pass := func(p sweep.ABPass) (int, error) {
+		run := ab.Runs[p.Side]
+		prog.SetLabel(p.Label)
+		prog.SetTimeScale(run.Scale().Factor)
+		// The receipts hold the point lines; one line per run here.
+		return printPass(ctx, e, "gate", sweep.ABNames[p.Side], run, prog, e.stderr, false)
+	}
+	done := func(p sweep.ABPass, left time.Duration) {
+		fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", p.Index, p.N, p.Label, ab.Sides[p.Side].Arg, progress.Duration(left))
+	}
+	return ab.Measure(ctx, count, e.now, pass, done)
 }

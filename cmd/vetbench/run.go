@@ -6,15 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
-	"github.com/vetbench/vetbench/receipts"
 )
 
 const runUsage = `usage: vetbench run [flags]
@@ -131,95 +125,4 @@ func failOpen(ctx context.Context, e *env, cmd string, err error) int {
 	}
 	fmt.Fprintf(e.stderr, "vetbench %s: %v\n", cmd, err)
 	return exitNoVerdict
-}
-
-// pointSummary is one line per point: set, level and arm, speed, the
-// failed and discarded judgments (failures by class), answers and the
-// self-checks. A time-scaled twin's figures are converted to model time
-// (rates ÷ scale, seconds × scale) and labelled so.
-func pointSummary(label string, r *receipts.Receipt, path string, scale sweep.Scale) string {
-	t := r.Throughput
-	var b strings.Builder
-	arm := receipts.ArmCold
-	if r.Server != nil && r.Server.CacheReset != nil && r.Server.CacheReset.Arm != "" {
-		arm = r.Server.CacheReset.Arm
-	}
-	b.WriteString(labelPrefix(label))
-	// An open loop's point is its rate (and cap), as its receipt's name
-	// says; c= would read as a closed loop at that level.
-	point := fmt.Sprintf("c=%-3d", t.Concurrency)
-	open := r.Pins.Load != nil && r.Pins.Load.Mode == receipts.LoadOpen
-	if open {
-		point = "rate=" + strconv.FormatFloat(scale.Rate(r.Pins.Load.Rate), 'g', 4, 64) + "/s"
-		if r.Pins.Load.MaxConcurrency > 0 {
-			point += fmt.Sprintf(" max=%d", r.Pins.Load.MaxConcurrency)
-		}
-	}
-	fmt.Fprintf(&b, "%-10s %s %-4s %7.2f judgments/s  p50 %.3fs  p95 %.3fs  n=%d  failed %d  discarded %d", r.Set, point, arm,
-		scale.Rate(t.JudgmentsPerSecond), scale.Seconds(t.Latency.P50), scale.Seconds(t.Latency.P95), t.Judgments, t.Failed, t.Discarded)
-	if t.Failed > 0 {
-		fmt.Fprintf(&b, " (%s)", bench.FailureClasses(t))
-	}
-	if open && t.ClientQueue != nil {
-		fmt.Fprintf(&b, "  open loop, %s arrivals: client queue p95 %.3fs", r.Pins.Load.Process, scale.Seconds(t.ClientQueue.P95))
-	}
-	if g := t.SLO; g != nil {
-		fmt.Fprintf(&b, "  goodput %.3f within %ss", g.Goodput, strconv.FormatFloat(g.LatencySeconds, 'g', 4, 64))
-	}
-	if scale.Scaled() {
-		fmt.Fprintf(&b, "  [%s; wall clock %.2f judgments/s]", scale, t.JudgmentsPerSecond)
-	}
-	if s := r.Server; s != nil && s.PrefixCacheHitRate != nil {
-		fmt.Fprintf(&b, "  prefix-hit %.3f", *s.PrefixCacheHitRate)
-	}
-	if q := r.Quality; q != nil {
-		fmt.Fprintf(&b, "  accuracy %s", strconv.FormatFloat(q.Accuracy, 'f', 3, 64))
-	}
-	if o := r.OffFormat; o != nil {
-		fmt.Fprintf(&b, "  off-format %d", o.Total)
-	}
-	if r.Stopped != nil {
-		fmt.Fprintf(&b, "  STOPPED at %s (%s)", r.Stopped.Item, r.Stopped.Reason)
-	}
-	if o := r.OffFormat; o != nil && o.Total > 0 {
-		fmt.Fprintf(&b, "\n    off-format answers (sampled token no candidate): %s", o)
-	}
-	if s := r.Server; s != nil && len(s.Engines) > 1 {
-		b.WriteString("\n    engines:")
-		for _, e := range slices.Sorted(maps.Keys(s.Engines)) {
-			info := s.Engines[e]
-			fmt.Fprintf(&b, "  %s prefix-hit %s (%.0f requests)", e, ratio(info.PrefixCacheHitRate), info.RequestSuccess)
-		}
-	}
-	for _, e := range r.Endpoints {
-		b.WriteString("\n    " + endpointSummary(e, scale))
-	}
-	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "\n    warning: %s", w)
-	}
-	fmt.Fprintf(&b, "\n    receipt: %s", path)
-	return b.String()
-}
-
-// endpointSummary is one endpoint's share of a point spread over several.
-func endpointSummary(e receipts.EndpointFigures, scale sweep.Scale) string {
-	t := e.Throughput
-	line := fmt.Sprintf("endpoint %s: %d judgments  %.2f judgments/s  p50 %.3fs", e.Endpoint, t.Judgments, scale.Rate(t.JudgmentsPerSecond), scale.Seconds(t.Latency.P50))
-	if s := e.Server; s != nil {
-		line += "  prefix-hit " + ratio(s.PrefixCacheHitRate)
-		if len(s.Engines) > 1 {
-			line += fmt.Sprintf(" (%d engines)", len(s.Engines))
-		}
-	}
-	if rc := e.Reconciliation; rc != nil && !rc.OK {
-		line += "  reconciliation: " + rc.Verdict
-	}
-	return line
-}
-
-func ratio(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*p, 'f', 3, 64)
 }

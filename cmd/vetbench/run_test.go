@@ -159,15 +159,15 @@ func TestRunRelativeOut(t *testing.T) {
 func TestPointSummaryTimeScale(t *testing.T) {
 	rec := &receipts.Receipt{Set: "checks", Throughput: receipts.Throughput{Concurrency: 16, JudgmentsPerSecond: 48.8, Judgments: 140,
 		Latency: receipts.Latency{P50: 0.3, P95: 0.368}}}
-	got := pointSummary("baseline", rec, "r.json", sweep.ScaleOf(10))
+	got := sweep.PointLine("baseline", rec, "r.json", sweep.ScaleOf(10))
 	require.Equal(t, "baseline checks     c=16  cold    4.88 judgments/s  p50 3.000s  p95 3.680s  n=140  failed 0  discarded 0"+
 		"  [model time, twin ×10; wall clock 48.80 judgments/s]\n    receipt: r.json", got)
-	got = pointSummary("", rec, "r.json", sweep.ScaleOf(1))
+	got = sweep.PointLine("", rec, "r.json", sweep.ScaleOf(1))
 	require.True(t, strings.HasPrefix(got, "checks     c=16  cold   48.80 judgments/s  p50 0.300s  p95 0.368s  n=140  failed 0  discarded 0\n"), got)
 	// Failures, by class, on the line whatever the time scale.
 	rec.Throughput.Failed, rec.Throughput.Discarded = 136, 2
 	rec.Throughput.FailedByClass = map[string]int{"http_500": 134, "timeout": 2}
-	got = pointSummary("", rec, "r.json", sweep.ScaleOf(10))
+	got = sweep.PointLine("", rec, "r.json", sweep.ScaleOf(10))
 	require.Contains(t, got, "n=140  failed 136  discarded 2 (134 http_500, 2 timeout)  [model time, twin ×10;")
 }
 
@@ -176,14 +176,14 @@ func TestPointSummaryTimeScale(t *testing.T) {
 func TestPointSummaryOpenLoop(t *testing.T) {
 	rec := &receipts.Receipt{Set: "faces", Pins: receipts.Pins{Load: &receipts.Load{Mode: receipts.LoadOpen, Rate: 40, Process: "poisson", MaxConcurrency: 16}},
 		Throughput: receipts.Throughput{Concurrency: 16, JudgmentsPerSecond: 39.97, Judgments: 200, ClientQueue: &receipts.Latency{P95: 0.002}}}
-	got := pointSummary("", rec, "r.json", sweep.ScaleOf(1))
+	got := sweep.PointLine("", rec, "r.json", sweep.ScaleOf(1))
 	require.True(t, strings.HasPrefix(got, "faces      rate=40/s max=16 cold   39.97 judgments/s"), got)
 	require.Contains(t, got, "open loop, poisson arrivals: client queue p95 0.002s")
 	require.NotContains(t, got, "c=16")
-	got = pointSummary("", rec, "r.json", sweep.ScaleOf(10))
+	got = sweep.PointLine("", rec, "r.json", sweep.ScaleOf(10))
 	require.True(t, strings.HasPrefix(got, "faces      rate=4/s max=16 cold    4.00 judgments/s"), got)
 	rec.Pins.Load.MaxConcurrency = 0
-	require.True(t, strings.HasPrefix(pointSummary("", rec, "r.json", sweep.ScaleOf(1)), "faces      rate=40/s cold"))
+	require.True(t, strings.HasPrefix(sweep.PointLine("", rec, "r.json", sweep.ScaleOf(1)), "faces      rate=40/s cold"))
 }
 
 // A point spread over several endpoints shows each one's share under the
@@ -197,7 +197,7 @@ func TestPointSummaryEndpoints(t *testing.T) {
 			{Endpoint: "http://b:8000", Throughput: receipts.Throughput{Judgments: 10, JudgmentsPerSecond: 10},
 				Reconciliation: &receipts.Reconciliation{Verdict: "shared server or lost requests"}},
 		}}
-	got := pointSummary("", rec, "r.json", sweep.ScaleOf(10))
+	got := sweep.PointLine("", rec, "r.json", sweep.ScaleOf(10))
 	require.Contains(t, got, "\n    endpoint http://a:8000: 20 judgments  2.00 judgments/s  p50 1.000s  prefix-hit 0.500 (2 engines)\n")
 	require.Contains(t, got, "\n    endpoint http://b:8000: 10 judgments  1.00 judgments/s  p50 0.000s  reconciliation: shared server or lost requests\n")
 }

@@ -49,7 +49,7 @@ func printPass(ctx context.Context, e *env, cmd, label string, run *sweep.Run, p
 	for o, err := range run.Pass(ctx) {
 		prog.Clear()
 		if o.Receipt != nil && (all || o.Err != nil) {
-			fmt.Fprintln(out, pointSummary(label, o.Receipt, o.Path, scale))
+			fmt.Fprintln(out, sweep.PointLine(label, o.Receipt, o.Path, scale))
 		}
 		where := fmt.Sprintf("vetbench %s: %s%s %s", cmd, labelPrefix(label), o.Set, o.Point.Describe())
 		switch {

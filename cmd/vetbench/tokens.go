@@ -91,6 +91,13 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if *pitfall {
 		return runPitfall(ctx, e, cfg, *asJSON)
 	}
+	return tokenRun(ctx, e, cfg, base, *asJSON)
+}
+
+// tokenRun measures the configured token points into a run directory of
+// their own and, with a baseline, compares them with it.
+func tokenRun(ctx context.Context, e *env, cfg config.Config, base []*tokens.Receipt, asJSON bool) int {
+	fail := func(code int, err error) int { return failure(e, "tokens", asJSON, code, err.Error()) }
 	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("tokens", nil, nil, sweep.Tokens))
 	if err != nil {
 		return fail(exitNoVerdict, err)
@@ -117,16 +124,16 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stderr, "vetbench tokens: target %s, model %s; results in %s\n", run.Describe(), tr.Model, dir.Path)
 	var recs []*tokens.Receipt
-	if code, recs = measureTokens(ctx, e, run, tr, *asJSON); code == exitNoVerdict {
+	if code, recs = measureTokens(ctx, e, run, tr, asJSON); code == exitNoVerdict {
 		return code
 	}
 	if base != nil {
-		if c := compareTokens(e, base, recs, *asJSON, code); c != exitPass {
+		if c := compareTokens(e, base, recs, asJSON, code); c != exitPass {
 			code = c
 		}
 		return code
 	}
-	if *asJSON {
+	if asJSON {
 		if err := writeJSON(e.stdout, recs); err != nil {
 			code = fail(exitNoVerdict, err)
 			return code
@@ -152,7 +159,7 @@ func measureTokens(ctx context.Context, e *env, run *sweep.Run, tr *decode.Runne
 		if o.Receipt != nil {
 			recs = append(recs, o.Receipt)
 			if !asJSON {
-				fmt.Fprintln(e.stdout, tokenLine(o.Receipt, run.Scale()))
+				fmt.Fprintln(e.stdout, sweep.TokenLine(o.Receipt, run.Scale()))
 			}
 		}
 		if o.Err != nil {
@@ -164,31 +171,6 @@ func measureTokens(ctx context.Context, e *env, run *sweep.Run, tr *decode.Runne
 		}
 	}
 	return code, recs
-}
-
-// tokenLine is one point: aggregate and per-request tok/s, TPOT, TTFT,
-// verified tokens, and what went wrong; a time-scaled twin's in model time,
-// labelled.
-func tokenLine(r *tokens.Receipt, scale sweep.Scale) string {
-	s := r.Summary
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-9s c=%-3d %9.1f tok/s  %7.1f tok/s/request  TPOT %6.2f ms", r.Point.Workload, r.Point.Concurrency,
-		scale.Rate(s.AggregateOutputTokS), scale.Rate(s.PerRequestOutputTokS), scale.Seconds(s.MeanTPOTMs))
-	if d := s.TTFTMs; d != nil {
-		fmt.Fprintf(&b, "  TTFT p50 %7.1f ms", scale.Seconds(d.P50))
-	}
-	asked := r.Point.OutputTokens * r.Point.Concurrency * len(r.Runs)
-	fmt.Fprintf(&b, "  verified %d/%d tokens", s.TotalVerifiedOutputTokens, asked)
-	if n := s.Failed + s.Short; n > 0 {
-		fmt.Fprintf(&b, "  FAILED %d (%d short)", n, s.Short)
-	}
-	if st := r.Stopped; st != nil {
-		fmt.Fprintf(&b, "  STOPPED after %d of %d repeats (%s)", st.Runs, r.Point.Repeats, st.Reason)
-	}
-	if scale.Scaled() {
-		fmt.Fprintf(&b, "  [%s; wall clock %.1f tok/s]", scale, s.AggregateOutputTokS)
-	}
-	return b.String()
 }
 
 func compareTokens(e *env, base, cand []*tokens.Receipt, asJSON bool, code int) int {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/judgments"
+	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -252,9 +253,12 @@ func TestPhysicalProfileFlags(t *testing.T) {
 	require.EqualValues(t, "measured", p.Physical.Hardware.Bandwidth.Source)
 	require.EqualValues(t, "fp8", p.Physical.Dtypes.KV)
 	require.Equal(t, "hopper", p.Physical.Efficiency.Family)
-	// KV capacity: 80 GB × 0.9 − the weights, in 16-token blocks of 28
+	// KV capacity: 80 GiB × 0.9 − the weights − the profile run's
+	// activations (roofline.Shape.KVPlan), in 16-token blocks of 28
 	// layers × 2 × 8 KV heads × 128 × 1 byte (fp8).
-	want := (80e9*0.9 - 2*596049920) / (28 * 2 * 8 * 128) / 16
+	shape, err := roofline.NewShape(p.Physical.Config, p.Physical.Dtypes)
+	require.NoError(t, err)
+	want := (80*(1<<30)*0.9 - 2*596049920 - shape.Activations(p.MaxNumBatchedTokens, p.MaxNumSeqs, 1)) / (28 * 2 * 8 * 128) / 16
 	require.InDelta(t, want, float64(p.NumGPUBlocks), want/1000)
 
 	_, err = parse([]string{"-model-config", cfg}, io.Discard)
@@ -313,4 +317,39 @@ func TestRunAPIKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `engine="1"`, "--data-parallel-size 2: a second engine's series")
 	require.NoError(t, stop())
+}
+
+// TestFeatureFlags: --speculative-config, --stream-interval,
+// --reasoning-parser and --default-chat-template-kwargs set the profile's
+// serving features (a physical profile's pricing gets the drafter too),
+// survive --profile-json, and bad values are refused naming the flag.
+func TestFeatureFlags(t *testing.T) {
+	o, err := parse([]string{"--speculative-config", `{"method":"mtp","num_speculative_tokens":2}`, "--stream-interval", "4",
+		"--reasoning-parser", "deepseek_v4", "--default-chat-template-kwargs", `{"thinking": true}`}, io.Discard)
+	require.NoError(t, err)
+	cfg, err := o.config()
+	require.NoError(t, err)
+	p := cfg.Profile
+	require.Equal(t, &stub.Speculative{Method: "mtp", NumSpeculativeTokens: 2}, p.Speculative)
+	require.Equal(t, 4, p.StreamInterval)
+	require.Equal(t, &stub.Reasoning{Parser: "deepseek_v4", ThinkByDefault: true}, p.Reasoning)
+	back, _, _ := roundTrip(t, cfg)
+	require.Equal(t, p, back.Profile)
+
+	phys := filepath.Join("..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
+	o, err = parse([]string{"-model-config", phys, "-gpu", "h100-sxm", "--speculative-config", `{"num_speculative_tokens":3,"acceptance":[0.8,0.6,0.4]}`}, io.Discard)
+	require.NoError(t, err)
+	cfg, err = o.config()
+	require.NoError(t, err)
+	require.Equal(t, 3, cfg.Profile.Physical.Speculative.Tokens)
+	require.InDelta(t, 0.6, cfg.Profile.Physical.Speculative.Acceptance, 1e-12)
+
+	for flag, bad := range map[string]string{"--speculative-config": `{"method":"mtp"}`, "--stream-interval": "-2",
+		"--reasoning-parser": "qwen9", "--default-chat-template-kwargs": "{"} {
+		o, err := parse([]string{flag, bad}, io.Discard)
+		if err == nil {
+			_, err = o.config()
+		}
+		require.Error(t, err, flag)
+	}
 }

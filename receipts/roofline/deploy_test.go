@@ -170,3 +170,45 @@ func TestRooflineSpeculative(t *testing.T) {
 		require.Error(t, err, "%+v", bad)
 	}
 }
+
+// TestRooflineKVPlan sizes KV as vLLM does: a model of one layer kind
+// pays every layer per token; Gemma 3 270M (3 full-attention, 15
+// sliding-window layers of one head width) under the hybrid manager pays
+// one group of 3 layers; without it, all 18; DeepSeek-V4 its compressed
+// rows. Bad layouts are refused.
+func TestRooflineKVPlan(t *testing.T) {
+	t.Parallel()
+	h, err := LookupGPU("h100-sxm")
+	require.NoError(t, err)
+	l := KVLayout{BlockSize: 16, Utilization: 0.9, MaxNumBatchedTokens: 8192, MaxNumSeqs: 256}
+	llama := shapeOf(t, "qwen3-0.6b.json", Dtypes{})
+	p, err := llama.KVPlan(h, l)
+	require.NoError(t, err)
+	require.Equal(t, float64(llama.KVBytesPerToken), p.BytesPerToken)
+	require.InDelta(t, 80*(1<<30)*0.9-llama.WeightBytes-p.ActivationBytes, p.AvailableBytes, 1)
+	require.Equal(t, int(p.AvailableBytes/p.BytesPerToken/16), p.NumBlocks)
+	require.Equal(t, p.NumBlocks*16, p.Tokens)
+
+	g := shapeOf(t, "gemma-3-270m-it.json", Dtypes{})
+	hy, err := g.KVPlan(h, l)
+	require.NoError(t, err)
+	perLayer := float64(g.KVBytesPerToken) / 18
+	require.InDelta(t, 3*perLayer, hy.BytesPerToken, 1e-9, hy.Basis)
+	l.NoHybrid = true
+	off, err := g.KVPlan(h, l)
+	require.NoError(t, err)
+	require.InDelta(t, 18*perLayer, off.BytesPerToken, 1e-9)
+	require.InDelta(t, 6, float64(hy.NumBlocks)/float64(off.NumBlocks), 0.01)
+
+	v4 := shapeOf(t, "deepseek-v4-flash.json", Dtypes{KV: FP8})
+	c, err := v4.KVPlan(h, KVLayout{BlockSize: 256, Utilization: 0.9, TP: 4})
+	require.NoError(t, err)
+	require.Equal(t, float64(v4.GlobalKVBytesPerToken), c.BytesPerToken)
+
+	for _, bad := range []KVLayout{{BlockSize: 0, Utilization: 0.9}, {BlockSize: 16, Utilization: 1.5}} {
+		_, err := llama.KVPlan(h, bad)
+		require.Error(t, err)
+	}
+	_, err = v4.KVPlan(h, KVLayout{BlockSize: 16, Utilization: 0.9}) // 155 GB on one 80 GiB card
+	require.ErrorContains(t, err, "leave no KV memory")
+}

@@ -28,7 +28,10 @@ type Hardware struct {
 	Description string
 	Bandwidth   Peak
 	FLOPs       Peak
-	// MemoryBytes is the GPU memory (spec), for KV capacity.
+	// MemoryBytes is the GPU memory, for KV capacity. Spec sheets' "80 GB"
+	// and "141 GB" are binary: the memory a process sees (what vLLM's
+	// gpu_memory_utilization multiplies) is 80 and 141 GiB, not 80e9 and
+	// 141e9 bytes.
 	MemoryBytes float64
 	// Link is the GPU-to-GPU interconnect tensor parallelism all-reduces
 	// over.
@@ -56,21 +59,24 @@ const allReduceLatency = 5e-6
 // (NVIDIA H100 and H200 datasheets), so 450 GB/s each way.
 var nvlink4 = Link{Name: "NVLink 4", Bandwidth: Peak{450e9, Spec}, Latency: Peak{allReduceLatency, Spec}}
 
+// gib is 2³⁰ bytes.
+const gib = 1 << 30
+
 // gpus are published peaks (spec sheets; dense bf16, no sparsity). A
 // measured figure replaces them: vendor peaks assume conditions a card does
 // not hold. fp8 matmuls can run up to twice as fast on Hopper; pass a
 // measured FLOP/s to say so.
 var gpus = []Hardware{
 	{Name: "h100-sxm", Description: "NVIDIA H100 SXM, 80 GB HBM3",
-		Bandwidth: Peak{3.35e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 80e9, Link: nvlink4},
+		Bandwidth: Peak{3.35e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 80 * gib, Link: nvlink4},
 	{Name: "h200-sxm", Description: "NVIDIA H200 SXM, 141 GB HBM3e",
-		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 141e9, Link: nvlink4},
+		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{989e12, Spec}, MemoryBytes: 141 * gib, Link: nvlink4},
 	{Name: "h200-nvl", Description: "NVIDIA H200 NVL, 141 GB HBM3e, lower power limit",
-		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{836e12, Spec}, MemoryBytes: 141e9,
+		Bandwidth: Peak{4.8e12, Spec}, FLOPs: Peak{836e12, Spec}, MemoryBytes: 141 * gib,
 		// NVLink bridges, 2- or 4-way: 900 GB/s both directions (H200 NVL datasheet).
 		Link: nvlink4},
 	{Name: "rtx3090", Description: "NVIDIA GeForce RTX 3090, 24 GB GDDR6X (tensor cores, fp32 accumulate)",
-		Bandwidth: Peak{936e9, Spec}, FLOPs: Peak{71e12, Spec}, MemoryBytes: 24e9,
+		Bandwidth: Peak{936e9, Spec}, FLOPs: Peak{71e12, Spec}, MemoryBytes: 24 * gib,
 		// The NVLink 3 bridge: 112.5 GB/s both directions (GeForce RTX 3090 specifications).
 		Link: Link{Name: "NVLink 3 bridge", Bandwidth: Peak{56.25e9, Spec}, Latency: Peak{allReduceLatency, Spec}}},
 }

@@ -328,7 +328,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "gpu       %s: bandwidth %s (%s), compute %s (%s), ridge %.1f FLOP/byte",
 		g.Name, rate(g.BandwidthBytesPerS, "B/s"), g.BandwidthSource, rate(g.FLOPPerS, "FLOP/s"), g.FLOPsSource, r.RidgeFLOPPerByte)
 	if g.MemoryBytes > 0 {
-		fmt.Fprintf(&b, ", %s memory", rate(g.MemoryBytes, "B"))
+		fmt.Fprintf(&b, ", %.4g GiB memory", g.MemoryBytes/(1<<30))
 	}
 	b.WriteString("\n")
 	r.writeDeployment(&b)

@@ -35,6 +35,10 @@ func TestRooflinePublishedParams(t *testing.T) {
 	}{
 		// Meta, Llama 3.3 model card: "Llama 3.3 ... 70B".
 		{"llama-3.3-70b-instruct.json", 70e9, "meta-llama/Llama-3.3-70B-Instruct model card: 70B"},
+		// Qwen, Qwen3-8B model card: "Number of Parameters: 8.2B".
+		{"qwen3-8b.json", 8.2e9, "Qwen/Qwen3-8B model card: 8.2B"},
+		// DeepSeek-V4-Flash model card: 284B total, 13B activated.
+		{"deepseek-v4-flash.json", 284e9, "deepseek-ai/DeepSeek-V4-Flash model card: 284B"},
 		// Qwen, Qwen3-0.6B model card: "Number of Parameters: 0.6B".
 		{"qwen3-0.6b.json", 0.6e9, "Qwen/Qwen3-0.6B model card: 0.6B"},
 		// Google, Gemma 3 270M announcement: 170M embedding + 100M transformer.

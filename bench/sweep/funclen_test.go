@@ -1,0 +1,140 @@
+package sweep_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// MaxFuncLines is how long a function may be: one screen.
+const MaxFuncLines = 80
+
+// longKnown are the functions over MaxFuncLines when the rule came in,
+// outside the folders whose owners split theirs in that step, with their
+// length then: each is to be split along its steps. A listed function may
+// not grow; one that fits now is noted (take it off the list).
+var longKnown = map[string]int{
+	"bench/decode/tokenstest/server.go chat":       139,
+	"bench/scrape/diff.go Diff":                    90,
+	"bench/scrape/histogram.go histogram":          81,
+	"cmd/vetbench/compare.go runCompare":           108,
+	"cmd/vetbench/report.go runReport":             89,
+	"cmd/vetbench/roofline.go runRoofline":         130,
+	"fixtures/faces/draw.go DrawFace":              99,
+	"judgments/score.go Candidates":                82,
+	"receipts/answers/compare.go Compare":          124,
+	"receipts/internal/jsontree/jsontree.go check": 98,
+	"receipts/internal/jsontree/parse.go object":   81,
+	"receipts/internal/jsontree/parse.go str":      85,
+	"receipts/matrix/validate.go validate":         104,
+	"receipts/quality/quality.go Compute":          139,
+	"receipts/report/report.go runsSection":        144,
+	"receipts/report/stream.go tokensSection":      82,
+	"receipts/report/svg.go SVG":                   126,
+	"receipts/roofline/config.go ParseConfig":      122,
+	"receipts/roofline/config.go readMoE":          97,
+	"receipts/speed/speed.go Decide":               84,
+	"receipts/typevet/typevet.go pins":             88,
+	"receipts/typevet/typevet.go server":           98,
+	"receipts/typevet/typevet.go throughput":       88,
+	"receipts/validate.go validateAnswer":          111,
+}
+
+// funcLen is one function of the tree: where, its name, its lines, and
+// whether it is mostly a table (a composite literal over half its lines).
+type funcLen struct {
+	where string // "dir/file.go Name"
+	lines int
+	table bool
+}
+
+// longFuncs are the functions over MaxFuncLines in the non-test Go files
+// under roots (relative to the module root), tables left out.
+func longFuncs(t *testing.T, roots ...string) []funcLen {
+	t.Helper()
+	var out []funcLen
+	for _, root := range roots {
+		err := filepath.WalkDir(filepath.Join("../..", root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "/testdata/") {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			name, _ := filepath.Rel("../..", path)
+			out = append(out, fileFuncs(fset, f, filepath.ToSlash(name))...)
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	return out
+}
+
+// fileFuncs are f's functions over MaxFuncLines.
+func fileFuncs(fset *token.FileSet, f *ast.File, name string) []funcLen {
+	var out []funcLen
+	lines := func(n ast.Node) int { return fset.Position(n.End()).Line - fset.Position(n.Pos()).Line + 1 }
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil || lines(fd) <= MaxFuncLines {
+			continue
+		}
+		biggest := 0
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if cl, ok := n.(*ast.CompositeLit); ok {
+				biggest = max(biggest, lines(cl))
+				return false
+			}
+			return true
+		})
+		out = append(out, funcLen{where: name + " " + fd.Name.Name, lines: lines(fd), table: 2*biggest > lines(fd)})
+	}
+	return out
+}
+
+// Functions fit on a screen in bench/, cmd/, receipts/, judgments/ and
+// fixtures/ (the twin's folders, stub/ and cmd/vllmstub, are checked by
+// its own rule as it is split).
+func TestFunctionsFitOnAScreen(t *testing.T) {
+	var long, fit []string
+	for _, f := range longFuncs(t, "bench", "cmd", "receipts", "judgments", "fixtures") {
+		if f.table || strings.HasPrefix(f.where, "cmd/vllmstub/") {
+			continue
+		}
+		fit = append(fit, f.where)
+		if was, ok := longKnown[f.where]; !ok || f.lines > was {
+			long = append(long, fmt.Sprintf("%s: %d lines", f.where, f.lines))
+		}
+	}
+	require.Empty(t, long, "functions over %d lines (or listed ones grown): split them along their steps", MaxFuncLines)
+	for k := range longKnown {
+		if !slices.Contains(fit, k) {
+			t.Logf("%s fits now (or is gone): take it off longKnown", k)
+		}
+	}
+}
+
+// Positive control: a function one line over is found, one at the limit
+// and a table are not.
+func TestLongFuncsFinds(t *testing.T) {
+	body := func(n int) string { return strings.Repeat("\tx++\n", n) }
+	src := "package p\n\nvar x int\n\nfunc long() {\n" + body(MaxFuncLines-1) + "}\n\nfunc fits() {\n" + body(MaxFuncLines-2) + "}\n\n" +
+		"func table() []int {\n\treturn []int{\n" + strings.Repeat("\t\t1,\n", MaxFuncLines) + "\t}\n}\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, 0)
+	require.NoError(t, err)
+	got := fileFuncs(fset, f, "p.go")
+	require.Len(t, got, 2)
+	require.Equal(t, funcLen{where: "p.go long", lines: MaxFuncLines + 1}, got[0])
+	require.True(t, got[1].table, "a table is no long function")
+}

@@ -1,0 +1,83 @@
+package stub
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// The engine keeps its steps on the model clock: each step is due at its
+// model end. Work done early waits for the deadline (clock.sleepUntil);
+// work done late is absorbed, because the next step starts at the last
+// one's model end, not when the goroutine got the CPU back, so a late
+// wake-up shortens the next wait instead of stretching the model. What
+// cannot be absorbed is a step whose completion ran later than its
+// deadline by more than deadlineSlack of wall time: its tokens reach the
+// clients late. Those are counted (vetbench_twin_deadline_missed_steps_total
+// and _lag_seconds_total on /metrics) and logged, at most once per
+// deadlineLogEvery, so a figure measured on a machine too busy for its
+// time scale says so.
+
+// deadlineSlack is how late (wall time) a step may complete before it
+// counts as missed: about a scheduler tick, the lateness a timer has on
+// an idle machine.
+const deadlineSlack = 2 * time.Millisecond
+
+// deadlineLogEvery spaces the log lines of a twin that keeps falling
+// behind.
+const deadlineLogEvery = 10 * time.Second
+
+// deadlines counts the steps that missed their deadline and writes the
+// log lines.
+type deadlines struct {
+	log     io.Writer
+	engine  int
+	scale   float64
+	missed  int // since the last log line
+	lag     float64
+	logged  bool
+	lastLog time.Time
+}
+
+// observe records that a step due at model time due completed at model
+// time now; it returns how late it was beyond the slack (0: on time).
+func (d *deadlines) observe(due, now float64, wall time.Time) float64 {
+	late := now - due - deadlineSlack.Seconds()*d.scale
+	if late <= 0 {
+		return 0
+	}
+	d.missed++
+	d.lag += late
+	if d.log != nil && (!d.logged || wall.Sub(d.lastLog) >= deadlineLogEvery) {
+		fmt.Fprintf(d.log, "vllmstub: engine %d fell behind its model clock: %d step(s) late by %.1f ms (model) in all, at time scale %g; figures measured now are slower than the model\n",
+			d.engine, d.missed, d.lag*1e3, d.scale)
+		d.logged, d.lastLog, d.missed, d.lag = true, wall, 0, 0
+	}
+	return late
+}
+
+// checkDeadline records a step that was due at model time end, now that
+// it has completed.
+func (e *engine) checkDeadline(end float64) {
+	late := e.deadlines.observe(end, e.clock.now(), time.Now())
+	if late <= 0 {
+		return
+	}
+	e.mu.Lock()
+	m := e.m
+	e.mu.Unlock()
+	m.mu.Lock()
+	m.missedSteps++
+	m.lagSeconds += late
+	m.mu.Unlock()
+}
+
+// missedSteps is the engine's missed deadlines, as /metrics counts them.
+func (e *engine) missedSteps() float64 {
+	e.mu.Lock()
+	m := e.m
+	e.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.missedSteps
+}

@@ -1,0 +1,101 @@
+package stub
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/stub/internal/twintest"
+)
+
+// TestDeadlinesObserve: a step that completes within the slack is on
+// time; later it counts, by how late beyond the slack, in model seconds
+// (the slack is wall time, so it scales); the log says so once, then not
+// again within deadlineLogEvery, then again.
+func TestDeadlinesObserve(t *testing.T) {
+	var log bytes.Buffer
+	d := deadlines{log: &log, scale: 10}
+	wall := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	require.Zero(t, d.observe(1.0, 1.0+0.019, wall), "2 ms wall at scale 10 is 20 ms model: on time")
+	require.Empty(t, log.String())
+	require.InDelta(t, 0.030, d.observe(1.0, 1.050, wall), 1e-9, "50 ms model late is 30 ms beyond the slack")
+	require.Contains(t, log.String(), "engine 0 fell behind its model clock: 1 step(s) late by 30.0 ms")
+	log.Reset()
+	require.Positive(t, d.observe(2.0, 2.1, wall.Add(time.Second)))
+	require.Empty(t, log.String(), "one line per deadlineLogEvery")
+	require.Positive(t, d.observe(3.0, 3.1, wall.Add(deadlineLogEvery)))
+	require.Contains(t, log.String(), "2 step(s) late by 160.0 ms", "the steps since the last line")
+}
+
+// TestEngineDeadlinesFakeTime runs a decode on fake time: on an idle
+// machine no step misses its deadline and /metrics says 0; when the
+// engine gets the CPU back 30 ms late after every 10 ms step
+// (busyMachine), the steps are counted as missed on /metrics with their
+// lag, the log says so, and the model itself does not stretch: each step
+// starts at the last one's model end, so the request's modelled latency
+// (e2e on /metrics) is the idle machine's. A client's wall clock sees the
+// lag, which is why it is reported.
+func TestEngineDeadlinesFakeTime(t *testing.T) {
+	type result struct {
+		missed, lag, e2e float64
+		page, log        string
+	}
+	run := func(t *testing.T, stall time.Duration) (r result) {
+		synctest.Test(t, func(t *testing.T) {
+			p := ProfileFast()
+			p.StepBase = 10 * time.Millisecond
+			var buf bytes.Buffer
+			s, err := New(Config{Profile: p, Log: &buf})
+			require.NoError(t, err)
+			defer s.Close()
+			if stall > 0 {
+				s.eng.busyMachine = func() { time.Sleep(stall) }
+			}
+			hc := &http.Client{Transport: twintest.Transport(s)}
+			body := `{"messages":[{"role":"user","content":"hello"}],"max_tokens":8,"ignore_eos":true}`
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://twin/v1/chat/completions", strings.NewReader(body))
+			require.NoError(t, err)
+			res, err := hc.Do(req)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, res.Body)
+			require.NoError(t, res.Body.Close())
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			sc := twintest.ScrapeMetrics(t.Context(), t, hc, "http://twin")
+			c, sum := sc.Hist("vllm:e2e_request_latency_seconds")
+			page, _ := twintest.Get(t.Context(), t, hc, "http://twin/metrics")
+			r = result{missed: sc.Value("vetbench_twin_deadline_missed_steps_total"), lag: sc.Value("vetbench_twin_deadline_lag_seconds_total"),
+				e2e: sum / c, page: string(page), log: buf.String()}
+		})
+		return r
+	}
+	onTime := run(t, 0)
+	require.Contains(t, onTime.page, "vetbench_twin_deadline_missed_steps_total")
+	require.Zero(t, onTime.missed)
+	require.Zero(t, onTime.lag)
+	require.Empty(t, onTime.log)
+	late := run(t, 30*time.Millisecond)
+	require.Equal(t, 8.0, late.missed, "every step of the 8 tokens came back late")
+	// 30 ms of stall against 10 ms steps cannot be absorbed: the engine
+	// falls 20 ms further behind every step (step k completes 30+20(k-1)
+	// ms late), less 2 ms of slack each.
+	want := 0.0
+	for k := range 8 {
+		want += 0.030 + 0.020*float64(k) - deadlineSlack.Seconds()
+	}
+	require.InDelta(t, want, late.lag, 0.001, "steps are a little over 10 ms (scheduling)")
+	require.Contains(t, late.log, "engine 0 fell behind its model clock")
+	require.InDelta(t, onTime.e2e, late.e2e, 1e-9, "the model absorbs the late wake-ups")
+	for _, line := range strings.Split(late.page, "\n") {
+		if strings.Contains(line, "deadline") {
+			require.True(t, strings.HasPrefix(line, "# HELP vetbench_twin_") || strings.HasPrefix(line, "# TYPE vetbench_twin_") ||
+				strings.HasPrefix(line, "vetbench_twin_"), "the twin's own series keep out of vLLM's namespace: %s", line)
+		}
+	}
+}
