@@ -618,11 +618,11 @@ func (r *Runner) warmUp(ctx context.Context, row *Row, c int, w *workers) (g Gau
 	if o.cellWarmup > 0 {
 		timeout = min(timeout, o.cellWarmup)
 	}
-	ready := Readiness{C: c, Hold: o.Hold}
+	ready := Readiness{C: c, Hold: o.Hold, ShortOutput: o.OutputTokens <= ShortOutputTokens}
 	deadline := r.now().Add(timeout)
 	for {
 		g = r.gauges(ctx)
-		ok, why := ready.Observe(g, w.streaming())
+		ok, why := ready.ObserveDone(g, w.streaming(), w.completed())
 		if ok || ctx.Err() != nil {
 			return g, ""
 		}
@@ -813,6 +813,19 @@ func (w *workers) streaming() int {
 	n := 0
 	for _, ok := range w.has {
 		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// completed counts the cell's requests that ended cleanly.
+func (w *workers) completed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, res := range w.results {
+		if res.Err == nil && res.Done {
 			n++
 		}
 	}
