@@ -119,7 +119,8 @@ FUZZTIME ?= 60s
 FUZZMINIMIZE ?= 200x
 FUZZ_OUT ?= $(or $(OUT),out)/fuzz
 FUZZERS ?= ./receipts:FuzzRead ./receipts/internal/jsontree:FuzzDecode ./receipts/matrix:FuzzMatrixCSV \
-	./bench/scrape:FuzzDiff:2 ./judgments:FuzzScore ./judgments:FuzzDecodeChat ./stub:FuzzTwinDecodeChat:2 ./bench/stream:FuzzSSE
+	./bench/scrape:FuzzDiff:2 ./judgments:FuzzScore ./judgments:FuzzDecodeChat ./stub:FuzzTwinDecodeChat:2 ./bench/stream:FuzzSSE \
+	./receipts/speed:FuzzGate
 fuzz:
 	@mkdir -p $(FUZZ_OUT)
 	@for t in $(FUZZERS); do \

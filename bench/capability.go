@@ -86,6 +86,7 @@ func (s *Session) newClientAt(base, model string, m judgments.Mode) *judgments.C
 		judgments.WithMode(m),
 		judgments.WithTopLogprobs(s.Options.TopLogprobs),
 		judgments.WithRequestTimeout(s.Options.RequestTimeout),
+		judgments.WithControlTimeout(s.Options.controlDeadline()),
 		judgments.WithRequestIDPrefix(s.idPrefix),
 		judgments.WithFanOut(s.Options.FanOut),
 	)

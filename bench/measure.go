@@ -299,6 +299,12 @@ func (s *Session) failures(tp receipts.Throughput) (string, error) {
 	share := tally.FailedShare(tp)
 	names := s.Options.Settings
 	maxFailed := setting(names.MaxFailed, "the accepted share")
+	if tp.Judgments == 0 && tp.Failed > 0 {
+		// Nothing succeeded: a point with no answer measured nothing, so
+		// it fails whatever share is accepted (100% included).
+		return "the run continued past failures: " + what,
+			fmt.Errorf("%w: %s: no judgment succeeded (a point fails with none, whatever %s accepts)", ErrFailures, what, maxFailed)
+	}
 	if share > s.Options.MaxFailed {
 		return "the run continued past failures (" + setting(names.ContinueOnError, "continue on error") + "): " + what,
 			fmt.Errorf("%w: %s, more than the accepted %s (%s)", ErrFailures, what, percent(s.Options.MaxFailed), maxFailed)

@@ -65,8 +65,11 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, o Options) (
 	if tr == nil {
 		tr = judgments.NewTransport(InFlight(o, set))
 	}
-	hc := &http.Client{Transport: tr}
-	control := &http.Client{Transport: tr, Timeout: o.controlDeadline()}
+	// Both clients mask the key in what the server sends and follow no
+	// redirect out of the endpoint's origin.
+	key := judgments.Secret(ep.APIKey)
+	hc := key.Guard(&http.Client{Transport: tr})
+	control := key.Guard(&http.Client{Transport: tr, Timeout: o.controlDeadline()})
 	kind := ep.Target.Kind
 	info, err := probe.Server(ctx, control, ep.BaseURL, ep.Authorize)
 	if err != nil {
@@ -92,7 +95,8 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, o Options) (
 		s.Controls = nil
 		s.Notes = append(s.Notes, "server has no /tokenize: control token ids not pinned (top_logprobs matches on text)")
 	}
-	if err := s.checkTokenIDs(ctx, hc, model); err != nil {
+	// The capability probe is a chat request: bounded as one.
+	if err := s.checkTokenIDs(ctx, key.Guard(&http.Client{Transport: tr, Timeout: o.RequestTimeout}), model); err != nil {
 		return nil, fmt.Errorf("%s target: %w", kind, err)
 	}
 	if err := s.addReplicas(ctx, model); err != nil {
@@ -105,7 +109,7 @@ func NewSession(ctx context.Context, ep Endpoint, set fixtures.Set, o Options) (
 // gets one on the judgments' transport).
 func (s *Session) controlClient() *http.Client {
 	if s.control == nil {
-		s.control = &http.Client{Transport: s.Client.HTTPClient().Transport, Timeout: s.Options.controlDeadline()}
+		s.control = judgments.Secret(s.Endpoint.APIKey).Guard(&http.Client{Transport: s.Client.HTTPClient().Transport, Timeout: s.Options.controlDeadline()})
 	}
 	return s.control
 }

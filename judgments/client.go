@@ -96,6 +96,8 @@ type Client struct {
 	mode        Mode
 	topLogprobs int
 	timeout     time.Duration
+	control     time.Duration // bounds /tokenize; 0: timeout
+	secret      Secret        // the key, redacted from what servers send
 	idPrefix    string
 	fanOut      bool
 
@@ -126,6 +128,11 @@ func WithTopLogprobs(n int) ClientOption { return func(c *Client) { c.topLogprob
 
 // WithRequestTimeout bounds each HTTP request (0 = no bound beyond ctx).
 func WithRequestTimeout(d time.Duration) ClientOption { return func(c *Client) { c.timeout = d } }
+
+// WithControlTimeout bounds each control request (/tokenize): a server
+// that does not answer one is found out in the control timeout, not in a
+// judgment's (0 = the request timeout).
+func WithControlTimeout(d time.Duration) ClientOption { return func(c *Client) { c.control = d } }
 
 // WithRequestIDPrefix sets the X-Request-Id prefix (see RequestID).
 func WithRequestIDPrefix(p string) ClientOption { return func(c *Client) { c.idPrefix = p } }
@@ -160,6 +167,8 @@ func NewClient(baseURL string, opts ...ClientOption) *Client {
 	for _, o := range opts {
 		o(c)
 	}
+	c.secret = Secret(c.apiKey)
+	c.http = c.secret.Guard(c.http) // the key masked in answers; redirects within the origin
 	c.wire = newWire(c.model, c.mode, c.topLogprobs)
 	return c
 }
@@ -469,7 +478,7 @@ func (c *Client) ask(ctx context.Context, it Item, q Question, controls Controls
 		parts, n = [][]byte{body}, len(body)
 	}
 	var resp chatResponse
-	err := c.send(ctx, chatPath, RequestID(c.idPrefix, it.ID, q.ID), parts, n, func(data []byte) error {
+	err := c.send(ctx, chatPath, RequestID(c.idPrefix, it.ID, q.ID), parts, n, c.timeout, func(data []byte) error {
 		err := unmarshalChat(data, &resp)
 		var se *json.SyntaxError
 		switch {
@@ -489,7 +498,11 @@ func (c *Client) ask(ctx context.Context, it Item, q Question, controls Controls
 
 // post sends a JSON body and decodes a 200 answer into out.
 func (c *Client) post(ctx context.Context, path, requestID string, body []byte, out any) error {
-	return c.send(ctx, path, requestID, [][]byte{body}, len(body), func(data []byte) error {
+	timeout := c.timeout
+	if c.control > 0 {
+		timeout = c.control
+	}
+	return c.send(ctx, path, requestID, [][]byte{body}, len(body), timeout, func(data []byte) error {
 		if err := json.Unmarshal(data, out); err != nil {
 			return decodeError(path, data, err)
 		}
@@ -504,10 +517,10 @@ const maxPooledBuffer = 1 << 20
 // send posts a body of n bytes, given as parts, and hands a 200 answer's
 // body to decode; the bytes are the client's pooled buffer, valid only
 // during the call. Anything else is a *StatusError.
-func (c *Client) send(ctx context.Context, path, requestID string, parts [][]byte, n int, decode func([]byte) error) error {
-	if c.timeout > 0 {
+func (c *Client) send(ctx context.Context, path, requestID string, parts [][]byte, n int, timeout time.Duration, decode func([]byte) error) error {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, &partsBody{parts: parts})
@@ -537,17 +550,57 @@ func (c *Client) send(ctx context.Context, path, requestID string, parts [][]byt
 		}
 	}()
 	buf.Reset()
+	limit := BodyLimit(path, res.StatusCode)
 	if res.ContentLength > 0 {
-		buf.Grow(int(min(res.ContentLength, maxPooledBuffer)))
+		buf.Grow(int(min(res.ContentLength, limit+1, maxPooledBuffer)))
 	}
-	if _, err := buf.ReadFrom(res.Body); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(res.Body, limit+1)); err != nil {
 		return fmt.Errorf("%s: read body: %w", path, err)
 	}
-	data := buf.Bytes()
+	data, over := buf.Bytes(), int64(buf.Len()) > limit
 	if res.StatusCode != http.StatusOK {
-		return statusError(path, res, data)
+		// The status is the news; a huge error body is read no further.
+		e := statusError(path, res, data[:min(int64(len(data)), limit)])
+		e.Message = c.secret.Redact(e.Message)
+		e.Type, e.Param = c.secret.Redact(e.Type), c.secret.Redact(e.Param)
+		return e
+	}
+	if over {
+		return fmt.Errorf("%s: %w: more than %d bytes (the cap on %s), not read further", path, ErrBodyTooLarge, limit, bodyKind(path))
 	}
 	return decode(data)
+}
+
+// Caps on a response body, by kind. A hostile or broken server's 2 GB
+// reply is cut at its cap, so memory is bounded by the judgments in
+// flight × MaxChatBody. The figures are far above what vLLM sends:
+// a one-token chat answer with 20 top logprobs is ~3 KB, a /tokenize of
+// a control ~100 bytes, an error body a few hundred.
+const (
+	MaxChatBody     = 1 << 20  // a chat completion (one position's logprobs)
+	MaxTokenizeBody = 1 << 20  // a /tokenize answer
+	MaxErrorBody    = 64 << 10 // any non-200 body: its message is what is kept
+)
+
+// ErrBodyTooLarge is a 200 answer over its kind's cap.
+var ErrBodyTooLarge = errors.New("response body too large")
+
+// BodyLimit is the cap on the body of an answer to path with status code.
+func BodyLimit(path string, code int) int64 {
+	switch {
+	case code != http.StatusOK:
+		return MaxErrorBody
+	case path == "/tokenize":
+		return MaxTokenizeBody
+	}
+	return MaxChatBody
+}
+
+func bodyKind(path string) string {
+	if path == "/tokenize" {
+		return "a tokenize answer"
+	}
+	return "a chat answer"
 }
 
 // decodeError is a 200 body that did not decode, saying whether it was cut short.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +23,8 @@ var fuzzQuestions = []Question{
 
 // FuzzScore scores arbitrary chat responses the way the client does
 // (decode the logprobs, pick the candidates, decide): the answer must
-// come from every candidate present exactly once with a finite logprob
+// come from every candidate present exactly once with a possible logprob
+// (finite, at most 0, at least vLLM's floor -9999)
 // (checked against a second, plainer reading of the entries), with finite
 // probabilities that sum to 1 over the candidates; anything else must fail
 // closed with a *CandidateError wrapping one of the typed errors. sel
@@ -83,6 +85,9 @@ func FuzzScore(f *testing.F) {
 			t.Fatalf("sampled %q off-format %v, want %q %v", sc.Sampled, sc.OffFormat, sampled, off)
 		}
 		a, err := Decide(q, got)
+		if err != nil && slices.Max(got) <= MinLogprob && errors.Is(err, ErrImpossibleLogprob) {
+			return // every candidate at vLLM's floor: no answer from nothing
+		}
 		if err != nil {
 			typed(t, err)
 			t.Fatalf("candidates passed but Decide failed: %v", err)
@@ -128,8 +133,8 @@ func plainCandidates(q Question, sampled string, entries []TokenLogprob, control
 				continue
 			}
 			n++
-			if e.Logprob == nil || math.IsNaN(*e.Logprob) || math.IsInf(*e.Logprob, 0) {
-				return nil, false, false
+			if e.Logprob == nil || math.IsNaN(*e.Logprob) || math.IsInf(*e.Logprob, 0) || *e.Logprob > 0 || *e.Logprob < MinLogprob {
+				return nil, false, false // a logprob no model gives
 			}
 			if n == 1 || *e.Logprob > out[i] {
 				out[i] = *e.Logprob
@@ -190,7 +195,7 @@ func typed(t *testing.T, err error) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("error %T is not a *CandidateError: %v", err, err)
 	}
-	for _, want := range []error{ErrMissingCandidate, ErrDuplicateCandidate, ErrNonFinite, ErrUnexpectedToken, ErrNoLogprobs} {
+	for _, want := range []error{ErrMissingCandidate, ErrDuplicateCandidate, ErrNonFinite, ErrImpossibleLogprob, ErrUnexpectedToken, ErrNoLogprobs} {
 		if errors.Is(err, want) {
 			return
 		}

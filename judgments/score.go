@@ -14,6 +14,7 @@ var (
 	ErrMissingCandidate   = errors.New("missing scores for requested candidates")
 	ErrDuplicateCandidate = errors.New("duplicate candidate")
 	ErrNonFinite          = errors.New("non-finite candidate logprob")
+	ErrImpossibleLogprob  = errors.New("impossible candidate logprob")
 	ErrUnexpectedToken    = errors.New("unexpected token in logprobs")
 	ErrNoLogprobs         = errors.New("response holds no logprobs")
 )
@@ -218,8 +219,8 @@ func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored,
 		if found[i] && mode == ModeTokenIDs {
 			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrDuplicateCandidate}
 		}
-		if e.Logprob == nil || math.IsNaN(*e.Logprob) || math.IsInf(*e.Logprob, 0) {
-			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrNonFinite}
+		if err := checkLogprob(e.Logprob); err != nil {
+			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: err}
 		}
 		if found[i] {
 			dups = merge(dups, i, &out, *e.Logprob)
@@ -321,10 +322,15 @@ func Decide(q Question, logprobs []float64) (Answer, error) {
 	}
 	top := math.Inf(-1)
 	for i, lp := range logprobs {
-		if math.IsNaN(lp) || math.IsInf(lp, 0) {
-			return Answer{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrNonFinite}
+		if err := checkLogprob(&lp); err != nil {
+			return Answer{}, &CandidateError{Question: q.ID, Control: Control(i), Err: err}
 		}
 		top = max(top, lp)
+	}
+	if top <= MinLogprob {
+		// Every candidate at vLLM's floor: none has any probability, and a
+		// "tie" of nothing would be scored 1/n each.
+		return Answer{}, &CandidateError{Question: q.ID, Err: fmt.Errorf("%w: every candidate at the floor %g (no candidate has any probability)", ErrImpossibleLogprob, MinLogprob)}
 	}
 	probs := make([]float64, len(logprobs))
 	sum := 0.0
@@ -378,4 +384,24 @@ func (a Answer) Margin() float64 {
 		}
 	}
 	return first - second
+}
+
+// MinLogprob is the smallest logprob vLLM sends: it clamps every logprob
+// with max(value, -9999.0) (serving's _get_top_logprobs), so -inf arrives
+// as -9999.
+const MinLogprob = -9999.0
+
+// checkLogprob refuses a logprob no model can give: missing, NaN or ±Inf,
+// above 0 (a probability above 1; log-softmax is ≤ 0 in floating point
+// too, as the log of a sum that includes exp(0)) or below vLLM's floor.
+func checkLogprob(lp *float64) error {
+	switch {
+	case lp == nil || math.IsNaN(*lp) || math.IsInf(*lp, 0):
+		return ErrNonFinite
+	case *lp > 0:
+		return fmt.Errorf("%w: %g is above 0 (a probability above 1)", ErrImpossibleLogprob, *lp)
+	case *lp < MinLogprob:
+		return fmt.Errorf("%w: %g is below vLLM's floor %g", ErrImpossibleLogprob, *lp, MinLogprob)
+	}
+	return nil
 }

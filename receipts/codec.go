@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 
 	"github.com/vetbench/vetbench/receipts/internal/docfile"
@@ -93,7 +92,7 @@ func (c Codec[T]) Read(r io.Reader, name string) (*T, error) {
 
 // ReadFile reads and validates the document at path.
 func (c Codec[T]) ReadFile(path string) (*T, error) {
-	f, err := os.Open(path)
+	f, _, err := docfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", c.Name, err)
 	}

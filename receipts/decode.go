@@ -54,6 +54,8 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 const (
 	MaxBytes = docfile.MaxBytes
 	MaxDepth = docfile.MaxDepth
+	// MaxDirBytes bounds one directory's documents together.
+	MaxDirBytes = docfile.MaxDirBytes
 )
 
 // Errors of the two limits.

@@ -3,8 +3,11 @@ package receipts
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/vetbench/vetbench/receipts/internal/docfile"
 )
 
 // ReadDir reads every *.json receipt in dir (not recursive), in name
@@ -31,6 +34,11 @@ func readDirWith(dir string, read func(string) (*Receipt, error)) ([]*Receipt, e
 		}
 		return nil, fmt.Errorf("read sweep %s: no *.json receipts", dir)
 	}
+	// Every file regular and all of them under the directory cap, before
+	// one is read: twenty receipts at the per-file cap would hold ~1.8 GB.
+	if err := CheckDir(dir, paths); err != nil {
+		return nil, err
+	}
 	var out []*Receipt
 	var errs []error
 	for _, p := range paths {
@@ -45,4 +53,18 @@ func readDirWith(dir string, read func(string) (*Receipt, error)) ([]*Receipt, e
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// CheckDir refuses one directory's documents before any is read: one
+// that is not a regular file (a named pipe, a device), or all of them
+// together over MaxDirBytes. The error is a *SchemaError naming dir.
+func CheckDir(dir string, paths []string) error {
+	if at, err := docfile.CheckDir(dir, paths); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return err // names the file
+		}
+		return &SchemaError{File: at, Msg: err.Error(), Err: err}
+	}
+	return nil
 }

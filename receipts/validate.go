@@ -79,6 +79,7 @@ func (r *Receipt) validate(file string) error {
 	r.validateServer(p)
 	r.validateEndpoints(p)
 	r.validateItems(p)
+	r.validateTotals(p)
 	r.validateOffFormat(p)
 	r.validateStopped(p)
 	return p.Err()
@@ -542,3 +543,33 @@ func validateLogprobs(p *Problems, path string, a judgments.Answer) {
 }
 
 func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+
+// validateTotals checks the window's counts against the items they count:
+// a receipt that says failed=5 or judgments=999 over clean items would
+// otherwise compare PASS on its items while its figures say otherwise.
+// Kept items have no error and are not discarded; failed ones have an
+// error; discarded ones finished after a stop. A receipt without items
+// (a typevet summary) has nothing to count.
+func (r *Receipt) validateTotals(p *Problems) {
+	if len(r.Items) == 0 {
+		return
+	}
+	var kept, failed int
+	for _, it := range r.Items {
+		switch {
+		case it.Discarded:
+		case it.Error != "":
+			failed++
+		default:
+			kept++
+		}
+	}
+	t := r.Throughput
+	if t.Judgments != kept {
+		p.Add("throughput.judgments", "%d, but %d items are kept (no error, not discarded)", t.Judgments, kept)
+	}
+	if t.Failed != failed {
+		p.Add("throughput.failed", "%d, but %d items failed", t.Failed, failed)
+	}
+	// discarded: validateStopped checks it against stopped.discarded.
+}

@@ -201,6 +201,7 @@ func (s *Server) submitChat(w http.ResponseWriter, hr *http.Request, c *chatCall
 	c.r = &request{prompt: c.p, hashes: blockHashes(c.p, s.cfg.Profile.BlockSize, c.req.CacheSalt), maxTokens: c.maxTokens,
 		arrival: arrival, done: make(chan struct{})}
 	decodeFaults(c.r, &c.req, c.fault, c.maxTokens)
+	s.cfg.Profile.applyFeatures(c.r, &c.req)
 	if err := eng.submit(c.r, ready); err != nil {
 		writeError(w, errEngineDeadAPI())
 		return false

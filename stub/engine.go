@@ -71,6 +71,10 @@ type stepEntry struct {
 	r    *request
 	from int // tokens r had computed before this step
 	n    int // tokens computed for r in this step
+	// drafts is the speculative tokens verified with r's last sampled one
+	// (n = 1 + drafts): a decode step that can yield up to 1 + drafts
+	// tokens (spec.go).
+	drafts int
 }
 
 // duration is the step's model time under the profile: the roofline model
@@ -197,7 +201,8 @@ func (c *core) schedule(now float64) *step {
 	// Running requests first, in admission order.
 	for i := 0; i < len(c.running) && budget > 0; i++ {
 		r := c.running[i]
-		n := min(r.numTokens()-r.numComputed, budget)
+		drafts := c.drafts(r, budget)
+		n := min(r.numTokens()-r.numComputed+drafts, budget)
 		n = c.fitEncoder(r, r.numComputed, n, &enc)
 		if n <= 0 {
 			continue
@@ -217,7 +222,7 @@ func (c *core) schedule(now float64) *step {
 		c.grow(r, need)
 		c.cacheFull(r, r.numComputed+n)
 		c.encode(s, r, r.numComputed, r.numComputed+n)
-		s.entries = append(s.entries, stepEntry{r, r.numComputed, n})
+		s.entries = append(s.entries, stepEntry{r, r.numComputed, n, drafts})
 		s.tokens += n
 		budget -= n
 	}
@@ -257,7 +262,7 @@ func (c *core) schedule(now float64) *step {
 		}
 		c.encode(s, r, cached, cached+n)
 		c.running = append(c.running, r)
-		s.entries = append(s.entries, stepEntry{r, cached, n})
+		s.entries = append(s.entries, stepEntry{r, cached, n, 0})
 		s.tokens += n
 		budget -= n
 	}
@@ -407,35 +412,31 @@ func (c *core) complete(s *step, end float64) []*request {
 	it := iteration{}
 	for _, e := range s.entries {
 		r := e.r
-		r.numComputed += e.n
+		m := 1 // tokens the step yields for r
+		if e.drafts > 0 {
+			a := c.p.Speculative.accepted(r.gen.key, r.generated)
+			c.m.specDrafted(e.drafts, a)
+			r.numComputed = e.from + 1 + a // rejected drafts' KV is dropped
+			m += a
+		} else {
+			r.numComputed += e.n
+		}
 		if r.numComputed < r.numTokens() {
 			continue // a prefill chunk; more to come
 		}
 		if r.generated == 0 {
-			r.generated = 1
 			r.firstToken, r.lastToken = end, end
 			r.batchSeqs = len(s.entries)
+			r.gen.settle(c.p.Looping, r.promptLen(), r.batchSeqs)
 			it.firstTokens = append(it.firstTokens, r)
 		} else {
-			r.generated++
 			it.itls = append(it.itls, end-r.lastToken)
 			r.lastToken = end
 		}
-		if r.progress != nil {
-			r.times = append(r.times, end)
-		}
-		it.generated++
+		m = c.sample(r, m, end)
+		it.generated += m
 		c.cacheFull(r, r.numComputed)
-		// vLLM's check_stop: the length caps first, then EOS (which
-		// min_tokens holds back: gen.eosAt already respects it).
-		switch {
-		case r.failAt > 0 && r.generated >= r.failAt:
-			r.finishReason = "error"
-		case r.generated >= r.maxTokens || r.numTokens() >= c.p.MaxModelLen:
-			r.finishReason = "length"
-		case r.gen.eosAt > 0 && r.generated == r.gen.eosAt:
-			r.finishReason = "stop"
-		default:
+		if r.finishReason == "" {
 			continue
 		}
 		r.finished = end
@@ -447,6 +448,43 @@ func (c *core) complete(s *step, end float64) []*request {
 	c.m.iterate(it)
 	c.m.schedulerState(len(c.running), len(c.waiting), c.usage())
 	return done
+}
+
+// sample appends up to m tokens sampled at model time end to r, stopping
+// at the first that ends it (vLLM's check_stop per token: the length caps
+// first, then EOS, which min_tokens holds back: gen.eosAt already respects
+// it), and returns how many it kept.
+func (c *core) sample(r *request, m int, end float64) int {
+	for k := range m {
+		r.generated++
+		if r.progress != nil {
+			r.times = append(r.times, end)
+		}
+		switch {
+		case r.failAt > 0 && r.generated >= r.failAt:
+			r.finishReason = "error"
+		case r.generated >= r.maxTokens || r.numTokens() >= c.p.MaxModelLen:
+			r.finishReason = "length"
+		case r.gen.eosAt > 0 && r.generated == r.gen.eosAt:
+			r.finishReason = "stop"
+		default:
+			continue
+		}
+		return k + 1
+	}
+	return m
+}
+
+// drafts is the speculative tokens r verifies in its next step: k while it
+// decodes, fewer near its max_tokens or max_model_len (drafts past them
+// would be thrown away), none while it prefills or without speculative
+// decoding.
+func (c *core) drafts(r *request, budget int) int {
+	k := c.p.Speculative.k()
+	if k == 0 || r.generated == 0 || r.numComputed != r.numTokens()-1 {
+		return 0
+	}
+	return max(0, min(k, r.maxTokens-r.generated-1, c.p.MaxModelLen-r.numTokens()-1, budget-1))
 }
 
 // abort drops a request whose client went away.

@@ -102,7 +102,7 @@ func ParseFault(spec string) (Fault, error) {
 		switch key {
 		case "rate":
 			f.Rate, err = strconv.ParseFloat(val, 64)
-			if err == nil && (f.Rate <= 0 || f.Rate > 1) {
+			if err == nil && !(f.Rate > 0 && f.Rate <= 1) { // NaN fails here too
 				err = fmt.Errorf("want 0 < rate <= 1")
 			}
 		case "every":

@@ -316,7 +316,7 @@ func TestFaultSchedules(t *testing.T) {
 	require.Less(t, len(a), 12)
 	require.NotEqual(t, a, fires("http500:rate=0.5,seed=8", ids), "another seed, other requests")
 
-	for _, bad := range []string{"http501", "http500:every=0", "http500:rate=1.5", "slow:delay=-1s", "http500:colour=red", "http500:every"} {
+	for _, bad := range []string{"http501", "http500:every=0", "http500:rate=1.5", "http500:rate=nan", "http500:rate=NaN", "http500:rate=+Inf", "slow:delay=-1s", "http500:colour=red", "http500:every"} {
 		_, err := ParseFault(bad)
 		require.Error(t, err, bad)
 		require.ErrorContains(t, err, bad, "the error names the spec")

@@ -91,6 +91,10 @@ type metrics struct {
 	success                   map[string]float64
 
 	hist map[string]*histogram
+
+	// specK is --speculative-config's k (0: no spec_decode counters).
+	specK int
+	spec  specStats
 }
 
 // Histogram families in registration order, with their HELP text.
@@ -115,7 +119,7 @@ var histogramFamilies = []struct{ name, help string }{
 
 func newMetrics(p Profile, model string, now time.Time) *metrics {
 	m := &metrics{model: model, created: float64(now.UnixNano()) / 1e9, hist: map[string]*histogram{},
-		promptBySource: map[string]float64{}, success: map[string]float64{}}
+		promptBySource: map[string]float64{}, success: map[string]float64{}, specK: p.Speculative.k()}
 	tokens := build125Buckets(p.MaxModelLen)
 	bounds := map[string][]float64{
 		"vllm:request_prompt_tokens":                 tokens,
@@ -142,7 +146,7 @@ func newMetrics(p Profile, model string, now time.Time) *metrics {
 		"block_size":               strconv.Itoa(p.BlockSize),
 		"gpu_memory_utilization":   pyFloat(p.GPUMemoryUtilization),
 		"swap_space_bytes":         "4294967296",
-		"cache_dtype":              "auto",
+		"cache_dtype":              cacheDtype(p),
 		"is_attention_free":        "False",
 		"num_gpu_blocks_override":  "None",
 		"sliding_window":           "None",
@@ -168,6 +172,13 @@ func (m *metrics) mmQueried(queries, hits int) {
 	defer m.mu.Unlock()
 	m.mmQueries += float64(queries)
 	m.mmHits += float64(hits)
+}
+
+// specDrafted records one verified draft of k tokens, a accepted.
+func (m *metrics) specDrafted(k, a int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spec.observe(k, a)
 }
 
 func (m *metrics) preempted(n int) {
@@ -292,6 +303,7 @@ func (m *metrics) write(w io.Writer) error {
 		success = append(success, sample{"vllm:request_success_total", base.with("finished_reason", r), m.success[r]})
 	}
 	counter("vllm:request_success", "Count of successfully processed requests.", success...)
+	writeSpecMetrics(m.specK, &m.spec, base, counter)
 	for _, f := range histogramFamilies {
 		h := m.hist[f.name]
 		var series []sample

@@ -385,6 +385,11 @@ func (m *physical) seconds(s *step) float64 {
 	parts := make([]roofline.Part, len(s.entries))
 	for i, e := range s.entries {
 		parts[i] = roofline.Part{Context: e.from, Tokens: e.n}
+		if e.drafts > 0 {
+			// A verify: the deployment prices a decode part (1 token) as
+			// k + 1 tokens with logits, plus the drafter's passes.
+			parts[i].Tokens = 1
+		}
 	}
 	extra := m.perSeq*float64(len(s.entries)) + m.perImage*float64(s.images)
 	if m.deploy != nil {

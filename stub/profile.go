@@ -98,6 +98,19 @@ type Profile struct {
 	IngestBase, IngestPerPromptToken time.Duration
 	IngestPerInflight                time.Duration
 	IngestInflightExponent           float64
+
+	// Serving features of the deployment (twin-features: spec.go,
+	// reasoning.go, loops.go). Speculative is --speculative-config (nil:
+	// none); StreamInterval is --stream-interval (0 or 1: every step);
+	// Reasoning is --reasoning-parser (nil: none); Looping is the model's
+	// tendency to loop (nil: never, unless the loop fault says so);
+	// VLLMVersion is the release /version reports and whose response
+	// shapes the twin follows ("": Version).
+	Speculative    *Speculative `json:",omitempty"`
+	StreamInterval int          `json:",omitempty"`
+	Reasoning      *Reasoning   `json:",omitempty"`
+	Looping        *Looping     `json:",omitempty"`
+	VLLMVersion    string       `json:",omitempty"`
 }
 
 // Profile names.
@@ -226,10 +239,11 @@ func ProfileRTX3090() Profile {
 // Profiles maps profile names to constructors.
 func Profiles() map[string]func() Profile {
 	return map[string]func() Profile{
-		ProfileFastName:    ProfileFast,
-		ProfileH100Name:    ProfileH100Gemma4,
-		ProfileRTX3090Name: ProfileRTX3090,
-		ProfileE2BName:     ProfileE2BH200NVL,
+		ProfileFastName:     ProfileFast,
+		ProfileH100Name:     ProfileH100Gemma4,
+		ProfileRTX3090Name:  ProfileRTX3090,
+		ProfileE2BName:      ProfileE2BH200NVL,
+		ProfileDeepSeekName: ProfileDeepSeekV4Flash,
 	}
 }
 
@@ -280,6 +294,9 @@ func (p Profile) Validate() error {
 		if d < 0 {
 			return fmt.Errorf("profile %s: negative duration %s", p.Name, d)
 		}
+	}
+	if err := p.validateFeatures(); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	if p.Physical != nil {
 		if err := p.Physical.validate(); err != nil {

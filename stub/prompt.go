@@ -196,6 +196,9 @@ func roleTurn(role string) string {
 }
 
 func appendText(ids []int, text string) []int {
+	if len(text) >= longText {
+		return append(ids, longTexts.tokenIDs(text)...)
+	}
 	for _, t := range Tokenize(text) {
 		ids = append(ids, t.ID)
 	}

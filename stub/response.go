@@ -21,6 +21,12 @@ type chatResponse struct {
 	finishReason string
 	// promptDetails is usage.prompt_tokens_details; nil is null.
 	promptDetails map[string]any
+	// thinking says the request reasoned: message.reasoning is reasoning
+	// and message.content is body (nil: null), spelled by version
+	// (reasoning.go).
+	thinking        bool
+	reasoning, body *string
+	version         string
 }
 
 // answer builds the completion of a finished request: the answer
@@ -53,6 +59,10 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 		cl, cands := pl.entry(pos, lps, order)
 		resp.candidates = append(resp.candidates, cands...)
 		resp.logprobs = append(resp.logprobs, cl)
+	}
+	if reasoningEnd(r) > 0 && r.generated > 0 {
+		resp.thinking, resp.version = true, s.servedVersion()
+		resp.reasoning, resp.body = messageReasoning(r, tokenText(rank(dist.logprobs())[0].id))
 	}
 	return resp
 }
@@ -191,14 +201,18 @@ func (resp *chatResponse) wire() map[string]any {
 	if resp.logprobs != nil {
 		logprobs = map[string]any{"content": resp.logprobs}
 	}
+	message := map[string]any{
+		"role": "assistant", "content": resp.content, "refusal": nil, "annotations": nil,
+		"audio": nil, "function_call": nil, "tool_calls": []any{}, "reasoning": nil,
+	}
+	if resp.thinking {
+		resp.spellReasoning(message)
+	}
 	return map[string]any{
 		"id": resp.id, "object": "chat.completion", "created": resp.created, "model": resp.model,
 		"choices": []any{map[string]any{
-			"index": 0,
-			"message": map[string]any{
-				"role": "assistant", "content": resp.content, "refusal": nil, "annotations": nil,
-				"audio": nil, "function_call": nil, "tool_calls": []any{}, "reasoning": nil,
-			},
+			"index":         0,
+			"message":       message,
 			"logprobs":      logprobs,
 			"finish_reason": resp.finishReason,
 			"stop_reason":   nil,

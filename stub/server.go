@@ -195,11 +195,7 @@ func (s *Server) Stats() Stats {
 }
 
 func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
-	v := Version
-	if s.cfg.Legacy {
-		v = LegacyVersion
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"version": v})
+	writeJSON(w, http.StatusOK, map[string]string{"version": s.reportedVersion()})
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {

@@ -117,8 +117,10 @@ type (
 		TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
 	}
 	deltaJSON struct {
-		Role    string  `json:"role,omitempty"`
-		Content *string `json:"content,omitempty"`
+		Role             string  `json:"role,omitempty"`
+		Content          *string `json:"content,omitempty"`
+		Reasoning        *string `json:"reasoning,omitempty"`
+		ReasoningContent *string `json:"reasoning_content,omitempty"`
 	}
 	usageJSON struct {
 		PromptTokens     int `json:"prompt_tokens"`
@@ -170,7 +172,10 @@ type streamWriter struct {
 	prompt            int  // prompt tokens
 	usage, continuous bool // stream_options
 	cut               int  // the truncate fault cuts the stream after this many tokens (-1: never)
-	sent              int  // tokens sent
+	sent              int  // tokens the engine sampled that this writer has seen
+	// ch groups the tokens into chunks: one per engine step, or per
+	// --stream-interval tokens (chunks.go).
+	ch chunker
 }
 
 // stream serves a submitted request as vLLM's event stream: the faults
@@ -238,7 +243,8 @@ func newStreamWriter(s *Server, c *chatCall, out *sse) *streamWriter {
 	opts, _ := c.req.streamOptions()
 	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
 	sw := &streamWriter{s: s, c: c, out: out, id: "chatcmpl-" + c.rid, created: time.Now().Unix(), prompt: len(c.r.prompt.Tokens),
-		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1}
+		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1,
+		ch: chunker{interval: s.cfg.Profile.StreamInterval}}
 	if c.fault != nil && c.fault.Kind == FaultTruncate {
 		n := c.r.maxTokens
 		if c.r.gen.eosAt > 0 {
@@ -259,9 +265,11 @@ func (sw *streamWriter) chunk(choices []choiceJSON, completion int) chunkJSON {
 	return ch
 }
 
-// sendNew sends the tokens sampled since the last call, each at its
-// sampling time plus half a round trip, and the closing chunks when the
-// request finished. ok is false when the client went away.
+// sendNew sends the tokens sampled since the last call, each engine
+// step's at its sampling time plus half a round trip, grouped into chunks
+// as vLLM's output processor groups them (chunks.go), and the closing
+// chunks when the request finished. ok is false when the client went
+// away.
 func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
 	eng, r := sw.c.eng, sw.c.r
 	// Whether it finished is read with the tokens, under the engine's
@@ -271,16 +279,24 @@ func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
 	view := *r
 	eng.mu.Unlock()
 	finished = view.finishReason != "" || view.err != nil
-	for k, at := range times {
-		i := sw.sent + k
+	limit := view.generated
+	if view.finishReason == "error" {
+		limit-- // the failed step's output is the error, sent below
+	}
+	j := sw.sent
+	for _, n := range stepGroups(times) {
+		at := times[j-sw.sent]
+		if j += n; j > limit {
+			break
+		}
 		if eng.clock.sleepUntil(ctx, at+sw.c.rt/2) != nil {
 			return false, false
 		}
-		if view.finishReason == "error" && i == view.generated-1 {
-			break // the failed step's output is the error, sent below
+		last := finished && j == view.generated && view.finishReason != "error"
+		if k := sw.ch.take(j, last); k > 0 {
+			sw.sendTokens(&view, j-k, j, last)
 		}
-		sw.sendToken(&view, i, finished && i == view.generated-1)
-		if i+1 == sw.cut {
+		if sw.cut >= 0 && j >= sw.cut {
 			sw.out.flush()
 			eng.abort(r)
 			panic(http.ErrAbortHandler) // the connection drops mid-stream
@@ -294,40 +310,6 @@ func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
 		sw.finish(&view)
 	}
 	return finished, true
-}
-
-// sendToken sends token i: the first with the role chunk before it and
-// the answer's content and logprobs, later ones from the generation; the
-// last carries the finish reason.
-func (sw *streamWriter) sendToken(view *request, i int, last bool) {
-	c := sw.c
-	choice := choiceJSON{Index: 0, Logprobs: jsonNull, TokenIDs: jsonNull}
-	var text string
-	if i == 0 {
-		first := *view
-		first.generated = 1
-		resp := sw.s.answer(c.rid, &c.req, c.topK, &first)
-		text = resp.content
-		if resp.logprobs != nil {
-			choice.Logprobs = logprobsJSON(resp.logprobs[:1])
-		}
-		role := sw.chunk([]choiceJSON{{Index: 0, Delta: deltaJSON{Role: "assistant", Content: new(string)}, Logprobs: jsonNull}}, 0)
-		role.PromptTokenIDs = jsonNull
-		sw.out.data(role)
-	} else {
-		tok := c.r.gen.token(i)
-		text = tokenText(tok)
-		if c.req.logprobs() {
-			choice.Logprobs = logprobsJSON([]contentLogprob{sw.s.continuationLogprob(&c.req, c.topK, c.r.gen.logprobs(i), tok)})
-		}
-	}
-	choice.Delta = deltaJSON{Content: &text}
-	if last && view.finishReason != "error" {
-		reason := view.finishReason
-		choice.FinishReason = &reason
-		choice.StopReason = jsonNull
-	}
-	sw.out.data(sw.chunk([]choiceJSON{choice}, i+1))
 }
 
 // finish sends what ends the stream: the error object of a failed

@@ -75,8 +75,12 @@ type generation struct {
 	// eosAt is the output length (EOS included) at which the model samples
 	// EOS; 0 = never (ignore_eos).
 	eosAt int
-	// period > 0 makes the text loop.
-	period int
+	// period > 0 makes the text loop: from loopAt on (the loop fault: from
+	// the second token), the words repeat with this period (loops.go).
+	period, loopAt int
+	// thinkAt > 0 is the position of the end-of-thinking token of a
+	// request that thinks (reasoning.go): reasoning before, content after.
+	thinkAt int
 }
 
 // newGeneration is a request's generation: content key, ignore_eos,
@@ -98,8 +102,8 @@ func (g generation) naturalLength() int { return g.eosAt }
 
 // word is the genWords index written at position pos (≥ 1).
 func (g generation) word(pos int) int {
-	if g.period > 0 {
-		pos = 1 + (pos-1)%g.period
+	if start := max(1, g.loopAt); g.period > 0 && pos >= start {
+		pos = start + (pos-start)%g.period
 	}
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(pos))
@@ -112,6 +116,9 @@ func (g generation) word(pos int) int {
 func (g generation) token(pos int) int {
 	if g.eosAt > 0 && pos == g.eosAt-1 {
 		return TokenEOS
+	}
+	if g.thinkAt > 0 && pos == g.thinkAt {
+		return TokenThinkEnd
 	}
 	return genIDs[g.word(pos)]
 }
@@ -133,7 +140,7 @@ func (g generation) logprobs(pos int) map[int]float64 {
 // text is what token id writes in the output (special tokens write
 // nothing, as vLLM's detokenizer skips them).
 func genTokenText(id int) (string, bool) {
-	if id == TokenEOS {
+	if id == TokenEOS || id == TokenThinkEnd {
 		return "", true
 	}
 	s, ok := genText[id]

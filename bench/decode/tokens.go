@@ -18,6 +18,7 @@
 package decode
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -33,6 +34,7 @@ import (
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
 	"github.com/vetbench/vetbench/receipts/tokens"
@@ -118,6 +120,8 @@ type Runner struct {
 	// afterDo runs after a request returns and before its slot is freed
 	// (a test seam: time spent here is outside the latency clock).
 	afterDo func()
+	// control bounds the probes (WithControlTimeout).
+	control time.Duration
 }
 
 // Option configures a Runner.
@@ -136,6 +140,11 @@ func WithServerFlags(flags string) Option { return func(r *Runner) { r.serverFla
 // WithHTTPClient sends every request with hc: the run's one client per
 // target (default: a client of its own).
 func WithHTTPClient(hc *http.Client) Option { return func(r *Runner) { r.hc = hc } }
+
+// WithControlTimeout bounds each probe and /metrics scrape (default
+// probe.DefaultTimeout): a server that does not answer one is found out in
+// the control timeout, not in a stream's.
+func WithControlTimeout(d time.Duration) Option { return func(r *Runner) { r.control = d } }
 
 // WithSharedPrompts makes every point re-send the same prompts: the cache
 // pitfall, for CachePitfall only.
@@ -162,8 +171,12 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	if r.prompts == nil {
 		r.prompts = NewPrompts(r.RunID)
 	}
-	hc, auth := r.hc, ep.Authorize
-	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
+	// The key masked in what the server sends, no redirect out of the
+	// origin; the probes and /metrics bounded by the control timeout.
+	hc, auth := judgments.Secret(ep.APIKey).Guard(r.hc), ep.Authorize
+	control := *hc
+	control.Timeout = cmp.Or(r.control, probe.DefaultTimeout)
+	info, err := probe.Server(ctx, &control, ep.BaseURL, auth)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s target: %w", ep.Target.Kind, err)
 	}
@@ -184,7 +197,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		Sampling:       Sampling,
 		HarnessVersion: bench.HarnessVersion,
 	}
-	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
+	if snap, err := scrape.Fetch(ctx, &control, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
 		r.Identity.Profile = scrape.CacheConfig(snap)
 	} else {
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics: cache configuration unrecorded (%v)", err))

@@ -19,6 +19,7 @@
 package grid
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,6 +38,7 @@ import (
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
@@ -162,6 +164,7 @@ type Runner struct {
 	// WithServerFlags).
 	stall       time.Duration
 	serverFlags string
+	control     time.Duration
 }
 
 // Option configures a Runner.
@@ -173,6 +176,11 @@ func WithStallTimeout(d time.Duration) Option { return func(r *Runner) { r.stall
 // WithServerFlags are the server's flags as the user states them, pinned
 // in the matrix's identity.
 func WithServerFlags(flags string) Option { return func(r *Runner) { r.serverFlags = flags } }
+
+// WithControlTimeout bounds each probe, /tokenize and /metrics scrape
+// (default probe.DefaultTimeout): a server that does not answer one is
+// found out in the control timeout, not in a stream's.
+func WithControlTimeout(d time.Duration) Option { return func(r *Runner) { r.control = d } }
 
 // WithHTTPClient sends every request with hc: the run's one client per
 // target (default: a client of its own).
@@ -197,6 +205,13 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	}
+	// The key masked in what the server sends, no redirect out of the
+	// origin; the probes, /tokenize and /metrics (r.hc) bounded by the
+	// control timeout, the streams by their own.
+	streams := judgments.Secret(ep.APIKey).Guard(hc)
+	control := *streams
+	control.Timeout = cmp.Or(o.control, probe.DefaultTimeout)
+	hc = &control
 	info, err := probe.Server(ctx, hc, ep.BaseURL, auth)
 	if err != nil {
 		return nil, fmt.Errorf("probe %s target: %w", ep.Target.Kind, err)
@@ -230,7 +245,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	} else {
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
-	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
+	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(streams),
 		stream.WithStallTimeout(r.stall), stream.WithClock(r.now))
 	return r, nil
 }
@@ -603,11 +618,11 @@ func (r *Runner) warmUp(ctx context.Context, row *Row, c int, w *workers) (g Gau
 	if o.cellWarmup > 0 {
 		timeout = min(timeout, o.cellWarmup)
 	}
-	ready := Readiness{C: c, Hold: o.Hold}
+	ready := Readiness{C: c, Hold: o.Hold, ShortOutput: o.OutputTokens <= ShortOutputTokens}
 	deadline := r.now().Add(timeout)
 	for {
 		g = r.gauges(ctx)
-		ok, why := ready.Observe(g, w.streaming())
+		ok, why := ready.ObserveDone(g, w.streaming(), w.completed())
 		if ok || ctx.Err() != nil {
 			return g, ""
 		}
@@ -798,6 +813,19 @@ func (w *workers) streaming() int {
 	n := 0
 	for _, ok := range w.has {
 		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// completed counts the cell's requests that ended cleanly.
+func (w *workers) completed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, res := range w.results {
+		if res.Err == nil && res.Done {
 			n++
 		}
 	}

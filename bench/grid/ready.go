@@ -25,6 +25,10 @@ type Gauges struct {
 type Readiness struct {
 	C    int
 	Hold time.Duration
+	// ShortOutput is the peer's rule for max_tokens ≤ ShortOutputTokens:
+	// streams that short end and restart between readings, so C
+	// completed requests stand in for C running (method.md §2).
+	ShortOutput bool
 
 	since time.Time
 	held  bool
@@ -34,14 +38,27 @@ type Readiness struct {
 // received a token. It reports whether the cell is ready and, when not,
 // the condition that is missing.
 func (r *Readiness) Observe(g Gauges, streaming int) (bool, string) {
+	return r.ObserveDone(g, streaming, 0)
+}
+
+// ShortOutputTokens is the longest max_tokens the peer's completed-samples
+// rule applies to.
+const ShortOutputTokens = 512
+
+// ObserveDone is Observe with the requests of the cell completed so far
+// (the ShortOutput rule).
+func (r *Readiness) ObserveDone(g Gauges, streaming, completed int) (bool, string) {
 	why := ""
 	switch {
 	case streaming < r.C:
 		why = fmt.Sprintf("%d of %d streams have tokens", streaming, r.C)
 	case g.OK && g.Waiting > 0:
 		why = fmt.Sprintf("%s requests waiting", num(g.Waiting))
-	case g.OK && g.Running < float64(r.C):
+	case g.OK && g.Running < float64(r.C) && !(r.ShortOutput && completed >= r.C):
 		why = fmt.Sprintf("%s of %d requests running", num(g.Running), r.C)
+		if r.ShortOutput {
+			why += fmt.Sprintf(" and %d of %d completed", completed, r.C)
+		}
 	}
 	if why != "" {
 		r.held = false

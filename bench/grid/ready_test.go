@@ -138,3 +138,27 @@ func TestWindowFigures(t *testing.T) {
 	require.False(t, grid.Figures(&empty, []*stream.Result{a, b, c}, at(40), at(50), occ))
 	require.Nil(t, empty.TotalTokS)
 }
+
+// At max_tokens ≤ 512 streams end and restart between readings, so the
+// peer takes C completed requests for C running: without the rule a
+// 16-stream cell of short streams was never ready (Requests queued after
+// its timeout), with it the hold runs.
+func TestReadinessShortOutputCountsCompleted(t *testing.T) {
+	t.Parallel()
+	long := grid.Readiness{C: 16, Hold: time.Second}
+	short := grid.Readiness{C: 16, Hold: time.Second, ShortOutput: true}
+	g := func(s float64) grid.Gauges { return grid.Gauges{At: at(s), Running: 15, OK: true} }
+	ok, why := short.ObserveDone(g(0), 16, 3)
+	require.False(t, ok)
+	require.Equal(t, "15 of 16 requests running and 3 of 16 completed", why)
+	for _, s := range []float64{1, 2, 3} {
+		ok, why = long.ObserveDone(g(s), 16, 40)
+		require.False(t, ok)
+		require.Equal(t, "15 of 16 requests running", why, "the rule is for short outputs only")
+	}
+	ok, _ = short.ObserveDone(g(1), 16, 16)
+	require.False(t, ok)
+	ok, _ = short.ObserveDone(g(2), 16, 20)
+	require.True(t, ok, "16 completed, held for 1 s")
+	require.Equal(t, 512, grid.ShortOutputTokens)
+}

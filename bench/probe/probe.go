@@ -48,10 +48,11 @@ func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func
 			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 	}
-	status, body, err := call(ctx, hc, http.MethodGet, base+"/v1/models", authorize)
+	status, body, final, err := callFinal(ctx, hc, http.MethodGet, base+"/v1/models", authorize)
 	if err != nil {
 		return info, err
 	}
+	info.noteRedirect("/v1/models", base+"/v1/models", final)
 	if status == http.StatusUnauthorized {
 		return info, judgments.Unauthorized("GET "+shown+"/v1/models", keySent(authorize))
 	}
@@ -71,7 +72,8 @@ func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func
 		info.Served = append(info.Served, receipts.ServedModel{ID: m.ID, Root: m.Root, MaxModelLen: m.MaxModelLen})
 	}
 
-	status, body, err = call(ctx, hc, http.MethodGet, base+"/version", authorize)
+	status, body, final, err = callFinal(ctx, hc, http.MethodGet, base+"/version", authorize)
+	info.noteRedirect("/version", base+"/version", final)
 	switch {
 	case err != nil:
 		return info, err
@@ -119,8 +121,23 @@ func (i Info) Pin(p *receipts.Pins) {
 // context nor the HTTP client does: no wait on a server is unbounded.
 const DefaultTimeout = 10 * time.Second
 
+// noteRedirect records where a probe was answered when a redirect (within
+// the origin: a Guard-ed client follows no other) moved it.
+func (i *Info) noteRedirect(path, asked, final string) {
+	if final != "" && final != asked {
+		i.Notes = append(i.Notes, fmt.Sprintf("GET %s was redirected: answered at %s", path, redact(final)))
+	}
+}
+
 // call sends one request with no body and returns the status and body.
 func call(ctx context.Context, hc *http.Client, method, target string, authorize func(*http.Request)) (int, []byte, error) {
+	status, body, _, err := callFinal(ctx, hc, method, target, authorize)
+	return status, body, err
+}
+
+// callFinal is call that also returns the URL that answered (after
+// redirects).
+func callFinal(ctx context.Context, hc *http.Client, method, target string, authorize func(*http.Request)) (int, []byte, string, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -131,7 +148,7 @@ func call(ctx context.Context, hc *http.Client, method, target string, authorize
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, redact(target), judgments.RedactError(err))
+		return 0, nil, "", fmt.Errorf("%s %s: %w", method, redact(target), judgments.RedactError(err))
 	}
 	req.Header.Set("Accept", "application/json")
 	if authorize != nil {
@@ -140,14 +157,14 @@ func call(ctx context.Context, hc *http.Client, method, target string, authorize
 	res, err := hc.Do(req)
 	if err != nil {
 		// *url.Error names the URL, redacted here.
-		return 0, nil, fmt.Errorf("%s: %w", method, judgments.RedactError(err))
+		return 0, nil, "", fmt.Errorf("%s: %w", method, judgments.RedactError(err))
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: read body: %w", method, redact(target), err)
+		return 0, nil, "", fmt.Errorf("%s %s: read body: %w", method, redact(target), err)
 	}
-	return res.StatusCode, body, nil
+	return res.StatusCode, body, res.Request.URL.String(), nil
 }
 
 // redact hides a URL's user info and query: errors end up in logs.

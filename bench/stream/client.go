@@ -78,6 +78,7 @@ func New(baseURL string, opts ...Option) *Client {
 	for _, o := range opts {
 		o(c)
 	}
+	c.http = judgments.Secret(c.apiKey).Guard(c.http) // the key masked in answers; redirects within the origin
 	return c
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/fixtures"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
@@ -78,14 +79,12 @@ func SpeedConfig(ctx context.Context, ep bench.Endpoint, cfg config.Config, sets
 		}
 		out[speed.KeyFixture] = strings.Join(fix, " ")
 	}
-	// The run's request timeout bounds the probe: a server that does not
-	// answer is the run's failure to report, not a hang here.
-	if cfg.RequestTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
-		defer cancel()
-	}
-	info, err := probe.Server(ctx, http.DefaultClient, ep.BaseURL, ep.Authorize)
+	// The control timeout bounds each probe: a server that does not
+	// answer is the run's failure to report, found in the control
+	// timeout, not in a judgment's. The client masks the key in what the
+	// server sends (a /version that echoes it) and leaves no origin.
+	control := judgments.Secret(ep.APIKey).Guard(&http.Client{Timeout: cfg.ControlDeadline()})
+	info, err := probe.Server(ctx, control, ep.BaseURL, ep.Authorize)
 	if err != nil {
 		return out, err
 	}

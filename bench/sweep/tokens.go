@@ -57,7 +57,7 @@ func TokenPoint(cfg config.Config, workload string, c int) decode.Point {
 // now; opts as decode's, e.g. decode.WithSharedPrompts for the pitfall).
 func (r *Run) TokenRunner(ctx context.Context, opts ...decode.Option) (*decode.Runner, error) {
 	base := []decode.Option{decode.WithStallTimeout(r.Config.RequestTimeout), decode.WithServerFlags(r.Config.ServerFlags),
-		decode.WithHTTPClient(&http.Client{Transport: r.transport})}
+		decode.WithHTTPClient(&http.Client{Transport: r.transport}), decode.WithControlTimeout(r.Config.ControlDeadline())}
 	return decode.NewRunner(ctx, r.Target.Endpoint, append(base, opts...)...)
 }
 
@@ -111,7 +111,8 @@ func (r *Run) WriteTokens(rec *tokens.Receipt) (string, error) {
 // configuration's matrix options.
 func (r *Run) MatrixRunner(ctx context.Context) (*grid.Runner, grid.Options, error) {
 	gr, err := grid.NewRunner(ctx, r.Target.Endpoint, grid.WithStallTimeout(r.Config.RequestTimeout),
-		grid.WithServerFlags(r.Config.ServerFlags), grid.WithHTTPClient(&http.Client{Transport: r.transport}))
+		grid.WithServerFlags(r.Config.ServerFlags), grid.WithHTTPClient(&http.Client{Transport: r.transport}),
+		grid.WithControlTimeout(r.Config.ControlDeadline()))
 	return gr, MatrixOptions(r.Config.Matrix), err
 }
 

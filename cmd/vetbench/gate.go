@@ -187,6 +187,12 @@ func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Sampl
 	if runErrs[1] != nil {
 		rep.AddFailure(fmt.Sprintf("candidate run failed: %v", runErrs[1]))
 	}
+	if o.asJSON && refused && runErrs[0] == nil && runErrs[1] == nil {
+		// Not the same experiment: there is no gate report to give, so the
+		// documented error object, with what differs.
+		return failure(e, "gate", true, exitNoVerdict, "identity differs, not the same experiment (-allow-identity-drift compares anyway)",
+			rep.Identity.Differs...)
+	}
 	var err error
 	if o.asJSON {
 		err = writeJSON(e.stdout, rep)

@@ -261,9 +261,10 @@ func TestGateIdentity(t *testing.T) {
 
 	stdout, _, code = run(t, "gate", "-json", fast, h100)
 	require.Equal(t, exitNoVerdict, code)
-	var rep speed.Report
-	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
-	require.Equal(t, []string{"twin-profile: fast → h100-gemma4-31b"}, rep.Identity.Differs)
+	var jerr jsonError // the documented error object, not a gate report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &jerr))
+	require.Equal(t, ErrorSchema, jerr.Schema)
+	require.Equal(t, []string{"twin-profile: fast → h100-gemma4-31b"}, jerr.Details)
 
 	stdout, _, code = run(t, "gate", "-benchstat=false", "-allow-identity-drift", fast, h100)
 	require.Equal(t, exitFail, code, stdout)
@@ -351,4 +352,25 @@ func TestGateRunFailedSide(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
 	require.Equal(t, exitInterrupted, doc.Exit)
 	require.Equal(t, "interrupted", doc.Error)
+}
+
+// gate -json on outputs of different experiments writes the documented
+// error object (vetbench.error/v1) with what differs, and exits 2.
+func TestGateJSONIdentityMismatchIsAnError(t *testing.T) {
+	t.Parallel()
+	const rec = "../../receipts/speed/testdata/twin/"
+	data, err := os.ReadFile(rec + "slowed.txt")
+	require.NoError(t, err)
+	drift := writeFile(t, t.TempDir(), "drift.txt", strings.Replace(string(data), "twin-profile: h100-gemma4-31b", "twin-profile: fast", 1))
+	stdout, _, code := run(t, "gate", "-json", rec+"baseline.txt", drift)
+	require.Equal(t, exitNoVerdict, code)
+	var got jsonError
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	require.Equal(t, ErrorSchema, got.Schema)
+	require.Equal(t, "gate", got.Command)
+	require.Equal(t, exitNoVerdict, got.Exit)
+	require.Equal(t, []string{"twin-profile: h100-gemma4-31b → fast"}, got.Details)
+	// With the drift allowed it is a gate report again.
+	stdout, _, _ = run(t, "gate", "-json", "-allow-identity-drift", rec+"baseline.txt", drift)
+	require.Contains(t, stdout, `"schema": "vetbench.gate/v1"`)
 }

@@ -21,7 +21,8 @@ func TestReportWritesPageAndCSV(t *testing.T) {
 	page := filepath.Join(dir, "pair.html")
 	stdout, stderr, code := run(t, "report", "-o", page, rd("base"), rd("cand"))
 	require.Equal(t, exitPass, code, stderr)
-	require.Equal(t, "wrote "+page+" and 13 CSV files in "+filepath.Join(dir, "pair_csv")+"\n", stdout)
+	require.Equal(t, "wrote "+page+" and 13 CSV files in "+filepath.Join(dir, "pair_csv")+"\n"+
+		"Verdict — answers: FAIL · speed: pass · failures: TROUBLE\n", stdout, "the page's verdict banner, on the console too")
 	data, err := os.ReadFile(page)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(data), "<!DOCTYPE html>"))
@@ -62,7 +63,8 @@ func TestReportDefaults(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "checks_c1.json"), src, 0o644))
 	stdout, stderr, code := run(t, "report", "-csv", "-", dir)
 	require.Equal(t, exitPass, code, stderr)
-	require.Equal(t, "wrote "+filepath.Join(dir, "report.html")+"\n", stdout)
+	require.Equal(t, "wrote "+filepath.Join(dir, "report.html")+"\n"+
+		"Verdict — answers: nothing to compare · speed: not gated (no bench.txt pair) · failures: none\n", stdout)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 2)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/receipts/tokens"
@@ -257,7 +258,7 @@ func observed(path string, ctxTokens int, contextSet bool) ([]roofline.Observed,
 		return pts, "speed matrix (published CSV)", err
 	}
 	if !st.IsDir() {
-		data, err := os.ReadFile(path)
+		data, err := receipts.ReadLimited(path) // regular files, under the cap
 		if err != nil {
 			return nil, "", err
 		}

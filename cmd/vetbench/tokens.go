@@ -16,6 +16,7 @@ import (
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
@@ -267,14 +268,18 @@ func readTokenReceipts(path string) ([]*tokens.Receipt, error) {
 		return nil, err
 	}
 	var out []*tokens.Receipt
+	var total int64
 	for _, en := range entries {
 		if en.IsDir() || filepath.Ext(en.Name()) != ".json" {
 			continue
 		}
 		file := filepath.Join(path, en.Name())
-		data, err := os.ReadFile(file)
+		data, err := receipts.ReadLimited(file) // regular files, under the cap
 		if err != nil {
 			return nil, err
+		}
+		if total += int64(len(data)); total > receipts.MaxDirBytes {
+			return nil, fmt.Errorf("%s: receipts of more than %d bytes together (%d MiB, the cap on one directory)", path, receipts.MaxDirBytes, receipts.MaxDirBytes>>20)
 		}
 		var probe struct {
 			Schema string `json:"schema"`

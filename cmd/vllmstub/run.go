@@ -35,6 +35,11 @@ type runOpts struct {
 	replay                  string
 	setFlags                map[string]bool
 
+	// Serving features (stub.Profile's Speculative, StreamInterval,
+	// Reasoning).
+	specConfig, reasoningParser, chatKwargs string
+	streamInterval                          int
+
 	// A first-principles profile (stub.ProfilePhysical).
 	modelConfig, gpu             string
 	bandwidth, flops             float64
@@ -66,6 +71,10 @@ func parse(args []string, stderr io.Writer) (runOpts, error) {
 	fs.StringVar(&o.weightDtype, "weight-dtype", "bf16", "weight dtype of the first-principles profile: bf16, fp16, fp8 or mxfp4")
 	fs.StringVar(&o.kvDtype, "kv-dtype", "bf16", "KV cache dtype of the first-principles profile: bf16, fp16 or fp8")
 	fs.StringVar(&o.effFam, "efficiency", "", "efficiency constants' GPU family (default: the GPU's; name one to borrow it, e.g. hopper)")
+	fs.StringVar(&o.specConfig, "speculative-config", "", `speculative decoding, JSON such as {"method":"mtp","num_speculative_tokens":3} (the twin's own "acceptance": [p0, p1, ...] sets the drafter)`)
+	fs.IntVar(&o.streamInterval, "stream-interval", 0, "send a stream's tokens N at a time after the first (vllm serve --stream-interval; default 1)")
+	fs.StringVar(&o.reasoningParser, "reasoning-parser", "", "split reasoning from content: deepseek_r1, deepseek_v3 or deepseek_v4")
+	fs.StringVar(&o.chatKwargs, "default-chat-template-kwargs", "", `chat template kwargs a request gets unless it sets them; the twin reads {"thinking": true} (or enable_thinking)`)
 	o.twin.BindFlags(fs)
 	// vllm serve takes the model first: vllm serve MODEL --flag ...
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -215,12 +224,45 @@ func (o runOpts) physicalProfile() (stub.Profile, error) {
 	return p, p.Validate()
 }
 
+// features applies the serving-feature flags to the profile.
+func (o runOpts) features(p *stub.Profile) error {
+	if o.specConfig != "" {
+		sp, err := stub.ParseSpeculativeConfig(o.specConfig)
+		if err != nil {
+			return err
+		}
+		p.SetSpeculative(sp)
+	}
+	if o.streamInterval < 0 {
+		return fmt.Errorf("--stream-interval %d: want 1 or more", o.streamInterval)
+	}
+	if o.streamInterval > 0 {
+		p.StreamInterval = o.streamInterval
+	}
+	if o.reasoningParser != "" {
+		p.Reasoning = &stub.Reasoning{Parser: o.reasoningParser}
+	}
+	if o.chatKwargs != "" {
+		var kw map[string]any
+		if err := json.Unmarshal([]byte(o.chatKwargs), &kw); err != nil {
+			return fmt.Errorf("--default-chat-template-kwargs %s: %w", o.chatKwargs, err)
+		}
+		if p.Reasoning != nil {
+			p.Reasoning.ThinkByDefault = p.Reasoning.ThinkByDefault || kw["thinking"] == true || kw["enable_thinking"] == true
+		}
+	}
+	return p.Validate()
+}
+
 // config is the twin to serve: the twin's flags, the profile and the
 // replay.
 func (o runOpts) config() (stub.Config, error) {
 	cfg := o.twin
 	var err error
 	if cfg.Profile, err = o.buildProfile(); err != nil {
+		return stub.Config{}, err
+	}
+	if err := o.features(&cfg.Profile); err != nil {
 		return stub.Config{}, err
 	}
 	if o.replay != "" {

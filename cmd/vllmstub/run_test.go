@@ -318,3 +318,38 @@ func TestRunAPIKey(t *testing.T) {
 	require.Contains(t, body, `engine="1"`, "--data-parallel-size 2: a second engine's series")
 	require.NoError(t, stop())
 }
+
+// TestFeatureFlags: --speculative-config, --stream-interval,
+// --reasoning-parser and --default-chat-template-kwargs set the profile's
+// serving features (a physical profile's pricing gets the drafter too),
+// survive --profile-json, and bad values are refused naming the flag.
+func TestFeatureFlags(t *testing.T) {
+	o, err := parse([]string{"--speculative-config", `{"method":"mtp","num_speculative_tokens":2}`, "--stream-interval", "4",
+		"--reasoning-parser", "deepseek_v4", "--default-chat-template-kwargs", `{"thinking": true}`}, io.Discard)
+	require.NoError(t, err)
+	cfg, err := o.config()
+	require.NoError(t, err)
+	p := cfg.Profile
+	require.Equal(t, &stub.Speculative{Method: "mtp", NumSpeculativeTokens: 2}, p.Speculative)
+	require.Equal(t, 4, p.StreamInterval)
+	require.Equal(t, &stub.Reasoning{Parser: "deepseek_v4", ThinkByDefault: true}, p.Reasoning)
+	back, _, _ := roundTrip(t, cfg)
+	require.Equal(t, p, back.Profile)
+
+	phys := filepath.Join("..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
+	o, err = parse([]string{"-model-config", phys, "-gpu", "h100-sxm", "--speculative-config", `{"num_speculative_tokens":3,"acceptance":[0.8,0.6,0.4]}`}, io.Discard)
+	require.NoError(t, err)
+	cfg, err = o.config()
+	require.NoError(t, err)
+	require.Equal(t, 3, cfg.Profile.Physical.Speculative.Tokens)
+	require.InDelta(t, 0.6, cfg.Profile.Physical.Speculative.Acceptance, 1e-12)
+
+	for flag, bad := range map[string]string{"--speculative-config": `{"method":"mtp"}`, "--stream-interval": "-2",
+		"--reasoning-parser": "qwen9", "--default-chat-template-kwargs": "{"} {
+		o, err := parse([]string{flag, bad}, io.Discard)
+		if err == nil {
+			_, err = o.config()
+		}
+		require.Error(t, err, flag)
+	}
+}

@@ -37,12 +37,15 @@ const (
 	MalformedBody      = "malformed_body"     // an answer whose body is not the JSON expected
 	MissingCandidate   = "missing_candidate"  // a requested control has no logprob
 	DuplicateCandidate = "duplicate_candidate"
-	NonFinite          = "non_finite"       // a null/NaN/Inf logprob
-	NoLogprobs         = "no_logprobs"      // an answer without logprobs
-	UnexpectedToken    = "unexpected_token" // a logprob for a token nobody asked for
-	NoTokenizer        = "no_tokenizer"     // the server has no /tokenize
-	Transport          = "transport"        // another network error
-	Other              = "other"            // none of the above
+	NonFinite          = "non_finite"         // a null/NaN/Inf logprob
+	ImpossibleLogprob  = "impossible_logprob" // a logprob above 0 or below vLLM's floor, or every candidate at the floor
+	BodyTooLarge       = "body_too_large"     // an answer over its kind's cap (chat, tokenize, a stream)
+	Redirect           = "redirect"           // a redirect refused (another origin, too many)
+	NoLogprobs         = "no_logprobs"        // an answer without logprobs
+	UnexpectedToken    = "unexpected_token"   // a logprob for a token nobody asked for
+	NoTokenizer        = "no_tokenizer"       // the server has no /tokenize
+	Transport          = "transport"          // another network error
+	Other              = "other"              // none of the above
 )
 
 // HTTP is the class of a non-200 answer: "http_<code>".
@@ -154,6 +157,12 @@ func direct(err error) string {
 		return DuplicateCandidate
 	case judgments.ErrNonFinite:
 		return NonFinite
+	case judgments.ErrImpossibleLogprob:
+		return ImpossibleLogprob
+	case judgments.ErrBodyTooLarge:
+		return BodyTooLarge
+	case judgments.ErrRedirect:
+		return Redirect
 	case judgments.ErrNoLogprobs:
 		return NoLogprobs
 	case judgments.ErrUnexpectedToken:

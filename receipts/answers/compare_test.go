@@ -102,14 +102,17 @@ func TestCompareControls(t *testing.T) {
 		{"missing item", func(t *testing.T, r *receipts.Receipt) {
 			r.Items = r.Items[:3]
 			r.Pins.Fixture.Items = 4
+			r.Throughput.Judgments = 3 // the totals count the items
 		}, answers.DefaultPolicy(), false, "1 baseline items missing from the candidate (i3)", nil},
 		{"failed item", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[3].Answers = nil
 			r.Items[3].Error = "question same: missing scores for requested candidates"
+			r.Throughput.Judgments, r.Throughput.Failed = 3, 1
 		}, answers.DefaultPolicy(), false, "item i3: failed in the candidate", nil},
 		{"stopped run", func(t *testing.T, r *receipts.Receipt) {
 			r.Stopped = &receipts.Stopped{Index: 3, Item: "i3", Reason: "error", Message: "HTTP 500", Discarded: 0}
 			r.Items = r.Items[:3]
+			r.Throughput.Judgments = 3
 		}, answers.DefaultPolicy(), false, "candidate stopped at item i3 (error): HTTP 500", nil},
 		{"question missing", func(t *testing.T, r *receipts.Receipt) {
 			r.Items[1].Answers = r.Items[1].Answers[:2]

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -107,7 +106,7 @@ func ReplaceCSVFile(path string, m *Matrix) error {
 
 // ReadCSVFile reads a matrix CSV at path.
 func ReadCSVFile(path string) (*Matrix, error) {
-	f, err := os.Open(path)
+	f, _, err := docfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open matrix csv: %w", err)
 	}

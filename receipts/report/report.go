@@ -131,8 +131,8 @@ func Build(base, cand *Run, opt Options) (*Report, error) {
 	b.identity()
 	b.decideGate()
 	b.title()
-	b.rep.Sections = append(b.rep.Sections, b.runsSection())
 	b.summary()
+	b.rep.Sections = append(b.rep.Sections, b.runsSection())
 	for _, set := range b.sets() {
 		b.rep.Sections = append(b.rep.Sections, b.setSection(set))
 	}
@@ -618,7 +618,53 @@ func (b *builder) summary() {
 		}
 	}
 	b.rep.Sections = append(b.rep.Sections, Section{ID: "summary", Title: "Summary", Tables: []Table{t}})
+	b.rep.Banners = append([]Banner{verdictBanner(t.Rows)}, b.rep.Banners...)
 }
+
+// verdictBanner is the page's first box: one line each for answers, speed
+// and failures, from the summary's rows (check, result, detail), so the
+// verdict is read before any table.
+func verdictBanner(rows [][]Cell) Banner {
+	parts := map[string][]string{}
+	worst := map[string]Tone{}
+	for _, row := range rows {
+		kind := "failures"
+		switch name := row[0].Text; {
+		case strings.HasSuffix(name, ": speed gate"):
+			kind = "speed"
+		case strings.Contains(name, ": answers"):
+			kind = "answers"
+		}
+		parts[kind] = append(parts[kind], row[0].Text+" — "+row[1].Text+": "+row[2].Text)
+		if rank(row[1].Tone) > rank(worst[kind]) {
+			worst[kind] = row[1].Tone
+		}
+	}
+	ban := Banner{Tone: OK}
+	var title []string
+	for _, kind := range []string{"answers", "speed", "failures"} {
+		word := map[Tone]string{OK: "pass", Warn: "no verdict", Bad: "FAIL", Plain: "nothing to compare"}[worst[kind]]
+		if kind == "failures" {
+			word = map[Tone]string{OK: "none", Bad: "TROUBLE", Plain: "—", Warn: "warnings"}[worst[kind]]
+		}
+		if len(parts[kind]) == 0 {
+			word = "not measured"
+			if kind == "speed" {
+				word = "not gated (no bench.txt pair)"
+			}
+		}
+		title = append(title, kind+": "+word)
+		ban.Lines = append(ban.Lines, parts[kind]...)
+		if rank(worst[kind]) > rank(ban.Tone) {
+			ban.Tone = worst[kind]
+		}
+	}
+	ban.Title = "Verdict — " + strings.Join(title, " · ")
+	return ban
+}
+
+// rank orders tones by how bad they are.
+func rank(t Tone) int { return map[Tone]int{Plain: 0, OK: 1, Warn: 2, Bad: 3}[t] }
 
 func (b *builder) crossEntries() []answers.SweepEntry {
 	var es []answers.SweepEntry

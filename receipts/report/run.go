@@ -115,6 +115,9 @@ func Load(dir, label string) (*Run, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%s: no receipts (*.json) in it or in its receipts/ directory", dir)
 	}
+	if err := receipts.CheckDir(run.ReceiptDir, paths); err != nil {
+		return nil, err
+	}
 	var errs []error
 	for _, p := range paths {
 		if err := run.read(p); err != nil {

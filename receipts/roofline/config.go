@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -159,7 +161,7 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
 // ReadConfig reads and parses a config.json.
 func ReadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := readConfigFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read model config: %w", err)
 	}
@@ -894,4 +896,32 @@ func readStated(top, o object, c *Config) error {
 		}
 	}
 	return nil
+}
+
+// maxConfigBytes bounds a model's config.json: the largest on the Hub
+// (multimodal models with vision and audio towers) are ~20 KB.
+const maxConfigBytes = 4 << 20
+
+// readConfigFile reads a regular file of at most maxConfigBytes: a named
+// pipe would block the open, /dev/zero would never end.
+func readConfigFile(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Op = "open" // what the caller asked for
+		}
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err == nil && len(b) > maxConfigBytes {
+		err = fmt.Errorf("%s: more than %d bytes (%d MiB, the cap on a model config)", path, maxConfigBytes, maxConfigBytes>>20)
+	}
+	return b, err
 }

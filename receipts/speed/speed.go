@@ -18,11 +18,11 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/vetbench/vetbench/receipts/internal/docfile"
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 )
@@ -53,7 +53,7 @@ type Samples struct {
 // its last line, as if they were all.
 func Load(r io.Reader, name string) (*Samples, error) {
 	s := &Samples{Name: name, values: map[string]map[string][]float64{}, unitsO: map[string][]string{}, config: map[string][]string{}}
-	tail := &tailReader{r: r}
+	tail := &tailReader{r: &capReader{r: r, left: MaxBytes}}
 	rd := benchfmt.NewReader(tail, name)
 	var bad []string
 	for rd.Scan() {
@@ -67,6 +67,10 @@ func Load(r io.Reader, name string) (*Samples, error) {
 				s.names = append(s.names, bench)
 			}
 			for _, v := range rec.Values {
+				if err := checkValue(rec, v); err != nil {
+					bad = append(bad, err.Error())
+					continue
+				}
 				if _, ok := s.values[bench][v.Unit]; !ok {
 					s.unitsO[bench] = append(s.unitsO[bench], v.Unit)
 				}
@@ -84,6 +88,9 @@ func Load(r io.Reader, name string) (*Samples, error) {
 	}
 	if err := rd.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(bad) > maxBad {
+		bad = append(bad[:maxBad], fmt.Sprintf("… and %d more", len(bad)-maxBad))
 	}
 	if err := tail.cut(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -159,12 +166,76 @@ func (t *tailReader) cut() error {
 
 // LoadFile is Load of the file at path.
 func LoadFile(path string) (*Samples, error) {
-	f, err := os.Open(path)
+	f, size, err := docfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if size > MaxBytes {
+		return nil, fmt.Errorf("%s: %w: %d bytes, limit %d bytes (%d MiB)", path, ErrTooLarge, size, MaxBytes, MaxBytes>>20)
+	}
 	return Load(f, path)
+}
+
+// MaxBytes bounds one benchmark output: 32 MiB, as every document. A
+// -count 10 run of the whole suite writes ~40 KB; go test -bench -count
+// 1000 of it would be ~4 MB.
+const MaxBytes = docfile.MaxBytes
+
+// ErrTooLarge is an output over MaxBytes (it is not read past the cap).
+var ErrTooLarge = errors.New("benchmark output too large")
+
+// capReader fails a read past left bytes.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("%w: more than %d bytes (%d MiB)", ErrTooLarge, MaxBytes, MaxBytes>>20)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// maxBad bounds the malformed lines an error lists.
+const maxBad = 20
+
+// checkValue refuses a value no benchmark can measure: NaN or ±Inf (the
+// statistics below would hang on NaN — benchmath's Mann–Whitney U never
+// ends — or pass ±Inf as "same"), and a negative time, size, count or
+// rate. The error names the file and line.
+func checkValue(rec *benchfmt.Result, v benchfmt.Value) error {
+	file, line := rec.Pos()
+	switch {
+	case math.IsNaN(v.Value) || math.IsInf(v.Value, 0):
+		return fmt.Errorf("%s:%d: %s: %s is %v, not a finite number", file, line, rec.Name.Full(), v.Unit, v.Value)
+	case v.Value < 0 && nonNegative(v.Unit):
+		return fmt.Errorf("%s:%d: %s: %s is %v, below 0", file, line, rec.Name.Full(), v.Unit, v.Value)
+	}
+	return nil
+}
+
+// nonNegative says whether a unit cannot go below 0: go test's own
+// (ns/op, B/op, allocs/op, MB/s) and the rates, times, ratios and counts
+// vetbench reports (…/s, …-sec, …-ms, …-ratio, counts).
+func nonNegative(unit string) bool {
+	switch unit {
+	case "ns/op", "sec/op", "B/op", "allocs/op", "MB/s", "B/s",
+		"preemptions", "moved-items", "off-format", "failed-items", "discarded-items", "goodput":
+		return true
+	}
+	for _, suffix := range []string{"/s", "-sec", "-ms", "-ratio"} {
+		if strings.HasSuffix(unit, suffix) && !strings.HasPrefix(unit, "-") {
+			return true
+		}
+	}
+	return false
 }
 
 // Benchmarks lists the benchmark names in the order first seen.

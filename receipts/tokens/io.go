@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/internal/docfile"
@@ -55,7 +54,7 @@ func Decode(data []byte, name string) (*Receipt, error) { return codec.Decode(da
 // one vetbench.tokens/v1 receipt, or a file of the published format (one
 // receipt per record, see ReadPublished).
 func ReadBaseline(path string) ([]*Receipt, error) {
-	f, err := os.Open(path)
+	f, _, err := docfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open baseline: %w", err)
 	}

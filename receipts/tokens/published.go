@@ -3,7 +3,6 @@ package tokens
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"strconv"
 
@@ -58,7 +57,7 @@ var publishedWorkloads = map[string]string{
 
 // ReadPublishedFile reads a file of the published format as receipts.
 func ReadPublishedFile(path string) ([]*Receipt, error) {
-	f, err := os.Open(path)
+	f, _, err := docfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open published receipt: %w", err)
 	}

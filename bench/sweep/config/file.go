@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -76,6 +77,15 @@ func redactValue(v any, redact func(string) string) any {
 
 // readFile parses the file into dotted keys ("twin.profile") and values.
 func readFile(path string) (map[string]any, error) {
+	// Only a regular file: a named pipe would block the open forever.
+	if fi, err := os.Stat(path); err != nil {
+		if pe, ok := err.(*fs.PathError); ok {
+			pe.Op = "open" // what was asked
+		}
+		return nil, fmt.Errorf("run file: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("run file %s: not a regular file (%s)", path, fi.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("run file: %w", err)
@@ -87,6 +97,9 @@ func readFile(path string) (map[string]any, error) {
 	}
 	if len(data) > maxFileBytes {
 		return nil, fmt.Errorf("run file %s: larger than %d bytes", path, maxFileBytes)
+	}
+	if err := checkDepth(data); err != nil {
+		return nil, fmt.Errorf("run file %s:%w", path, err)
 	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {

@@ -93,12 +93,17 @@ type Handler struct {
 	OnSecond func()
 }
 
-// Notify returns a context cancelled by the first SIGINT or SIGTERM and
-// the Handler whose second signal exits the process with ExitCode. Call
-// Stop when done.
+// Signals are the signals that interrupt a run: Ctrl-C, kill, and SIGHUP
+// (a closed terminal or ssh session), which would otherwise end the
+// process at once and leave nothing of what it measured.
+var Signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// Notify returns a context cancelled by the first of Signals and the
+// Handler whose second signal exits the process with ExitCode. Call Stop
+// when done.
 func Notify(parent context.Context) (context.Context, *Handler) {
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sig, Signals...)
 	ctx, h := Watch(parent, sig, os.Exit)
 	prev := h.stop
 	h.stop = func() { signal.Stop(sig); prev() }

@@ -106,3 +106,15 @@ func TestWriteWithoutHandler(t *testing.T) {
 	require.True(t, ran)
 	h.Stop()
 }
+
+// TestSIGHUPInterrupts: a hang-up (the terminal or ssh session closed)
+// ended the process at once and left nothing; it is an interrupt like
+// Ctrl-C: the context is cancelled and the run writes what it measured.
+// Before the fix the signal below kills the test binary.
+func TestSIGHUPInterrupts(t *testing.T) {
+	ctx, h := Notify(context.Background())
+	defer h.Stop()
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	<-ctx.Done()
+	require.ErrorIs(t, ctx.Err(), context.Canceled)
+}

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/sweep/config"
@@ -73,9 +75,17 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 	if err != nil {
 		return nil, err
 	}
-	t.Endpoint.Notes = append(t.Endpoint.Notes, fmt.Sprintf("twin runs in-process (%s unset): no container: %v", config.EnvStub, why))
+	note := fmt.Sprintf("twin runs in-process (%s unset): no container: %v", config.EnvStub, why)
+	t.Endpoint.Notes = append(t.Endpoint.Notes, note)
+	// Said once, up front, on the terminal too: the receipts repeat it per
+	// point, but an installed binary's user should read it before the run.
+	fmt.Fprintf(Stderr, "[vetbench] %s (VETBENCH_STUB=inprocess says so on purpose; docs/install.md#the-twin-outside-a-clone)\n", note)
 	return t, nil
 }
+
+// Stderr is where Open says, once, why the twin runs in-process when no
+// placement was asked for (tests replace it).
+var Stderr io.Writer = os.Stderr
 
 // Live is a running server at t.Endpoint.
 func Live(t config.Target) *Target {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,11 +84,16 @@ func TestInProcess(t *testing.T) {
 	require.Error(t, err, "closed")
 }
 
-// No placement and no Docker: the twin runs in-process, and every receipt
-// will say why.
+// No placement and no Docker: the twin runs in-process, every receipt
+// will say why, and so does one line on stderr, up front.
 func TestFallbackInProcess(t *testing.T) {
 	noDocker := func(context.Context) error { return errors.New("docker: daemon not running") }
+	var said strings.Builder
+	prev := Stderr
+	Stderr = &said
+	defer func() { Stderr = prev }()
 	tg, err := open(t.Context(), config.Default(), noDocker)
+	require.Equal(t, 1, strings.Count(said.String(), "no container: docker: daemon not running"), said.String())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
 	require.Equal(t, receipts.TargetInProcess, tg.Endpoint.Target.Kind)

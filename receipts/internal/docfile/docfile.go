@@ -72,20 +72,104 @@ func Read(r io.Reader) ([]byte, error) {
 // that grows while it is read, or one that is not a regular file (a pipe),
 // is still cut at MaxBytes+1 bytes.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, size, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	size := int64(-1)
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		size = fi.Size()
-		if size > MaxBytes {
-			return nil, &SizeError{Size: size, Limit: MaxBytes}
-		}
+	if size > MaxBytes {
+		return nil, &SizeError{Size: size, Limit: MaxBytes}
 	}
 	return read(f, size)
 }
+
+// ErrNotRegular is an input path that is not a regular file: a named
+// pipe (opening it would wait for a writer forever), a device (/dev/zero
+// never ends) or a directory.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Open opens path for reading only if it is a regular file (after
+// following links), and returns its size. A named pipe or a device is
+// refused from its Stat, before the open that would block on a pipe; the
+// opened file is checked again, so one swapped in between is refused too.
+// Every input file of vetbench goes through it.
+func Open(path string) (*os.File, int64, error) {
+	if err := regular(path, os.Stat); err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+func regular(path string, stat func(string) (fs.FileInfo, error)) error {
+	fi, err := stat(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Op = "open" // what the caller asked for
+		}
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+	}
+	return nil
+}
+
+// MaxDirBytes bounds the documents read from one directory together (a
+// sweep's receipts): 64 MiB, twice the cap on one file. The biggest sweep
+// in the repository (12 goldens) is 2.4 MB; twenty receipts at the
+// per-file cap would otherwise hold ~1.8 GB of trees at once.
+const MaxDirBytes = 64 << 20
+
+// CheckDir refuses a set of input files (one directory's documents) when
+// one is not a regular file, one is over MaxBytes, or their sizes add up
+// past MaxDirBytes, before any of them is read. It returns the file at
+// fault, or dir when it is the sum.
+func CheckDir(dir string, paths []string) (string, error) {
+	var total int64
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return p, err
+		}
+		if !fi.Mode().IsRegular() {
+			return p, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+		}
+		if fi.Size() > MaxBytes {
+			return p, &SizeError{Size: fi.Size(), Limit: MaxBytes}
+		}
+		total += fi.Size()
+	}
+	if total > MaxDirBytes {
+		return dir, &DirSizeError{Dir: dir, Files: len(paths), Size: total, Limit: MaxDirBytes}
+	}
+	return "", nil
+}
+
+// DirSizeError is a directory whose documents add up past MaxDirBytes.
+type DirSizeError struct {
+	Dir         string
+	Files       int
+	Size, Limit int64
+}
+
+func (e *DirSizeError) Error() string {
+	return fmt.Sprintf("%d documents of %d bytes together, limit %d bytes (%d MiB, the cap on one directory's documents)", e.Files, e.Size, e.Limit, e.Limit>>20)
+}
+
+func (e *DirSizeError) Unwrap() error { return ErrTooLarge }
 
 // read reads r to its end or to MaxBytes+1 bytes; size, when known, sizes
 // the buffer so a file is read in one allocation.

@@ -2,11 +2,14 @@ package docfile
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,12 +111,66 @@ func TestReadFileRefusesByItsSize(t *testing.T) {
 	_, err = ReadFile(filepath.Join(t.TempDir(), "missing.json"))
 	require.ErrorIs(t, err, fs.ErrNotExist)
 
-	// A file with no size (a device, a pipe) is cut at the cap.
-	if _, err := os.Stat("/dev/zero"); err == nil {
-		_, err = ReadFile("/dev/zero")
-		require.ErrorAs(t, err, &se)
-		require.EqualValues(t, -1, se.Size)
+	// A stream with no size is cut at the cap.
+	_, err = Read(io.LimitReader(zeros{}, MaxBytes+10))
+	require.ErrorAs(t, err, &se)
+	require.EqualValues(t, -1, se.Size)
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestOpenRefusesWhatIsNotARegularFile: a named pipe would block the open
+// until a writer came (forever), a device (/dev/zero, also behind a
+// *.json link) never ends, a directory is no document. Each is refused
+// before a byte is read; a regular file and a link to one are read.
+func TestOpenRefusesWhatIsNotARegularFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	zero := filepath.Join(dir, "zero.json")
+	require.NoError(t, os.Symlink("/dev/zero", zero))
+	good := filepath.Join(dir, "good.json")
+	require.NoError(t, os.WriteFile(good, []byte(`{}`), 0o644))
+	link := filepath.Join(dir, "link.json")
+	require.NoError(t, os.Symlink(good, link))
+	for _, bad := range []string{fifo, zero, dir} {
+		_, err := ReadFile(bad)
+		require.ErrorIs(t, err, ErrNotRegular, bad)
+		require.ErrorContains(t, err, bad)
+		at, err := CheckDir(dir, []string{good, bad})
+		require.ErrorIs(t, err, ErrNotRegular, bad)
+		require.Equal(t, bad, at)
 	}
+	for _, ok := range []string{good, link} {
+		data, err := ReadFile(ok)
+		require.NoError(t, err)
+		require.Equal(t, "{}", string(data))
+	}
+}
+
+// TestCheckDirCapsTheSum: files each under MaxBytes are refused together
+// past MaxDirBytes (sparse files: nothing is written or read).
+func TestCheckDirCapsTheSum(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var paths []string
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(MaxBytes))
+		require.NoError(t, f.Close())
+		paths = append(paths, p)
+	}
+	_, err := CheckDir(dir, paths[:2])
+	require.NoError(t, err, "control: two at the cap are 64 MiB, the limit")
+	at, err := CheckDir(dir, paths)
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.Equal(t, dir, at)
+	require.ErrorContains(t, err, "3 documents of 100663296 bytes together, limit 67108864 bytes")
 }
 
 type inner struct {
