@@ -149,7 +149,7 @@ func (f contractFact) appliesTo(v string) (bool, string) {
 		return true, ""
 	}
 	why := fmt.Sprintf("not applicable to vLLM %s: the fact holds on %s", v, f.versions())
-	got, ok := parseVersion(v)
+	got, ok := factVersion(v)
 	switch {
 	case since == unreleased || !ok:
 		return false, why
@@ -161,7 +161,7 @@ func (f contractFact) appliesTo(v string) (bool, string) {
 	return true, ""
 }
 
-func parseVersion(v string) ([3]int, bool) {
+func factVersion(v string) ([3]int, bool) {
 	var out [3]int
 	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
 	for i := range out {
@@ -185,7 +185,7 @@ func parseVersion(v string) ([3]int, bool) {
 }
 
 func mustVersion(v string) [3]int {
-	out, ok := parseVersion(v)
+	out, ok := factVersion(v)
 	if !ok {
 		panic("contract fact version " + v)
 	}
