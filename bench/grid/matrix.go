@@ -654,6 +654,7 @@ func (r *Runner) finish(ctx context.Context, cell matrix.Cell, w *workers, start
 		cell.Status = matrix.Failed
 		cell.Reason = joinReason(cell.Reason, "no token arrived inside the window")
 	}
+	cell.Serve = Serve(w.all(), end, o.OutputTokens)
 	return cell
 }
 

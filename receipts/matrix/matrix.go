@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // Schema names the matrix format; a reader refuses any other value.
@@ -154,6 +155,11 @@ type Cell struct {
 	OutputTokens      *int     `json:"output_tokens"`
 	// MeasuredSeconds is the usage window: start to the last update.
 	MeasuredSeconds *float64 `json:"measured_seconds"`
+	// Serve is the cell's figures as `vllm bench serve` computes them
+	// (tokens.ServeFigures) over the cell's completed requests; nil when
+	// none completed, in older files and in a published CSV (which has no
+	// such columns).
+	Serve *tokens.Serve `json:"vllm_bench_serve,omitempty"`
 }
 
 // Stopped says why a matrix ended before its last cell.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // IdentityDigest is the hex sha256 over the identity fields and the
@@ -150,6 +151,7 @@ func (m *Matrix) validate(file string) error {
 		} {
 			nonNeg(p, path+"."+f.name, f.v)
 		}
+		validateServe(p, path+".vllm_bench_serve", c.Serve)
 		// A figure the verdict stands on must be there.
 		if c.Status == Valid || c.Status == RequestsQueued {
 			need(p, path, "total_tok_s", c.TotalTokS != nil)
@@ -200,3 +202,29 @@ func nonNegInt(p *receipts.Problems, path string, v *int) {
 }
 
 func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+
+// validateServe checks a cell's optional `vllm bench serve` block: when
+// present (it is absent in older files and a published CSV), its
+// definitions and its figures are finite and not negative.
+func validateServe(p *receipts.Problems, path string, s *tokens.Serve) {
+	if s == nil {
+		return
+	}
+	if s.Definitions != tokens.DefinitionsServe {
+		p.Add(path+".definitions", "%q is not %q", s.Definitions, tokens.DefinitionsServe)
+	}
+	if s.Completed < 1 || s.Failed < 0 {
+		p.Add(path, "completed %d, failed %d: a block needs a completed request", s.Completed, s.Failed)
+	}
+	figures := map[string]float64{
+		"duration": s.Duration, "mean_ttft_ms": s.MeanTTFTMs, "median_ttft_ms": s.MedianTTFTMs, "p99_ttft_ms": s.P99TTFTMs,
+		"mean_tpot_ms": s.MeanTPOTMs, "median_tpot_ms": s.MedianTPOTMs, "p99_tpot_ms": s.P99TPOTMs,
+		"mean_itl_ms": s.MeanITLMs, "median_itl_ms": s.MedianITLMs, "p99_itl_ms": s.P99ITLMs,
+		"mean_e2el_ms": s.MeanE2ELMs, "median_e2el_ms": s.MedianE2ELMs, "p99_e2el_ms": s.P99E2ELMs,
+	}
+	for _, name := range slices.Sorted(maps.Keys(figures)) {
+		if v := figures[name]; bad(v) || v < 0 {
+			p.Add(path+"."+name, "%v is not a finite number >= 0", v)
+		}
+	}
+}
