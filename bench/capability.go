@@ -45,13 +45,13 @@ func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model stri
 	if s.Info.Version != "" {
 		build = "vLLM " + s.Info.Version
 	}
-	why := fmt.Sprintf("scoring mode %s needs logprob_token_ids, and this server (%s) ignores it: a one-token request asking for ids %v got %s of them back (the field arrived in vLLM PR #43463)",
-		judgments.ModeTokenIDs, build, got.Asked, countWord(len(got.Asked)-len(got.Missing)))
+	why := fmt.Sprintf("scoring mode %s needs logprob_token_ids (vLLM >= %s, PR #43463), and this server (%s) ignores it: a one-token request asking for ids %v got %s of them back",
+		judgments.ModeTokenIDs, probe.TokenIDsMinVersion, build, got.Asked, countWord(len(got.Asked)-len(got.Missing)))
 	names := s.Options.Settings
 	fallback := setting(names.ScoringFallback, "scoring fallback")
 	if !s.Options.ScoringFallback {
-		return &tokenIDsError{msg: fmt.Sprintf("%s; set %s=%s to score from the top logprobs, or %s=true to let a run fall back by itself",
-			why, setting(names.Scoring, "scoring"), judgments.ModeTopLogprobs, fallback)}
+		return &tokenIDsError{msg: fmt.Sprintf("%s; upgrade to vLLM >= %s, or on an older server set %s=%s to score from the top logprobs, or %s=true to let a run fall back by itself",
+			why, probe.TokenIDsMinVersion, setting(names.Scoring, "scoring"), judgments.ModeTopLogprobs, fallback)}
 	}
 	s.Client = s.newClient(model, judgments.ModeTopLogprobs)
 	s.Fallback = fmt.Sprintf("%s → %s: %s (%s=true)", judgments.ModeTokenIDs, judgments.ModeTopLogprobs, why, fallback)

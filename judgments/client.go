@@ -379,7 +379,7 @@ func score(q Question, resp *chatResponse, controls Controls, mode Mode) (Answer
 	if err != nil {
 		return Answer{}, err
 	}
-	a.Sampled, a.OffFormat = sc.Sampled, sc.OffFormat
+	a.Sampled, a.OffFormat, a.DuplicateDecodings = sc.Sampled, sc.OffFormat, sc.DuplicateDecodings
 	a.PromptTokens = resp.Usage.PromptTokens
 	if d := resp.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
 		n := *d.CachedTokens

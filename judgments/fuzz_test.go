@@ -124,6 +124,8 @@ func plainCandidates(q Question, sampled string, entries []TokenLogprob, control
 		off = off && k != sampled
 	}
 	out := make([]float64, len(keys))
+	sum := make([]float64, len(keys)) // log of every spelling's summed mass
+	dup := false
 	for i, k := range keys {
 		n := 0
 		for _, e := range entries {
@@ -134,11 +136,26 @@ func plainCandidates(q Question, sampled string, entries []TokenLogprob, control
 			if e.Logprob == nil || math.IsNaN(*e.Logprob) || math.IsInf(*e.Logprob, 0) || *e.Logprob > 0 || *e.Logprob < MinLogprob {
 				return nil, false, false // a logprob no model gives
 			}
-			out[i] = *e.Logprob
+			if n == 1 || *e.Logprob > out[i] {
+				out[i] = *e.Logprob
+			}
+			if n == 1 {
+				sum[i] = *e.Logprob
+			} else {
+				hi, lo := max(sum[i], *e.Logprob), min(sum[i], *e.Logprob)
+				sum[i] = hi + math.Log1p(math.Exp(lo-hi))
+			}
 		}
-		if n != 1 {
+		// Top-logprobs text may spell a control twice (a byte fallback):
+		// read at its best entry unless the summed mass picks another
+		// winner. Token ids never repeat.
+		if n == 0 || (n > 1 && mode == ModeTokenIDs) {
 			return nil, false, false
 		}
+		dup = dup || n > 1
+	}
+	if dup && bestOf(out) != bestOf(sum) {
+		return nil, false, false
 	}
 	if mode == ModeTokenIDs {
 		extra := 0
@@ -159,6 +176,17 @@ func plainCandidates(q Question, sampled string, entries []TokenLogprob, control
 		}
 	}
 	return out, off, true
+}
+
+// bestOf is the first index of the largest value.
+func bestOf(xs []float64) int {
+	w := 0
+	for i := range xs {
+		if xs[i] > xs[w] {
+			w = i
+		}
+	}
+	return w
 }
 
 // typed fails unless err is a *CandidateError wrapping a scoring error.

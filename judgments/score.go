@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -93,6 +94,9 @@ type Answer struct {
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens, when the
 	// server sent it (vllm serve --enable-prompt-tokens-details).
 	CachedTokens *int `json:"cached_tokens,omitempty"`
+	// DuplicateDecodings counts top_logprobs entries that decoded to a
+	// control another entry already spelled, combined (Candidates).
+	DuplicateDecodings int `json:"duplicate_decodings,omitempty"`
 }
 
 // Position is what scoring reads of the first returned position: the token
@@ -113,6 +117,19 @@ type Scored struct {
 	// OffFormat says the sampled token is none of the candidates: greedy
 	// decoding would have answered something other than a control.
 	OffFormat bool
+	// DuplicateDecodings counts entries combined with another that decodes
+	// to the same control text (ModeTopLogprobs; see Candidates).
+	DuplicateDecodings int
+}
+
+// spread is what the entries decoding to one control say: the least and
+// most probable of them, and their summed mass (log-sum-exp).
+type spread struct{ lo, hi, lse float64 }
+
+func (s *spread) add(lp float64) {
+	s.lo, s.hi = min(s.lo, lp), max(s.hi, lp)
+	m := max(s.lse, lp)
+	s.lse = m + math.Log(math.Exp(s.lse-m)+math.Exp(lp-m))
 }
 
 // Candidates picks the question's candidate logprobs, in decision order, out of
@@ -126,6 +143,20 @@ type Scored struct {
 // In ModeTopLogprobs entries are matched on their text and non-candidates
 // are ignored (the sampled token comes first, and when it is outside the
 // top-k the k-th best is dropped: only the text says which is which).
+//
+// Two entries may decode to one control's text: vLLM de-duplicates
+// top_logprobs by token id and decodes each id on its own, so on a
+// SentencePiece vocabulary with byte fallback (Gemma's) the piece "1" and
+// the byte token <0x31> both read "1". typevet scores exactly one id per
+// control, the one /tokenize gives: the piece (a tokenizer falls back to
+// bytes only for text its vocabulary lacks), which a model trained on such
+// tokenizations gives nearly all the mass, the byte spelling almost none.
+// So the control's logprob is its most probable entry — typevet's id — and
+// the combined entries are counted (Scored.DuplicateDecodings). The
+// question fails closed (ErrDuplicateCandidate) only when that reading is
+// ambiguous: when summing every spelling's mass (log-sum-exp, the
+// probability of emitting the control's text at all) would pick another
+// label, the other spellings hold too much mass to call one of them noise.
 func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored, error) {
 	n := len(q.Options)
 	// keys[i] is control i as an entry spells it: the control itself, or
@@ -164,6 +195,7 @@ func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored,
 	}
 	out := Scored{Logprobs: make([]float64, n), Sampled: pos.Sampled}
 	sampledSeen := false
+	var dups map[int]*spread
 	for _, e := range pos.Entries {
 		key := e.Token
 		if mode == ModeTokenIDs {
@@ -184,29 +216,101 @@ func Candidates(q Question, pos Position, controls Controls, mode Mode) (Scored,
 			sampledSeen = true // the sampled token, not a candidate: off-format
 			continue
 		}
-		if found[i] {
+		if found[i] && mode == ModeTokenIDs {
 			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrDuplicateCandidate}
 		}
 		if err := checkLogprob(e.Logprob); err != nil {
 			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: err}
 		}
+		if found[i] {
+			dups = merge(dups, i, &out, *e.Logprob)
+			continue
+		}
 		found[i] = true
 		out.Logprobs[i] = *e.Logprob
 	}
-	for i, ok := range found[:n] {
-		if !ok {
-			return Scored{}, &CandidateError{Question: q.ID, Control: Control(i), Err: ErrMissingCandidate}
-		}
+	if err := complete(q, found[:n], out.Logprobs, dups); err != nil {
+		return Scored{}, err
 	}
-	if pos.Sampled != "" {
-		key := pos.Sampled
-		if mode == ModeTokenIDs {
-			key = strings.TrimPrefix(key, "token_id:")
-		}
-		_, candidate := index(key)
-		out.OffFormat = !candidate
-	}
+	out.OffFormat = offFormat(pos.Sampled, mode, index)
 	return out, nil
+}
+
+// offFormat says the sampled token (as the server spelled it; "" when
+// unknown) is no candidate's key.
+func offFormat(sampled string, mode Mode, index func(string) (int, bool)) bool {
+	if sampled == "" {
+		return false
+	}
+	if mode == ModeTokenIDs {
+		sampled = strings.TrimPrefix(sampled, "token_id:")
+	}
+	_, candidate := index(sampled)
+	return !candidate
+}
+
+// complete says which candidate is missing, or that entries decoding to
+// one control leave the answer ambiguous; nil when the scores stand.
+func complete(q Question, found []bool, lps []float64, dups map[int]*spread) error {
+	for i, ok := range found {
+		if !ok {
+			return &CandidateError{Question: q.ID, Control: Control(i), Err: ErrMissingCandidate}
+		}
+	}
+	if c, ok := ambiguous(lps, dups); !ok {
+		return &CandidateError{Question: q.ID, Control: Control(c),
+			Err: fmt.Errorf("%w: several entries decode to one control and which one is the tokenizer's decides the answer", ErrDuplicateCandidate)}
+	}
+	return nil
+}
+
+// merge combines a second entry decoding to control i into out (its most
+// probable entry stands) and records the spread of its readings.
+func merge(dups map[int]*spread, i int, out *Scored, lp float64) map[int]*spread {
+	if dups == nil {
+		dups = map[int]*spread{}
+	}
+	if dups[i] == nil {
+		v := out.Logprobs[i]
+		dups[i] = &spread{lo: v, hi: v, lse: v}
+	}
+	dups[i].add(lp)
+	out.Logprobs[i] = dups[i].hi
+	out.DuplicateDecodings++
+	return dups
+}
+
+// ambiguous checks that lps (each duplicated control at its most probable
+// entry) and the summed-mass reading (each at log-sum-exp of its entries)
+// pick the same winner. It returns a duplicated control and false when
+// they do not.
+func ambiguous(lps []float64, dups map[int]*spread) (int, bool) {
+	if len(dups) == 0 {
+		return 0, true
+	}
+	mass := slices.Clone(lps)
+	first := -1
+	for i, s := range dups {
+		mass[i] = s.lse
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	if argmax(lps) == argmax(mass) {
+		return 0, true
+	}
+	return first, false
+}
+
+// argmax is the index of the largest value, the earlier on an exact tie.
+func argmax(xs []float64) int {
+	w := 0
+	for i, x := range xs {
+		if x > xs[w] {
+			w = i
+		}
+	}
+	return w
 }
 
 // Decide turns candidate logprobs (decision order) into an answer: softmax

@@ -2,6 +2,7 @@ package judgments
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,7 +91,14 @@ func TestCandidates(t *testing.T) {
 		{"top", ModeTopLogprobs, "The", []TokenLogprob{e("The", f(-0.5)), e("1", f(-1)), e("0", f(-3)), e(" 0", f(-4))}, []float64{-3, -1}, true, nil, ""},
 		{"top sampled first not best", ModeTopLogprobs, "0", []TokenLogprob{e("0", f(-3)), e("The", f(-0.5)), e("1", f(-1))}, []float64{-3, -1}, false, nil, ""},
 		{"top missing", ModeTopLogprobs, "The", []TokenLogprob{e("The", f(-0.5)), e("1", f(-1))}, nil, false, ErrMissingCandidate, "0"},
-		{"top duplicate", ModeTopLogprobs, "1", []TokenLogprob{e("1", f(-1)), e("1", f(-1)), e("0", f(-3))}, nil, false, ErrDuplicateCandidate, "1"},
+		// Two ids decoding to "1" (the piece and a byte fallback): the most
+		// probable is the control's; the answer is the same either way.
+		{"top duplicate", ModeTopLogprobs, "1", []TokenLogprob{e("1", f(-1)), e("1", f(-1)), e("0", f(-3))}, []float64{-3, -1}, false, nil, ""},
+		{"top duplicate byte fallback", ModeTopLogprobs, "1", []TokenLogprob{e("1", f(-0.2)), e("0", f(-2)), e("1", f(-9))}, []float64{-2, -0.2}, false, nil, ""},
+		{"top duplicate close", ModeTopLogprobs, "1", []TokenLogprob{e("1", f(-1)), e("0", f(-1.2)), e("1", f(-5))}, []float64{-1.2, -1}, false, nil, ""},
+		// Ambiguous: "0" wins on its best entry, but the two spellings of
+		// "1" together hold more mass than "0".
+		{"top duplicate ambiguous mass", ModeTopLogprobs, "0", []TokenLogprob{e("0", f(-1)), e("1", f(-1.3)), e("1", f(-1.3))}, nil, false, ErrDuplicateCandidate, "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Candidates(noul, Position{Sampled: tc.sampled, Entries: tc.entries}, ctrl, tc.mode)
@@ -99,6 +107,11 @@ func TestCandidates(t *testing.T) {
 				require.Equal(t, tc.want, got.Logprobs)
 				require.Equal(t, tc.sampled, got.Sampled)
 				require.Equal(t, tc.off, got.OffFormat)
+				dups := 0
+				if strings.HasPrefix(tc.name, "top duplicate") {
+					dups = 1
+				}
+				require.Equal(t, dups, got.DuplicateDecodings, "combined entries are counted")
 				return
 			}
 			require.ErrorIs(t, err, tc.err)

@@ -54,6 +54,10 @@ type contractTarget struct {
 	DataParallel int
 	// Legacy: the server is older than logprob_token_ids (PR #43463).
 	Legacy bool
+	// Version is a live server's /version; facts that do not hold on it
+	// (contractFact.Since, Until) are reported not applicable, not
+	// failed. Empty for the twin, which plays every fact.
+	Version string
 }
 
 // need is what a fact needs of its target.
@@ -79,7 +83,122 @@ type contractFact struct {
 	Fact   string // what vLLM does
 	Source string // vllm-project/vllm path (symbol)
 	Needs  need
-	Check  func(t *testing.T, x *contractCtx)
+	// Since is the first vLLM release the fact holds on ("" = every
+	// release the contract covers, 0.10.1 on; a logprob_token_ids fact
+	// defaults to TokenIDsSince); Until the last ("" = the newest seen; a
+	// fact of a server older than logprob_token_ids defaults to
+	// LegacyUntil). Since "unreleased" is a fact only the twin plays: an
+	// open PR's behaviour, or one whose release is unknown. Versions says
+	// where the bounds come from.
+	Since, Until, Versions string
+	Check                  func(t *testing.T, x *contractCtx)
+}
+
+// The logprob_token_ids boundary: PR #43463 merged 2026-07-13, after
+// 0.25.0; 0.25.1 is a two-commit patch without it (bench/probe
+// TokenIDsMinVersion).
+const (
+	TokenIDsSince = "0.26.0"
+	LegacyUntil   = "0.25.1"
+	unreleased    = "unreleased"
+	tokenIDsPR    = "PR #43463 (merged 2026-07-13, after 0.25.0; 0.25.1 is a two-commit patch)"
+)
+
+// versions is the fact's bounds in words, for the facts table.
+func (f contractFact) versions() string {
+	since, until := f.bounds()
+	var s string
+	switch {
+	case since == unreleased:
+		s = "no release (twin only)"
+	case since == "" && until == "":
+		s = "every release (0.10.1 on)"
+	case until == "":
+		s = since + " on"
+	case since == "":
+		s = "up to " + until
+	default:
+		s = since + " to " + until
+	}
+	if f.Versions != "" {
+		s += ": " + f.Versions
+	} else if f.Needs&(needTokenIDs|needLegacy) != 0 {
+		s += ": " + tokenIDsPR
+	}
+	return s
+}
+
+func (f contractFact) bounds() (since, until string) {
+	since, until = f.Since, f.Until
+	if since == "" && f.Needs&needTokenIDs != 0 {
+		since = TokenIDsSince
+	}
+	if until == "" && f.Needs&needLegacy != 0 {
+		until = LegacyUntil
+	}
+	return since, until
+}
+
+// appliesTo says whether the fact holds on vLLM version v (a /version
+// string: "0.26.0", "0.27.1rc2", "0.25.1.dev12+gabc"; its first three
+// numbers are compared). An empty v (the twin) takes every fact; an
+// unparsable one only those that hold on every release.
+func (f contractFact) appliesTo(v string) (bool, string) {
+	since, until := f.bounds()
+	if v == "" || (since == "" && until == "") {
+		return true, ""
+	}
+	why := fmt.Sprintf("not applicable to vLLM %s: the fact holds on %s", v, f.versions())
+	got, ok := factVersion(v)
+	switch {
+	case since == unreleased || !ok:
+		return false, why
+	case since != "" && compareVersions(got, mustVersion(since)) < 0:
+		return false, why
+	case until != "" && compareVersions(got, mustVersion(until)) > 0:
+		return false, why
+	}
+	return true, ""
+}
+
+func factVersion(v string) ([3]int, bool) {
+	var out [3]int
+	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
+	for i := range out {
+		j := 0
+		for j < len(v) && v[j] >= '0' && v[j] <= '9' {
+			j++
+		}
+		if j == 0 {
+			return out, i > 1 // "0.26" is 0.26.0
+		}
+		out[i], _ = strconv.Atoi(v[:j])
+		v = v[j:]
+		if i < 2 {
+			if !strings.HasPrefix(v, ".") {
+				return out, i >= 1
+			}
+			v = v[1:]
+		}
+	}
+	return out, true
+}
+
+func mustVersion(v string) [3]int {
+	out, ok := factVersion(v)
+	if !ok {
+		panic("contract fact version " + v)
+	}
+	return out
+}
+
+func compareVersions(a, b [3]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] - b[i]
+		}
+	}
+	return 0
 }
 
 // contractCtx is what every fact may use: the target, its served model and
@@ -374,11 +493,10 @@ func contractFacts() []contractFact {
 				requireSampledFirst(t, firstPosition(t, body), tokenIDs(asked))
 			}},
 		{ID: "logprob_token_ids 400s", Source: "vllm/entrypoints/openai/chat_completion/protocol.py (check_logprobs); vllm/sampling_params.py (MAX_LOGPROB_TOKEN_IDS, _validate_logprobs)",
-			Fact:  "an empty logprob_token_ids, one without logprobs, more than 128 ids, or an out-of-vocabulary id is a 400 naming logprob_token_ids",
+			Fact:  "a logprob_token_ids without logprobs, with more than 128 ids, or with an out-of-vocabulary id is a 400 naming logprob_token_ids",
 			Needs: needTokenIDs,
 			Check: func(t *testing.T, x *contractCtx) {
 				for name, set := range map[string]func(r map[string]any){
-					"empty":            func(r map[string]any) { r["logprob_token_ids"] = []int{} },
 					"without logprobs": func(r map[string]any) { r["logprob_token_ids"], r["logprobs"] = []int{x.controls["0"]}, false },
 					"129 ids":          func(r map[string]any) { r["logprob_token_ids"] = ids(100, 129) },
 					"out of vocab":     func(r map[string]any) { r["logprob_token_ids"] = []int{x.controls["0"], 10_000_000} },
@@ -389,6 +507,17 @@ func contractFacts() []contractFact {
 					e := requireError(t, code, data, http.StatusBadRequest, name)
 					require.Equal(t, "logprob_token_ids", e["param"], "%s: %s", name, data)
 				}
+			}},
+		{ID: "logprob_token_ids empty 400", Source: "vllm/entrypoints/openai/chat_completion/protocol.py (logprob_token_ids min_length=1)",
+			Fact:  "an empty logprob_token_ids is a 400 naming logprob_token_ids",
+			Needs: needTokenIDs, Since: unreleased,
+			Versions: "the newest protocol.py seen sets min_length=1, but PR #43463's own text says an empty list keeps the natural top-k: the release that made it a 400 is unknown",
+			Check: func(t *testing.T, x *contractCtx) {
+				r := x.text("Say 0 or 1.")
+				r["logprob_token_ids"] = []int{}
+				code, _, _, data := x.chat(t, r, x.rid("ids400"))
+				e := requireError(t, code, data, http.StatusBadRequest, "empty")
+				require.Equal(t, "logprob_token_ids", e["param"], "%s", data)
 			}},
 		{ID: "top_logprobs 400s", Source: "vllm/entrypoints/openai/chat_completion/protocol.py (check_logprobs); vllm/sampling_params.py (_validate_logprobs)",
 			Fact:  "top_logprobs that is not an integer, negative other than -1, set without logprobs, -1 (the whole vocabulary) or above --max-logprobs is a 400",
@@ -429,9 +558,21 @@ func contractFacts() []contractFact {
 				}
 			}},
 		{ID: "temperature 400s", Source: "vllm/sampling_params.py (_verify_args)",
-			Fact: "a temperature below 0 or above 2 is a 400 naming temperature",
+			Fact: "a temperature below 0 is a 400 naming temperature",
 			Check: func(t *testing.T, x *contractCtx) {
-				for _, temp := range []float64{3, -0.5} {
+				for _, temp := range []float64{-0.5} {
+					r := x.text("Say 0 or 1.")
+					r["temperature"] = temp
+					code, _, _, data := x.chat(t, r, x.rid("temp"))
+					e := requireError(t, code, data, http.StatusBadRequest, fmt.Sprint("temperature ", temp))
+					require.Equal(t, "temperature", e["param"], "%s", data)
+				}
+			}},
+		{ID: "temperature above 2", Source: "vllm/sampling_params.py (_verify_args)",
+			Fact: "a temperature above 2 is a 400 naming temperature", Since: "0.24.0",
+			Versions: "PR #44965 (merged June 2026; before it only the lower bound was checked); 0.24 rejects it by tenstorrent/vllm-tt-plugin#11",
+			Check: func(t *testing.T, x *contractCtx) {
+				for _, temp := range []float64{3} {
 					r := x.text("Say 0 or 1.")
 					r["temperature"] = temp
 					code, _, _, data := x.chat(t, r, x.rid("temp"))
@@ -625,14 +766,11 @@ func contractFacts() []contractFact {
 				}
 			}},
 		{ID: "api-key 401", Source: "vllm/entrypoints/serve/middleware/authenticate.py (AuthenticationMiddleware, PUBLIC_ENDPOINTS)",
-			Fact:  `with --api-key, /v1/*, /tokenize and the resets answer 401 {"error": "Unauthorized"} (a string) to a missing or wrong bearer token`,
-			Needs: needAuth,
+			Fact:  `with --api-key, /v1/* answers 401 {"error": "Unauthorized"} (a string) to a missing or wrong bearer token`,
+			Needs: needAuth, Versions: "PR #1106 (2023); /v1/* is guarded on every release",
 			Check: func(t *testing.T, x *contractCtx) {
 				paths := []struct{ method, path string }{
-					{http.MethodGet, "/v1/models"}, {http.MethodPost, "/v1/chat/completions"}, {http.MethodPost, "/tokenize"},
-				}
-				if x.tg.DevMode {
-					paths = append(paths, struct{ method, path string }{http.MethodPost, "/reset_prefix_cache"})
+					{http.MethodGet, "/v1/models"}, {http.MethodPost, "/v1/chat/completions"},
 				}
 				for _, key := range []string{"", "not-the-key"} {
 					for _, p := range paths {
@@ -644,9 +782,26 @@ func contractFacts() []contractFact {
 				code, _, _ := x.doKey(t, "", http.MethodOptions, "/v1/models", nil, nil)
 				require.NotEqual(t, http.StatusUnauthorized, code, "OPTIONS (CORS preflight) passes")
 			}},
+		{ID: "api-key tokenize and resets", Source: "vllm/entrypoints/serve/middleware/authenticate.py (AuthenticationMiddleware)",
+			Fact:  `with --api-key, /tokenize and the resets answer 401 {"error": "Unauthorized"} to a missing or wrong bearer token`,
+			Needs: needAuth, Since: unreleased,
+			Versions: "PR #58028 (open, Sept 2026); up to 0.29.0 --api-key guards only /v1 (docs/usage/security.md, PR #29922; issue #58144)",
+			Check: func(t *testing.T, x *contractCtx) {
+				paths := []struct{ method, path string }{{http.MethodPost, "/tokenize"}}
+				if x.tg.DevMode {
+					paths = append(paths, struct{ method, path string }{http.MethodPost, "/reset_prefix_cache"})
+				}
+				for _, key := range []string{"", "not-the-key"} {
+					for _, p := range paths {
+						code, _, data := x.doKey(t, key, p.method, p.path, map[string]any{}, nil)
+						require.Equal(t, http.StatusUnauthorized, code, "%s %s key %q: %s", p.method, p.path, key, data)
+						require.JSONEq(t, `{"error": "Unauthorized"}`, string(data))
+					}
+				}
+			}},
 		{ID: "api-key public paths", Source: "vllm/entrypoints/serve/middleware/authenticate.py (PUBLIC_ENDPOINTS)",
 			Fact:  "with --api-key, /health, /ping, /load, /version and /metrics answer without a key",
-			Needs: needAuth,
+			Needs: needAuth, Versions: "every release up to 0.29.0 at least; PR #58028 (open) would put /metrics behind the key",
 			Check: func(t *testing.T, x *contractCtx) {
 				for _, p := range []string{"/health", "/ping", "/version", "/metrics"} {
 					code, _, data := x.doKey(t, "", http.MethodGet, p, nil, nil)
@@ -820,6 +975,9 @@ func contractSuite(t *testing.T, tg contractTarget) {
 	}
 	for _, f := range contractFacts() {
 		t.Run(f.ID, func(t *testing.T) {
+			if ok, why := f.appliesTo(tg.Version); !ok {
+				t.Skip(why)
+			}
 			for n := needTokenIDs; n <= needImageLimit; n <<= 1 {
 				if f.Needs&n != 0 && !has(n) {
 					t.Skipf("not this target's configuration (fact needs %s)", needName(n))
@@ -844,7 +1002,8 @@ func TestContractFacts(t *testing.T) {
 	b.WriteString("# vLLM facts the contract suite checks\n\n")
 	b.WriteString("Written from vLLM's source, not from the twin (stub/contract_test.go, contractFacts); each runs against\n")
 	b.WriteString("the twin in-process, the twin in a container and, with VETBENCH_ENDPOINT, a live vLLM.\n\n")
-	b.WriteString("| fact | what vLLM does | upstream source |\n|---|---|---|\n")
+	b.WriteString("Against a live server, a fact that does not hold on its /version is reported not applicable (skipped), not failed.\n\n")
+	b.WriteString("| fact | what vLLM does | vLLM versions | upstream source |\n|---|---|---|---|\n")
 	seen := map[string]bool{}
 	for _, f := range contractFacts() {
 		require.NotEmpty(t, f.ID)
@@ -852,7 +1011,12 @@ func TestContractFacts(t *testing.T) {
 		require.NotEmpty(t, f.Source, f.ID)
 		require.False(t, seen[f.ID], "duplicate fact %q", f.ID)
 		seen[f.ID] = true
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", f.ID, strings.ReplaceAll(f.Fact, "|", `\|`), strings.ReplaceAll(f.Source, "|", `\|`))
+		if since, until := f.bounds(); since != "" && since != unreleased {
+			mustVersion(since)
+		} else if until != "" {
+			mustVersion(until)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.ID, strings.ReplaceAll(f.Fact, "|", `\|`), strings.ReplaceAll(f.versions(), "|", `\|`), strings.ReplaceAll(f.Source, "|", `\|`))
 	}
 	path := filepath.Join("testdata", "contract_facts.md")
 	if *updateFacts {
@@ -918,6 +1082,8 @@ func TestContractLive(t *testing.T) {
 	if v := os.Getenv("VETBENCH_PROMPT_TOKENS_DETAILS"); v != "" {
 		tg.PromptTokensDetails = ptrBool(truthyEnv(v))
 	}
+	tg.Version = liveVersion(t, tg.BaseURL)
+	tg.Legacy = tg.Version != "" && !(contractFact{Needs: needTokenIDs}).appliesToVersion(tg.Version)
 	for env, dst := range map[string]*int{"VETBENCH_IMAGE_LIMIT": &tg.ImageLimit, "VETBENCH_MAX_LOGPROBS": &tg.MaxLogprobs, "VETBENCH_DATA_PARALLEL": &tg.DataParallel} {
 		if v := os.Getenv(env); v != "" {
 			n, err := strconv.Atoi(v)
@@ -926,6 +1092,63 @@ func TestContractLive(t *testing.T) {
 		}
 	}
 	contractSuite(t, tg)
+}
+
+// liveVersion is the server's /version ("" when it has none: then every
+// fact is checked).
+func liveVersion(t *testing.T, base string) string {
+	res, err := http.Get(base + "/version")
+	if err != nil {
+		t.Logf("GET /version: %v: every fact checked", err)
+		return ""
+	}
+	defer res.Body.Close()
+	var v struct {
+		Version string `json:"version"`
+	}
+	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&v) != nil {
+		return ""
+	}
+	return v.Version
+}
+
+func (f contractFact) appliesToVersion(v string) bool { ok, _ := f.appliesTo(v); return ok }
+
+// TestContractFactsByVersion: a live server's /version decides which
+// facts apply; the twin (no version) plays them all.
+func TestContractFactsByVersion(t *testing.T) {
+	byID := map[string]contractFact{}
+	for _, f := range contractFacts() {
+		byID[f.ID] = f
+	}
+	for _, tc := range []struct {
+		fact, version string
+		applies       bool
+	}{
+		{"judge", "0.26.0", true},
+		{"judge", "0.25.1", false},
+		{"judge", "0.25.1.dev40+g1234", false},
+		{"judge", "0.27.1rc2", true},
+		{"judge", "", true},
+		{"older server ignores logprob_token_ids", "0.25.0", true},
+		{"older server ignores logprob_token_ids", "0.26.0", false},
+		{"temperature above 2", "0.23.1", false},
+		{"temperature above 2", "0.24.0", true},
+		{"temperature 400s", "0.11.0", true},
+		{"api-key tokenize and resets", "0.29.0", false},
+		{"api-key tokenize and resets", "", true},
+		{"logprob_token_ids empty 400", "0.30.0", false},
+		{"health", "not-a-version", true},
+		{"judge", "not-a-version", false},
+	} {
+		f, ok := byID[tc.fact]
+		require.True(t, ok, tc.fact)
+		got, why := f.appliesTo(tc.version)
+		require.Equal(t, tc.applies, got, "%s on %q", tc.fact, tc.version)
+		if !got {
+			require.Contains(t, why, "not applicable to vLLM "+tc.version)
+		}
+	}
 }
 
 func truthyEnv(s string) bool {

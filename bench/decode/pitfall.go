@@ -48,8 +48,8 @@ func CachePitfall(ctx context.Context, shared, unique *Runner, base Point, level
 		if u := ur.Summary.AggregateOutputTokS; u > 0 {
 			in.Rel = sr.Summary.AggregateOutputTokS/u - 1
 		}
-		if sr.Summary.TTFTMs != nil && ur.Summary.TTFTMs != nil && ur.Summary.TTFTMs.P50 > 0 {
-			in.TTFTRel = sr.Summary.TTFTMs.P50/ur.Summary.TTFTMs.P50 - 1
+		if ss, us := sr.Summary.Serve, ur.Summary.Serve; ss != nil && us != nil && us.MedianTTFTMs > 0 {
+			in.TTFTRel = ss.MedianTTFTMs/us.MedianTTFTMs - 1
 		}
 		out = append(out, in)
 	}
@@ -59,13 +59,13 @@ func CachePitfall(ctx context.Context, shared, unique *Runner, base Point, level
 // WriteInflation prints the ladder, one line per level.
 func WriteInflation(w io.Writer, ins []Inflation) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "c\tshared tok/s\tunique tok/s\tinflation\tTTFT p50 shared\tTTFT p50 unique")
+	fmt.Fprintln(tw, "c\tshared tok/s\tunique tok/s\tinflation\tmedian TTFT shared\tmedian TTFT unique")
 	for _, in := range ins {
 		ttft := func(r *tokens.Receipt) string {
-			if r.Summary.TTFTMs == nil {
+			if r.Summary.Serve == nil {
 				return "—"
 			}
-			return fmt.Sprintf("%.1f ms", r.Summary.TTFTMs.P50)
+			return fmt.Sprintf("%.1f ms", r.Summary.Serve.MedianTTFTMs)
 		}
 		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%+.1f%%\t%s\t%s\n", in.Concurrency, in.Shared.Summary.AggregateOutputTokS,
 			in.Unique.Summary.AggregateOutputTokS, 100*in.Rel, ttft(in.Shared), ttft(in.Unique))

@@ -1,9 +1,13 @@
-// Package tokens measures token throughput: Concurrency streamed requests
-// sent at once, each for a fixed number of output tokens (ignore_eos,
-// temperature 0), Repeats times per point after a warm-up outside the
-// window. A run's rate is output tokens ÷ end-to-end batch time (first
-// send to the end of the last stream); each request's TTFT, time between
-// tokens, TPOT and end-to-end time come from bench/stream. Every request
+// Package decode measures token throughput: Concurrency streamed requests
+// sent at once (a closed batch, the published receipts' mode) or
+// NumPrompts requests through Concurrency refilled slots (`vllm bench
+// serve --max-concurrency C --num-prompts N`, optionally at a request rate
+// on bench.Arrivals' gamma schedule), each for a fixed number of output
+// tokens (ignore_eos, temperature 0), Repeats times per point after a
+// warm-up outside the window. A run's rate is output tokens ÷ end-to-end
+// run time (first send to the end of the last stream); each request's
+// record — the receipt's own figures and `vllm bench serve`'s per-chunk
+// one — comes from bench/stream. Every request
 // is verified against the server's own count: one that produced fewer
 // tokens than asked is a short stream, counted, and fails the point unless
 // the caller accepted a failure share. Little's law is checked on every
@@ -20,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -60,6 +65,25 @@ type Point struct {
 	// (receipts/tokens.Summarize); a stated goodput target it misses
 	// fails the point (slo.ErrMissed).
 	SLO *tokens.SLO
+	// Load: NumPrompts > 0 sends that many requests per repeat through
+	// Concurrency refilled slots; RequestRate > 0 offers them on a gamma
+	// schedule of shape Burstiness (bench.Arrivals, seeded by Seed), 0
+	// queues them all at once (vLLM's --request-rate inf).
+	NumPrompts  int
+	RequestRate float64
+	Burstiness  float64
+	Seed        int64
+	// ServeGoodput is vLLM's --goodput (ttft, tpot, e2el in ms);
+	// MetricPercentiles its --metric-percentiles (empty: 99).
+	ServeGoodput      map[string]float64
+	MetricPercentiles []float64
+}
+
+// receiptPoint is the point as its receipt records it.
+func (p Point) receiptPoint() tokens.Point {
+	return tokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats,
+		SLO: p.SLO, NumPrompts: p.NumPrompts, RequestRate: p.RequestRate, Burstiness: p.Burstiness, Seed: p.Seed,
+		ServeGoodput: p.ServeGoodput, MetricPercentiles: p.MetricPercentiles}
 }
 
 // WithSLO is p with per-request targets (TTFT, TPOT) and the goodput
@@ -199,7 +223,7 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	rp := tokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats, SLO: p.SLO}
+	rp := p.receiptPoint()
 	rec := &tokens.Receipt{
 		Schema: tokens.Schema, Source: tokens.SourceVetbench, RunID: r.RunID,
 		Started: r.now().UTC(), Target: r.Endpoint.Receipt(), Identity: r.Identity, Point: rp,
@@ -211,8 +235,12 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 		rec.Stopped = &tokens.Stopped{Reason: reason, Message: msg, Runs: len(rec.Runs)}
 	}
 	var stopErr error
+	// A warm-up is a closed batch of one request per slot (refilled or
+	// not): it opens the connections the point holds in flight.
+	warm := p
+	warm.NumPrompts, warm.RequestRate = 0, 0
 	for i := range p.Warmup {
-		run, err := r.batch(ctx, p)
+		run, err := r.batch(ctx, warm)
 		if err == nil && run.GeneratedTokens == 0 && len(run.Requests) > 0 {
 			err = fmt.Errorf("every warm-up request failed: %s", run.Requests[0].Error)
 		}
@@ -276,6 +304,15 @@ func (p Point) validate() error {
 	if p.Warmup < 0 || p.MaxFailed < 0 || p.MaxFailed >= 1 {
 		errs = append(errs, fmt.Errorf("warmup %d, accepted failure share %g: want warmup >= 0 and a share in [0, 1)", p.Warmup, p.MaxFailed))
 	}
+	if p.NumPrompts < 0 || (p.NumPrompts == 0 && p.RequestRate != 0) {
+		errs = append(errs, fmt.Errorf("num prompts %d with request rate %g: a rate needs refilled slots (num prompts > 0)", p.NumPrompts, p.RequestRate))
+	}
+	if p.RequestRate > 0 {
+		a := bench.Arrivals{Rate: p.RequestRate, Burstiness: p.Burstiness, Seed: p.Seed}
+		if err := a.Validate(); err != nil || math.IsInf(p.Burstiness, 0) {
+			errs = append(errs, fmt.Errorf("request rate %g, burstiness %g: want a finite rate and burstiness > 0", p.RequestRate, p.Burstiness))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -289,23 +326,43 @@ func stopReason(ctx context.Context, err error) string {
 	return "error"
 }
 
-// batch sends p.Concurrency requests at once and waits for every stream
-// to end. The prompts (and images) are built before the clock starts. A
-// canceled ctx is an error; failed requests are not (they are counted).
+// batch runs one repeat: p.Concurrency requests sent at once, or
+// p.NumPrompts through p.Concurrency refilled slots, and waits for every
+// stream to end. The prompts (and images) are built before the clock
+// starts. A canceled ctx is an error; failed requests are not (they are
+// counted).
 func (r *Runner) batch(ctx context.Context, p Point) (tokens.Run, error) {
-	reqs, err := r.prompts.Batch(p.Workload, p.Concurrency, p.OutputTokens)
+	reqs, err := r.prompts.Batch(p.Workload, p.receiptPoint().Requests(), p.OutputTokens)
 	if err != nil {
 		return tokens.Run{}, err
+	}
+	var offsets []time.Duration
+	if p.RequestRate > 0 {
+		a := bench.Arrivals{Rate: p.RequestRate, Burstiness: p.Burstiness, Seed: p.Seed}
+		if offsets, err = a.Schedule(len(reqs)); err != nil {
+			return tokens.Run{}, err
+		}
 	}
 	for i := range reqs {
 		reqs[i].Model = r.Model
 	}
 	results := make([]*stream.Result, len(reqs))
-	sampler := audit.NewSampler(len(reqs), audit.WithClock(r.now))
+	sampler := audit.NewSampler(p.Concurrency, audit.WithClock(r.now))
+	slots := make(chan struct{}, p.Concurrency)
 	var wg sync.WaitGroup
 	sampler.Open()
 	start := r.now()
 	for i, q := range reqs {
+		if offsets != nil && !r.waitUntil(ctx, start.Add(offsets[i])) {
+			break
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -317,35 +374,61 @@ func (r *Runner) batch(ctx context.Context, p Point) (tokens.Run, error) {
 				r.afterDo()
 			}
 			sampler.End()
+			<-slots
 		}()
 	}
 	wg.Wait()
 	end := r.now()
 	occ := sampler.Close()
 	if err := ctx.Err(); err != nil {
-		return tokens.Run{}, fmt.Errorf("batch of %d: %w", len(reqs), err)
+		return tokens.Run{}, fmt.Errorf("run of %d: %w", len(reqs), err)
 	}
 	wall := end.Sub(start).Seconds()
-	run := tokens.NewRun(tokens.Point{Workload: p.Workload, Concurrency: p.Concurrency, OutputTokens: p.OutputTokens, Repeats: p.Repeats},
-		wall, Requests(results, p.OutputTokens))
+	run := tokens.NewRun(p.receiptPoint(), wall, Requests(results, p.OutputTokens, start))
 	ll := LittlesLaw(occ, wall, results)
 	run.LittlesLaw = &ll
 	return run, nil
 }
 
+// waitUntil sleeps until t on the runner's clock (the arrival schedule of
+// a rated run); false when ctx ended first.
+func (r *Runner) waitUntil(ctx context.Context, t time.Time) bool {
+	d := t.Sub(r.now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Requests turns stream results into receipt requests, each verified
 // against want: a request without a transport error whose server count
 // differs from want carries the count error (class "short" or "long").
-func Requests(results []*stream.Result, want int) []tokens.Request {
+// start is the run's start, from which each send time is counted.
+func Requests(results []*stream.Result, want int, start time.Time) []tokens.Request {
 	out := make([]tokens.Request, len(results))
 	for i, res := range results {
 		q := tokens.Request{ID: res.ID, PromptTokens: res.PromptTokens, OutputTokens: res.OutputTokens,
-			E2ESeconds: res.E2E().Seconds(), FinishReason: res.FinishReason}
+			E2ESeconds: res.E2E().Seconds(), FinishReason: res.FinishReason,
+			StartSeconds: max(res.Sent.Sub(start).Seconds(), 0), LatencySeconds: res.ServeLatency().Seconds(),
+			ITLSeconds: make([]float64, len(res.ChunkGaps))}
 		if d, ok := res.TTFT(); ok {
-			q.TTFTSeconds = ptr(d.Seconds())
+			q.FirstTextSeconds = ptr(d.Seconds())
 		}
 		if d, ok := res.TimeBetweenTokens(); ok {
-			q.ITLSeconds = ptr(d.Seconds())
+			q.TimeBetweenTokensSeconds = ptr(d.Seconds())
+		}
+		if d, ok := res.ServeTTFT(); ok {
+			q.TTFTSeconds = ptr(d.Seconds())
+		}
+		for k, g := range res.ChunkGaps {
+			q.ITLSeconds[k] = g.Seconds()
 		}
 		if err := res.Verify(want); err != nil {
 			q.Error, q.ErrorClass = err.Error(), stream.ErrorClass(err)

@@ -80,12 +80,15 @@ func TestMeasureVerifiesEveryRequest(t *testing.T) {
 			require.Empty(t, q.Error)
 			require.Equal(t, "length", q.FinishReason)
 			require.NotNil(t, q.TTFTSeconds)
-			require.NotNil(t, q.ITLSeconds)
+			require.NotNil(t, q.FirstTextSeconds)
+			require.NotNil(t, q.TimeBetweenTokensSeconds)
+			require.Len(t, q.ITLSeconds, 16, "the role chunk, then one chunk per token: 16 gaps")
 			require.Positive(t, q.PromptTokens)
 		}
 	}
-	require.NotNil(t, s.TTFTMs)
-	require.NotNil(t, s.TPOTMs)
+	require.NotNil(t, s.FirstTextMs)
+	require.NotNil(t, s.Serve)
+	require.Equal(t, 8, s.Serve.Completed)
 	require.Nil(t, rec.Stopped)
 	require.Equal(t, tokens.CacheUniquePrompts, rec.Identity.CacheIsolation)
 	require.Equal(t, "org/fake", rec.Identity.Model, "the served root names the weights")
@@ -274,9 +277,11 @@ func TestMetrics(t *testing.T) {
 	s := rec.Summary
 	require.Equal(t, s.AggregateOutputTokS, got[decode.OutputTokPerSec])
 	require.Equal(t, s.AggregateOutputTokS/2, got[decode.RequestTokPerSec])
-	require.Equal(t, s.MeanTPOTMs/1000, got[decode.MeanTPOTSec])
-	require.Equal(t, s.TTFTMs.P50/1000, got[decode.TTFTP50Sec])
-	require.Equal(t, s.TPOTMs.P99/1000, got[decode.TPOTP99Sec])
+	require.Equal(t, s.MeanBatchMsPerToken/1000, got[decode.BatchSecPerToken])
+	require.Equal(t, s.Serve.MedianTTFTMs/1000, got[decode.TTFTP50Sec], "ttft lines are vllm bench serve's TTFT")
+	require.Equal(t, s.Serve.P99TPOTMs/1000, got[decode.TPOTP99Sec])
+	require.Equal(t, s.Serve.P99ITLMs/1000, got[decode.ITLP99Sec])
+	require.Equal(t, s.Serve.OutputThroughput, got[decode.ServeOutputTokPerS])
 	require.Equal(t, 0.0, got[decode.FailedRequests])
 	units := map[string]bool{}
 	for _, u := range decode.Units() {

@@ -13,6 +13,14 @@ import (
 	"github.com/vetbench/vetbench/judgments"
 )
 
+// TokenIDsMinVersion is the first vLLM release whose chat endpoint
+// honours logprob_token_ids: PR #43463 (merged 2026-07-13) landed after
+// 0.25.0, and 0.25.1 is a two-commit patch release without it, so 0.26.0
+// is the floor for token_ids scoring. Older servers score with
+// top_logprobs (VETBENCH_SCORING=top_logprobs, or
+// VETBENCH_SCORING_FALLBACK=true to fall back by itself).
+const TokenIDsMinVersion = "0.26.0"
+
 // TokenIDs is what one request told about logprob_token_ids (vLLM PR
 // #43463): a server that honours it returns every asked id at the first
 // position; an older one ignores the field, as it ignores any unknown one,

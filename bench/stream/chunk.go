@@ -86,39 +86,7 @@ func (c *collector) event(t time.Time, data []byte) (Update, bool, error) {
 	}
 	r := c.res
 	if len(ch.Choices) > 0 {
-		if r.FirstChunk.IsZero() {
-			r.FirstChunk = t
-		}
-		// n = 1 requests: choice 0 only.
-		for _, cc := range ch.Choices {
-			if cc.Index != 0 {
-				continue
-			}
-			if cc.Delta.Content != nil {
-				up.Content += *cc.Delta.Content
-			}
-			switch {
-			case cc.Delta.Reasoning != nil:
-				up.Reasoning += *cc.Delta.Reasoning
-			case cc.Delta.ReasoningContent != nil:
-				up.Reasoning += *cc.Delta.ReasoningContent
-			}
-			if cc.FinishReason != nil && *cc.FinishReason != "" {
-				r.FinishReason = *cc.FinishReason
-			}
-		}
-		if up.Content != "" || up.Reasoning != "" {
-			if r.FirstToken.IsZero() {
-				r.FirstToken = t
-			}
-			r.LastToken = t
-			r.Chunks++
-			c.content.WriteString(up.Content)
-			c.reasoning.WriteString(up.Reasoning)
-			if r.TokensFrom == "" || r.TokensFrom == FromChunks {
-				r.OutputTokens, r.TokensFrom = r.Chunks, FromChunks
-			}
-		}
+		c.choices(t, &ch, &up)
 	}
 	if u := ch.Usage; u != nil {
 		if u.PromptTokens > 0 {
@@ -143,6 +111,52 @@ func (c *collector) event(t time.Time, data []byte) (Update, bool, error) {
 		}
 	}
 	return up, false, nil
+}
+
+// choices takes a chunk's choices: the record `vllm bench serve` keeps
+// (its TTFT at the first chunk with choices, a gap per later one, the last
+// one ending its latency) and the text per channel.
+func (c *collector) choices(t time.Time, ch *chunk, up *Update) {
+	r := c.res
+	// vllm bench serve's record (endpoint_request_func.py, chat): the
+	// first chunk with choices is its TTFT, every later one adds a gap
+	// to its ITL list, the last one ends its latency.
+	if r.FirstChunk.IsZero() {
+		r.FirstChunk = t
+	} else {
+		r.ChunkGaps = append(r.ChunkGaps, t.Sub(r.LastChunk))
+	}
+	r.LastChunk = t
+	// n = 1 requests: choice 0 only.
+	for _, cc := range ch.Choices {
+		if cc.Index != 0 {
+			continue
+		}
+		if cc.Delta.Content != nil {
+			up.Content += *cc.Delta.Content
+		}
+		switch {
+		case cc.Delta.Reasoning != nil:
+			up.Reasoning += *cc.Delta.Reasoning
+		case cc.Delta.ReasoningContent != nil:
+			up.Reasoning += *cc.Delta.ReasoningContent
+		}
+		if cc.FinishReason != nil && *cc.FinishReason != "" {
+			r.FinishReason = *cc.FinishReason
+		}
+	}
+	if up.Content != "" || up.Reasoning != "" {
+		if r.FirstToken.IsZero() {
+			r.FirstToken = t
+		}
+		r.LastToken = t
+		r.Chunks++
+		c.content.WriteString(up.Content)
+		c.reasoning.WriteString(up.Reasoning)
+		if r.TokensFrom == "" || r.TokensFrom == FromChunks {
+			r.OutputTokens, r.TokensFrom = r.Chunks, FromChunks
+		}
+	}
 }
 
 // serverError reads the error member of a chunk: an object {message,

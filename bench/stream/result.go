@@ -39,6 +39,14 @@ type Result struct {
 	// FirstChunk is the arrival of the first chunk with choices, empty
 	// content included (the role chunk): `vllm bench serve`'s TTFT point.
 	FirstChunk time.Time
+	// LastChunk is the arrival of the last chunk with choices: where
+	// `vllm bench serve`'s latency (E2EL) ends (the usage-only chunk and
+	// [DONE] are not counted).
+	LastChunk time.Time
+	// ChunkGaps are the gaps between successive chunks with choices, as
+	// `vllm bench serve` records its per-request itl list: one gap per
+	// chunk, whatever number of tokens the chunk carried.
+	ChunkGaps []time.Duration
 	// FirstToken and LastToken are the arrivals of the first and last
 	// chunks with non-empty content or reasoning text.
 	FirstToken time.Time
@@ -79,6 +87,24 @@ func (r *Result) TTFT() (time.Duration, bool) {
 		return 0, false
 	}
 	return r.FirstToken.Sub(r.Sent), true
+}
+
+// ServeTTFT is `vllm bench serve`'s TTFT: send to the first chunk with
+// choices (the role chunk counts); false when none arrived.
+func (r *Result) ServeTTFT() (time.Duration, bool) {
+	if r.FirstChunk.IsZero() {
+		return 0, false
+	}
+	return r.FirstChunk.Sub(r.Sent), true
+}
+
+// ServeLatency is `vllm bench serve`'s latency (E2EL): send to the last
+// chunk with choices; 0 when none arrived.
+func (r *Result) ServeLatency() time.Duration {
+	if r.LastChunk.IsZero() {
+		return 0
+	}
+	return r.LastChunk.Sub(r.Sent)
 }
 
 // TimeBetweenTokens is (last − first text arrival) ÷ (output tokens − 1),

@@ -111,12 +111,17 @@ func ratio(p *float64) string {
 func TokenLine(r *tokens.Receipt, scale Scale) string {
 	s := r.Summary
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-9s c=%-3d %9.1f tok/s  %7.1f tok/s/request  TPOT %6.2f ms", r.Point.Workload, r.Point.Concurrency,
-		scale.Rate(s.AggregateOutputTokS), scale.Rate(s.PerRequestOutputTokS), scale.Seconds(s.MeanTPOTMs))
-	if d := s.TTFTMs; d != nil {
-		fmt.Fprintf(&b, "  TTFT p50 %7.1f ms", scale.Seconds(d.P50))
+	fmt.Fprintf(&b, "%-9s c=%-3d %9.1f tok/s  %7.1f tok/s/request", r.Point.Workload, r.Point.Concurrency,
+		scale.Rate(s.AggregateOutputTokS), scale.Rate(s.PerRequestOutputTokS))
+	if s.MeanBatchMsPerToken > 0 {
+		fmt.Fprintf(&b, "  batch %6.2f ms/token", scale.Seconds(s.MeanBatchMsPerToken))
 	}
-	asked := r.Point.OutputTokens * r.Point.Concurrency * len(r.Runs)
+	if v := s.Serve; v != nil {
+		// vllm bench serve's figures, by its definitions.
+		fmt.Fprintf(&b, "  | vllm: median TTFT %.1f ms, TPOT %.2f ms, ITL %.2f ms (p99 %.2f)",
+			scale.Seconds(v.MedianTTFTMs), scale.Seconds(v.MedianTPOTMs), scale.Seconds(v.MedianITLMs), scale.Seconds(v.P99ITLMs))
+	}
+	asked := r.Point.OutputTokens * r.Point.Requests() * len(r.Runs)
 	fmt.Fprintf(&b, "  verified %d/%d tokens", s.TotalVerifiedOutputTokens, asked)
 	if n := s.Failed + s.Short; n > 0 {
 		fmt.Fprintf(&b, "  FAILED %d (%d short)", n, s.Short)

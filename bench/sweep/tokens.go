@@ -48,7 +48,8 @@ func (r *Run) TokenPoint(st TokenStep) decode.Point {
 func TokenPoint(cfg config.Config, workload string, c int) decode.Point {
 	t := cfg.Tokens
 	p := decode.Point{Workload: workload, Concurrency: c, OutputTokens: t.OutputTokens, Repeats: t.Repeats,
-		Warmup: t.Warmup, MaxFailed: t.MaxFailed}
+		Warmup: t.Warmup, MaxFailed: t.MaxFailed, NumPrompts: t.NumPrompts, RequestRate: t.RequestRate,
+		Burstiness: t.Burstiness, Seed: cfg.OpenLoop.Seed, ServeGoodput: t.Goodput, MetricPercentiles: t.MetricPercentiles}
 	return p.WithSLO(cfg.SLO.TTFT, cfg.SLO.TPOT, cfg.SLO.Goodput)
 }
 

@@ -46,7 +46,7 @@ func TestTokensCommand(t *testing.T) {
 	require.Equal(t, exitPass, code, stderr)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	require.Len(t, lines, 4, stdout)
-	require.Regexp(t, `^text +c=1 +[0-9.]+ tok/s +[0-9.]+ tok/s/request +TPOT +[0-9.]+ ms +TTFT p50 +[0-9.]+ ms +verified 32/32 tokens$`, lines[0])
+	require.Regexp(t, `^text +c=1 +[0-9.]+ tok/s +[0-9.]+ tok/s/request +batch +[0-9.]+ ms/token +\| vllm: median TTFT [0-9.]+ ms, TPOT [0-9.]+ ms, ITL [0-9.]+ ms \(p99 [0-9.]+\) +verified 32/32 tokens$`, lines[0])
 	require.Contains(t, lines[3], "one_image c=4")
 	require.Contains(t, lines[3], "verified 128/128 tokens")
 
@@ -109,9 +109,10 @@ func TestTokensCompareWithThePublishedReceipt(t *testing.T) {
 	t.Parallel()
 	environ, _ := fakeEnv(t, tokenstest.Config{})
 	stdout, stderr, code := runEnv(t, environ, "tokens", "-workload", "text", "-levels", "1,4", "-repeats", "1", "-baseline", published)
-	require.Equal(t, exitPass, code, stderr)
-	require.Contains(t, stdout, "workload  c  output  aggregate tok/s")
-	require.Regexp(t, `text +1 +128 +156\.6 → [0-9.]+ \(\+[0-9.]+%\)`, stdout)
+	require.Equal(t, exitNoVerdict, code, "points missing and the server build differs: no verdict: %s", stderr)
+	require.Contains(t, stdout, "verdict: could not compare")
+	require.Contains(t, stdout, "baseline point workload=text/c=8/output=128 has no candidate")
+	require.Regexp(t, `workload=text/c=1/output=128 +aggregate_output_tok_s +published token-throughput receipt +156\.58 → [0-9.]+ \(\+[0-9.]+%\)`, stdout)
 	require.Contains(t, stdout, "only in baseline: workload=one_image/c=1/output=128")
 }
 
@@ -122,16 +123,17 @@ func TestTokensCompareWithoutMeasuring(t *testing.T) {
 	require.Equal(t, exitPass, code, stderr)
 	dirs := []string{filepath.Join(environ["VETBENCH_OUT"], "receipts")}
 	stdout, stderr, code := runEnv(t, nil, "tokens", "-baseline", published, "-candidate", dirs[0])
-	require.Equal(t, exitPass, code, stderr)
-	require.Regexp(t, `one_image +1 +128 +127\.9 → `, stdout)
-	require.Regexp(t, `text +1 +128 +156\.6 → `, stdout)
+	require.Equal(t, exitNoVerdict, code, stderr)
+	require.Regexp(t, `workload=one_image/c=1/output=128 +aggregate_output_tok_s .* 127\.91 → `, stdout)
+	require.Regexp(t, `workload=text/c=1/output=128 +aggregate_output_tok_s .* 156\.58 → `, stdout)
 	require.Contains(t, stdout, "only in baseline: workload=text/c=32/output=128")
 
 	stdout, _, code = runEnv(t, nil, "tokens", "-json", "-baseline", published, "-candidate", dirs[0])
-	require.Equal(t, exitPass, code)
+	require.Equal(t, exitNoVerdict, code)
 	var cmp tokens.Comparison
 	require.NoError(t, json.Unmarshal([]byte(stdout), &cmp))
 	require.Len(t, cmp.Points, 2)
+	require.Equal(t, tokens.CouldNotCompare, cmp.Judged.Outcome)
 }
 
 func TestTokensMalformedBaselineNamesTheField(t *testing.T) {
@@ -193,4 +195,82 @@ func procSuffix() string {
 		return "-" + strconv.Itoa(p)
 	}
 	return ""
+}
+
+// Refilled slots, vllm bench serve's result file out and back in, and the
+// comparison's exit contract: the same figures pass, a slower candidate
+// is worse (1), other definitions, a missing point or a differing
+// identity cannot be compared (2).
+func TestTokensRefilledSlotsAndSaveResult(t *testing.T) {
+	t.Parallel()
+	environ, srv := fakeEnv(t, tokenstest.Config{})
+	saved := filepath.Join(t.TempDir(), "serve.json")
+	stdout, stderr, code := runEnv(t, environ, "tokens", "-workload", "text", "-levels", "4", "-num-prompts", "8", "-output", "16",
+		"-repeats", "1", "-warmup", "1", "-save-result", saved, "-metric-percentiles", "50,90,99", "-goodput", "ttft:60000")
+	require.Equal(t, exitPass, code, stderr)
+	require.Contains(t, stdout, "verified 128/128 tokens", "8 prompts × 16 tokens")
+	require.Len(t, srv.Requests(), 4+8, "a warm-up of one request per slot, then the 8 prompts")
+	files, err := filepath.Glob(filepath.Join(environ["VETBENCH_OUT"], "receipts", "tokens_*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	rec, err := tokens.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Len(t, rec.Runs[0].Requests, 8)
+	require.LessOrEqual(t, rec.Summary.Serve.MaxConcurrentRequests, 4, "never more than the slots in flight")
+
+	data, err := os.ReadFile(saved)
+	require.NoError(t, err)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(data, &res))
+	for _, k := range []string{"duration", "completed", "request_throughput", "output_throughput", "total_token_throughput",
+		"mean_ttft_ms", "median_itl_ms", "p99_itl_ms", "p90_tpot_ms", "mean_e2el_ms", "itls", "ttfts", "output_lens", "max_concurrent_requests"} {
+		require.Contains(t, res, k)
+	}
+	require.EqualValues(t, 8, res["num_prompts"])
+	require.EqualValues(t, 4, res["max_concurrency"])
+	require.EqualValues(t, 8, res["completed"])
+	require.EqualValues(t, 8/res["duration"].(float64), res["request_goodput"], "every request within 60 s")
+	_, _, code = runEnv(t, environ, "tokens", "-candidate", files[0], "-save-result", saved)
+	require.Equal(t, exitNoVerdict, code, "an existing result file is never overwritten")
+
+	// Read back as a baseline: the same figures pass.
+	stdout, stderr, code = runEnv(t, nil, "tokens", "-baseline", saved, "-candidate", files[0])
+	require.Equal(t, exitPass, code, "%s%s", stdout, stderr)
+	require.Regexp(t, `median_itl_ms +vllm bench serve calculate_metrics`, stdout)
+	require.NotContains(t, stdout, "aggregate_output_tok_s", "the result file holds no published-receipt figures: none compared")
+
+	// A baseline twice as fast: the candidate is worse.
+	res["output_throughput"] = 2 * res["output_throughput"].(float64)
+	fast := filepath.Join(t.TempDir(), "fast.json")
+	b, _ := json.Marshal(res)
+	require.NoError(t, os.WriteFile(fast, b, 0o644))
+	stdout, _, code = runEnv(t, nil, "tokens", "-baseline", fast, "-candidate", files[0])
+	require.Equal(t, exitFail, code, stdout)
+	require.Contains(t, stdout, "output_throughput (vllm bench serve calculate_metrics) worse by 50.0%")
+
+	// A missing point: no verdict.
+	stdout, _, code = runEnv(t, nil, "tokens", "-baseline", published, "-candidate", saved)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stdout, "has no candidate")
+	// The published text c=1 point against a result file of that point:
+	// figures of other definitions only, refused.
+	one := filepath.Join(t.TempDir(), "one.json")
+	res["max_concurrency"], res["num_prompts"] = 1, 1
+	res["vetbench_mode"], res["output_tokens"] = "closed_batch", "128"
+	b, _ = json.Marshal(res)
+	require.NoError(t, os.WriteFile(one, b, 0o644))
+	_, stderr, code = runEnv(t, nil, "tokens", "-baseline", published, "-candidate", one)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "figures of different definitions")
+
+	// Another request rate is another experiment.
+	res = map[string]any{}
+	require.NoError(t, json.Unmarshal(data, &res))
+	res["request_rate"] = 4.0
+	rated := filepath.Join(t.TempDir(), "rated.json")
+	b, _ = json.Marshal(res)
+	require.NoError(t, os.WriteFile(rated, b, 0o644))
+	stdout, _, code = runEnv(t, nil, "tokens", "-baseline", rated, "-candidate", files[0])
+	require.Equal(t, exitNoVerdict, code, stdout)
+	require.Contains(t, stdout, "identity differs: load")
 }

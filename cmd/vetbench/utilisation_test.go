@@ -46,7 +46,8 @@ func TestRooflineUtilisationFlagsAboveTheCeiling(t *testing.T) {
 	t.Parallel()
 	p := tokens.Point{Workload: tokens.WorkloadText, Concurrency: 1, OutputTokens: 128, Repeats: 1}
 	ttft, itl := 0.001, 0.00005
-	reqs := []tokens.Request{{ID: "r1", PromptTokens: 30, OutputTokens: 128, TTFTSeconds: &ttft, ITLSeconds: &itl, E2ESeconds: 0.0074, FinishReason: "length"}}
+	reqs := []tokens.Request{{ID: "r1", PromptTokens: 30, OutputTokens: 128, FirstTextSeconds: &ttft, TimeBetweenTokensSeconds: &itl, E2ESeconds: 0.0074,
+		TTFTSeconds: &ttft, ITLSeconds: []float64{itl}, LatencySeconds: 0.0074, FinishReason: "length"}}
 	one := tokens.NewRun(p, 0.0075, reqs)
 	rec := &tokens.Receipt{Schema: tokens.Schema, Source: tokens.SourceVetbench, Started: time.Unix(0, 0).UTC(),
 		Target: receipts.Target{Kind: receipts.TargetLive}, Point: p, Runs: []tokens.Run{one}, Summary: tokens.Summarize(p, []tokens.Run{one})}

@@ -101,7 +101,7 @@ func (b *builder) tokensSection() (Section, bool) {
 	for _, g := range groups {
 		name := fmt.Sprintf("%s, %d output tokens", g.workload, g.output)
 		agg := LineChart{Title: "aggregate output tok/s: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "output tok/s", LogX: true}
-		tpot := LineChart{Title: "mean TPOT: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "TPOT (ms)", LogX: true}
+		tpot := LineChart{Title: "batch time per token (the published mean_tpot_ms): " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "batch ms per token", LogX: true}
 		for i, r := range b.runs() {
 			col, dash := palette[i%len(palette)], b.pair() && r == b.cand
 			sa, st := Series{Name: r.Label, Color: col, Dashed: dash}, Series{Name: r.Label, Color: col, Dashed: dash}
@@ -109,40 +109,36 @@ func (b *builder) tokensSection() (Section, bool) {
 				c := float64(t.Point.Concurrency)
 				sm := t.Summary
 				sa.Points = append(sa.Points, Point{X: c, Y: sm.AggregateOutputTokS, Tip: fmt.Sprintf("c=%d: %s tok/s", t.Point.Concurrency, num(sm.AggregateOutputTokS))})
-				st.Points = append(st.Points, Point{X: c, Y: sm.MeanTPOTMs, Tip: fmt.Sprintf("c=%d: %s ms", t.Point.Concurrency, num(sm.MeanTPOTMs))})
+				st.Points = append(st.Points, Point{X: c, Y: sm.MeanBatchMsPerToken, Tip: fmt.Sprintf("c=%d: %s ms", t.Point.Concurrency, num(sm.MeanBatchMsPerToken))})
 			}
 			agg.Series, tpot.Series = append(agg.Series, sa), append(tpot.Series, st)
 		}
 		s.Charts = append(s.Charts, agg, tpot)
 	}
 	pts := Table{Caption: "Token-throughput points", CSV: "tokens.csv", Header: []string{"run", "workload", "output tokens", "c", "repeats",
-		"aggregate tok/s", "per-request tok/s", "mean TPOT ms", "TTFT p50 ms", "requests", "failed", "short", "stopped"}}
+		"aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "requests", "failed", "short", "stopped"}}
 	for _, g := range groups {
 		for _, r := range b.runs() {
 			for _, t := range r.tokensOf(g) {
 				sm := t.Summary
 				ttft := Cell{Text: "—"}
-				if sm.TTFTMs != nil {
-					ttft = f2(sm.TTFTMs.P50)
+				if sm.Serve != nil {
+					ttft = f2(sm.Serve.MedianTTFTMs)
 				}
 				stopped := Cell{Text: "—"}
 				if st := t.Stopped; st != nil {
 					stopped = Cell{Text: fmt.Sprintf("%s after %d of %d repeats: %s", st.Reason, st.Runs, t.Point.Repeats, st.Message), Tone: Bad}
 				}
 				pts.Rows = append(pts.Rows, []Cell{{Text: r.Label}, {Text: g.workload}, itoa(g.output), itoa(t.Point.Concurrency), itoa(t.Point.Repeats),
-					f2(sm.AggregateOutputTokS), f2(sm.PerRequestOutputTokS), f2(sm.MeanTPOTMs), ttft, itoa(sm.Requests), count(sm.Failed), count(sm.Short), stopped})
+					f2(sm.AggregateOutputTokS), f2(sm.PerRequestOutputTokS), f2(sm.MeanBatchMsPerToken), ttft, itoa(sm.Requests), count(sm.Failed), count(sm.Short), stopped})
 			}
 		}
 	}
 	s.Tables = append(s.Tables, pts)
 	if c := b.tokenCmp; c != nil {
 		t := Table{Caption: "Token throughput, " + b.cand.Label + " vs " + b.base.Label + " (receipts/tokens)", CSV: "tokens_compare.csv",
-			Header: []string{"point", "aggregate tok/s", "per-request tok/s", "mean TPOT ms", "TTFT p50 ms", "identity", "problems"}}
+			Header: []string{"point", "aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "identity", "problems"}}
 		for _, p := range c.Points {
-			ttft := Cell{Text: "—"}
-			if p.TTFTP50Ms != nil {
-				ttft = deltaCell(*p.TTFTP50Ms, -1)
-			}
 			// No difference among the fields both record; what only one
 			// side records is unverified, not equal.
 			id := Cell{Text: "no difference recorded"}
@@ -156,7 +152,8 @@ func (b *builder) tokensSection() (Section, bool) {
 			if prob.Text != "" {
 				prob.Tone = Bad
 			}
-			t.Rows = append(t.Rows, []Cell{{Text: p.Key.String()}, deltaCell(p.AggregateOutputTokS, 1), deltaCell(p.PerRequestOutputTokS, 1), deltaCell(p.MeanTPOTMs, -1), ttft, id, prob})
+			t.Rows = append(t.Rows, []Cell{{Text: p.Key.String()}, figCell(p, "aggregate_output_tok_s", 1), figCell(p, "per_request_output_tok_s", 1),
+				figCell(p, "mean_batch_ms_per_token", -1), figCell(p, "median_ttft_ms", -1), id, prob})
 		}
 		for _, side := range []struct {
 			name string
@@ -283,4 +280,13 @@ func optCell(v *float64) Cell {
 		return Cell{Text: "—"}
 	}
 	return Cell{Text: num(*v), Raw: raw(*v)}
+}
+
+// figCell is a compared figure's delta cell; "—" when the comparison has
+// no such figure (a side lacks its definition).
+func figCell(p *tokens.PointComparison, name string, sign int) Cell {
+	if f, ok := p.Figure(name); ok {
+		return deltaCell(f.Delta, sign)
+	}
+	return Cell{Text: "—"}
 }

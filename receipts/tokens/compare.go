@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -25,25 +26,97 @@ func delta(base, cand float64) Delta {
 	return d
 }
 
+// Figure is one figure of a baseline point against a candidate point,
+// named as its definitions name it.
+type Figure struct {
+	// Name is the figure's field name (aggregate_output_tok_s,
+	// median_itl_ms, ...); Definitions the rules it follows.
+	Name        string `json:"name"`
+	Definitions string `json:"definitions"`
+	// HigherBetter is true for throughput, false for latency.
+	HigherBetter bool  `json:"higher_better"`
+	Delta        Delta `json:"delta"`
+}
+
+// Worse is how far the candidate is worse than the baseline, as a share
+// (negative when better); NaN when the baseline is 0.
+func (f Figure) Worse() float64 {
+	if f.HigherBetter {
+		return -f.Delta.Rel
+	}
+	return f.Delta.Rel
+}
+
 // PointComparison is a baseline point against a candidate point of the
-// same key. Higher tok/s is better; lower TPOT and TTFT are better.
+// same key, over the figures of every definition both sides hold.
 type PointComparison struct {
-	Key                  Key
-	AggregateOutputTokS  Delta
-	PerRequestOutputTokS Delta
-	MeanTPOTMs           Delta
-	// TTFTP50Ms is set when both points have request samples.
-	TTFTP50Ms *Delta
+	Key Key
+	// BaseDefinitions and CandDefinitions are the definitions each side's
+	// figures follow; Figures only those of the definitions both hold.
+	BaseDefinitions []string
+	CandDefinitions []string
+	Figures         []Figure
 	// IdentityDiff lists identity fields both record and that differ;
 	// Unverified the ones only one side records.
 	IdentityDiff []string
 	Unverified   []string
 	// Problems say why a side's figures are not clean (failed or short
-	// requests, a stopped point), one sentence each.
-	Problems []string
+	// requests, a stopped point), one sentence each; CandProblems counts
+	// the candidate's (worse), the rest are the baseline's.
+	Problems     []string
+	CandProblems int
 }
 
-// ComparePoint compares two receipts of the same point key.
+// Figure returns the compared figure of that name.
+func (pc *PointComparison) Figure(name string) (Figure, bool) {
+	for _, f := range pc.Figures {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Figure{}, false
+}
+
+// ErrDefinitions is a comparison of figures that follow different
+// definitions: refused, never guessed.
+var ErrDefinitions = errors.New("figures of different definitions")
+
+// Definitions lists the definitions the receipt's figures follow.
+func (r *Receipt) Definitions() []string {
+	var out []string
+	if r.Source != SourceVLLM {
+		out = append(out, DefinitionsReceipt)
+	}
+	if r.Summary.Serve != nil {
+		out = append(out, DefinitionsServe)
+	}
+	return out
+}
+
+// figures are the receipt's gated figures of one definition.
+func figures(r *Receipt, def string) []Figure {
+	s := r.Summary
+	if def == DefinitionsReceipt {
+		out := []Figure{{Name: "aggregate_output_tok_s", HigherBetter: true, Delta: Delta{Base: s.AggregateOutputTokS}},
+			{Name: "per_request_output_tok_s", HigherBetter: true, Delta: Delta{Base: s.PerRequestOutputTokS}}}
+		if s.MeanBatchMsPerToken > 0 {
+			out = append(out, Figure{Name: "mean_batch_ms_per_token", Delta: Delta{Base: s.MeanBatchMsPerToken}})
+		}
+		return out
+	}
+	v := s.Serve
+	out := []Figure{{Name: "output_throughput", HigherBetter: true, Delta: Delta{Base: v.OutputThroughput}},
+		{Name: "request_throughput", HigherBetter: true, Delta: Delta{Base: v.RequestThroughput}}}
+	for _, k := range []string{"median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_e2el_ms"} {
+		x, _ := v.Stat(k)
+		out = append(out, Figure{Name: k, Delta: Delta{Base: x}})
+	}
+	return out
+}
+
+// ComparePoint compares two receipts of the same point key over the
+// definitions both sides' figures follow; none in common is an error
+// wrapping ErrDefinitions.
 func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 	if base == nil || cand == nil {
 		return nil, fmt.Errorf("compare: nil receipt")
@@ -51,30 +124,43 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 	if base.Key() != cand.Key() {
 		return nil, fmt.Errorf("compare: different points: %s vs %s", base.Key(), cand.Key())
 	}
-	bs, cs := base.Summary, cand.Summary
 	pc := &PointComparison{
-		Key:                  base.Key(),
-		AggregateOutputTokS:  delta(bs.AggregateOutputTokS, cs.AggregateOutputTokS),
-		PerRequestOutputTokS: delta(bs.PerRequestOutputTokS, cs.PerRequestOutputTokS),
-		MeanTPOTMs:           delta(bs.MeanTPOTMs, cs.MeanTPOTMs),
-		IdentityDiff:         IdentityDiff(base, cand),
-		Unverified:           IdentityUnverified(base, cand),
+		Key:             base.Key(),
+		BaseDefinitions: base.Definitions(),
+		CandDefinitions: cand.Definitions(),
+		IdentityDiff:    IdentityDiff(base, cand),
+		Unverified:      IdentityUnverified(base, cand),
 	}
-	if bs.TTFTMs != nil && cs.TTFTMs != nil {
-		d := delta(bs.TTFTMs.P50, cs.TTFTMs.P50)
-		pc.TTFTP50Ms = &d
+	for _, def := range pc.BaseDefinitions {
+		if !slices.Contains(pc.CandDefinitions, def) {
+			continue
+		}
+		cf := figures(cand, def)
+		for i, f := range figures(base, def) {
+			f.Definitions, f.Delta = def, delta(f.Delta.Base, cf[i].Delta.Base)
+			pc.Figures = append(pc.Figures, f)
+		}
+	}
+	if len(pc.Figures) == 0 {
+		return nil, fmt.Errorf("compare %s: %w: the baseline's follow %s, the candidate's %s; nothing is compared",
+			pc.Key, ErrDefinitions, strings.Join(pc.BaseDefinitions, " + "), strings.Join(pc.CandDefinitions, " + "))
 	}
 	for _, side := range []struct {
 		name string
 		r    *Receipt
 	}{{"baseline", base}, {"candidate", cand}} {
 		s := side.r.Summary
+		var probs []string
 		if s.Failed > 0 || s.Short > 0 {
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: %d of %d requests failed, %d short", side.name, s.Failed, s.Requests, s.Short))
+			probs = append(probs, fmt.Sprintf("%s: %d of %d requests failed, %d short", side.name, s.Failed, s.Requests, s.Short))
 		}
 		if st := side.r.Stopped; st != nil {
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: stopped after %d of %d repeats (%s: %s)", side.name, st.Runs, side.r.Point.Repeats, st.Reason, st.Message))
+			probs = append(probs, fmt.Sprintf("%s: stopped after %d of %d repeats (%s: %s)", side.name, st.Runs, side.r.Point.Repeats, st.Reason, st.Message))
 		}
+		if side.name == "candidate" {
+			pc.CandProblems = len(probs)
+		}
+		pc.Problems = append(pc.Problems, probs...)
 	}
 	return pc, nil
 }
@@ -84,6 +170,8 @@ type Comparison struct {
 	Points []*PointComparison
 	// OnlyBase and OnlyCand are points measured on one side only.
 	OnlyBase, OnlyCand []Key
+	// Judged is the verdict once judged (Verdict); WriteText prints it.
+	Judged *Verdict `json:"verdict,omitempty"`
 }
 
 // Compare matches points by key and compares each pair. Two receipts of
@@ -133,21 +221,18 @@ func Compare(base, cand []*Receipt) (*Comparison, error) {
 }
 
 func compareKeys(a, b Key) int {
-	return cmp.Or(cmp.Compare(a.Workload, b.Workload), cmp.Compare(a.OutputTokens, b.OutputTokens), cmp.Compare(a.Concurrency, b.Concurrency))
+	return cmp.Or(cmp.Compare(a.Workload, b.Workload), cmp.Compare(a.OutputTokens, b.OutputTokens), cmp.Compare(a.Concurrency, b.Concurrency), cmp.Compare(a.NumPrompts, b.NumPrompts))
 }
 
 // WriteText prints the comparison, one line per point, then the identity
 // differences (once when every point shares them) and the problems.
 func (c *Comparison) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tc\toutput\taggregate tok/s\tper-request tok/s\tTPOT ms\tTTFT p50 ms")
+	fmt.Fprintln(tw, "point\tfigure\tdefinitions\tbaseline → candidate")
 	for _, p := range c.Points {
-		ttft := "—"
-		if p.TTFTP50Ms != nil {
-			ttft = fmtDelta(*p.TTFTP50Ms, 1)
+		for _, f := range p.Figures {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Key, f.Name, f.Definitions, fmtDelta(f.Delta, 2))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Key.Workload, p.Key.Concurrency, p.Key.OutputTokens,
-			fmtDelta(p.AggregateOutputTokS, 1), fmtDelta(p.PerRequestOutputTokS, 1), fmtDelta(p.MeanTPOTMs, 2), ttft)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -191,6 +276,12 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	for _, k := range c.OnlyCand {
 		fmt.Fprintf(&b, "only in candidate: %s\n", k)
 	}
+	if v := c.Judged; v != nil {
+		fmt.Fprintf(&b, "verdict: %s (margin %.1f%%)\n", v.Outcome, 100*v.Margin)
+		for _, r := range v.Reasons {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -208,4 +299,59 @@ func fmtDelta(d Delta, prec int) string {
 		rel = fmt.Sprintf("%+.1f%%", d.Rel*100)
 	}
 	return fmt.Sprintf("%.*f → %.*f (%s)", prec, d.Base, prec, d.Cand, rel)
+}
+
+// Outcomes of a comparison's verdict, as the exit contract reads them.
+const (
+	Pass            = "pass"              // exit 0
+	Worse           = "worse"             // exit 1
+	CouldNotCompare = "could not compare" // exit 2
+)
+
+// Verdict is a comparison judged against a margin.
+type Verdict struct {
+	Outcome string   `json:"outcome"`
+	Margin  float64  `json:"margin"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Verdict judges the comparison: could not compare when a baseline point
+// was not measured, nothing was compared, an identity field differs or
+// the baseline's own figures are not clean; else worse when the
+// candidate had failed or short requests or stopped, or any figure is
+// worse than the baseline's by more than margin (a share: 0.05 = 5%);
+// else pass. Nothing is skipped silently: every reason is listed.
+func (c *Comparison) Verdict(margin float64) Verdict {
+	v := Verdict{Outcome: Pass, Margin: margin}
+	var cannot, worse []string
+	for _, k := range c.OnlyBase {
+		cannot = append(cannot, fmt.Sprintf("baseline point %s has no candidate", k))
+	}
+	if len(c.Points) == 0 {
+		cannot = append(cannot, "no point is on both sides")
+	}
+	for _, p := range c.Points {
+		for _, d := range p.IdentityDiff {
+			cannot = append(cannot, fmt.Sprintf("%s: identity differs: %s", p.Key, d))
+		}
+		base := p.Problems[:len(p.Problems)-p.CandProblems]
+		for _, s := range base {
+			cannot = append(cannot, fmt.Sprintf("%s: %s", p.Key, s))
+		}
+		for _, s := range p.Problems[len(base):] {
+			worse = append(worse, fmt.Sprintf("%s: %s", p.Key, s))
+		}
+		for _, f := range p.Figures {
+			if w := f.Worse(); !math.IsNaN(w) && w > margin {
+				worse = append(worse, fmt.Sprintf("%s: %s (%s) worse by %.1f%%: %s", p.Key, f.Name, f.Definitions, 100*w, fmtDelta(f.Delta, 2)))
+			}
+		}
+	}
+	switch {
+	case len(cannot) > 0:
+		v.Outcome, v.Reasons = CouldNotCompare, append(cannot, worse...)
+	case len(worse) > 0:
+		v.Outcome, v.Reasons = Worse, worse
+	}
+	return v
 }

@@ -23,7 +23,8 @@ func slower(t *testing.T, base *Receipt, factor float64) *Receipt {
 		for i := range pt.Concurrency {
 			reqs = append(reqs, Request{
 				ID: fmt.Sprintf("r%d", i), PromptTokens: 30, OutputTokens: pt.OutputTokens,
-				TTFTSeconds: f64(0.05), ITLSeconds: f64((wall - 0.05) / float64(pt.OutputTokens-1)), E2ESeconds: wall,
+				FirstTextSeconds: f64(0.05), TimeBetweenTokensSeconds: f64((wall - 0.05) / float64(pt.OutputTokens-1)), E2ESeconds: wall,
+				TTFTSeconds: f64(0.05), ITLSeconds: gaps(pt.OutputTokens-1, (wall-0.05)/float64(pt.OutputTokens-1)), LatencySeconds: wall,
 			})
 		}
 		runs = append(runs, NewRun(pt, wall, reqs))
@@ -52,22 +53,29 @@ func TestComparePublishedWithACandidate(t *testing.T) {
 	require.Equal(t, []Key{base[9].Key()}, c.OnlyBase)
 	require.Empty(t, c.OnlyCand)
 	for _, p := range c.Points {
-		require.InDelta(t, 1/1.25-1, p.AggregateOutputTokS.Rel, 1e-9, "%s", p.Key)
-		require.InDelta(t, 1/1.25-1, p.PerRequestOutputTokS.Rel, 1e-9)
-		require.InDelta(t, 0.25, p.MeanTPOTMs.Rel, 1e-9)
-		require.Nil(t, p.TTFTP50Ms, "the published format has no TTFT")
+		agg, _ := p.Figure("aggregate_output_tok_s")
+		require.InDelta(t, 1/1.25-1, agg.Delta.Rel, 1e-9, "%s", p.Key)
+		per, _ := p.Figure("per_request_output_tok_s")
+		require.InDelta(t, 1/1.25-1, per.Delta.Rel, 1e-9)
+		batch, _ := p.Figure("mean_batch_ms_per_token")
+		require.InDelta(t, 0.25, batch.Delta.Rel, 1e-9)
+		_, has := p.Figure("median_ttft_ms")
+		require.False(t, has, "the published format has no vllm bench serve figures: none compared")
+		require.Equal(t, []string{DefinitionsReceipt}, p.BaseDefinitions)
 		require.Equal(t, []string{"target: live → twin", "server_build: " + base[0].Identity.ServerBuild + " → vetbench-twin"}, p.IdentityDiff)
 		require.Contains(t, p.Unverified, "profile")
 		require.Contains(t, p.Unverified, "sampling")
 	}
 	text := c.Text()
-	first := fmt.Sprintf("%.1f → %.1f (-20.0%%)", base[0].Summary.AggregateOutputTokS, base[0].Summary.AggregateOutputTokS/1.25)
+	first := fmt.Sprintf("%.2f → %.2f (-20.0%%)", base[0].Summary.AggregateOutputTokS, base[0].Summary.AggregateOutputTokS/1.25)
 	require.Contains(t, text, first)
 	require.Contains(t, text, "identity differs: target: live → twin\n", "shared notes are printed once")
 	require.Contains(t, text, "only in baseline: workload=one_image/c=32/output=128")
 	lines := strings.Split(strings.TrimSpace(text), "\n")
-	require.True(t, strings.HasPrefix(lines[0], "workload"))
-	require.True(t, strings.HasPrefix(lines[1], "one_image  1 "), "points sorted by workload, then c: %q", lines[1])
+	require.True(t, strings.HasPrefix(lines[0], "point"))
+	require.True(t, strings.HasPrefix(lines[1], "workload=one_image/c=1/"), "points sorted by workload, then c: %q", lines[1])
+	v := c.Verdict(0.05)
+	require.Equal(t, CouldNotCompare, v.Outcome, "a missing point and a differing identity: no verdict")
 }
 
 func TestComparePointFlagsProblemsAndRefusesOtherPoints(t *testing.T) {
@@ -78,8 +86,10 @@ func TestComparePointFlagsProblemsAndRefusesOtherPoints(t *testing.T) {
 	b.Summary = Summarize(b.Point, b.Runs)
 	pc, err := ComparePoint(a, b)
 	require.NoError(t, err)
-	require.Less(t, pc.AggregateOutputTokS.Rel, 0.0)
-	require.NotNil(t, pc.TTFTP50Ms)
+	agg, _ := pc.Figure("aggregate_output_tok_s")
+	require.Less(t, agg.Delta.Rel, 0.0)
+	_, has := pc.Figure("median_ttft_ms")
+	require.True(t, has, "both sides hold vllm bench serve figures")
 	require.Contains(t, pc.Problems, "baseline: 1 of 4 requests failed, 0 short")
 	require.Empty(t, pc.IdentityDiff)
 
@@ -107,8 +117,10 @@ func ExampleCompare() {
 	}
 	_ = c.WriteText(os.Stdout)
 	// Output:
-	// workload  c  output  aggregate tok/s        per-request tok/s      TPOT ms              TTFT p50 ms
-	// text      1  128     156.6 → 156.6 (+0.0%)  156.6 → 156.6 (+0.0%)  6.39 → 6.39 (+0.0%)  —
+	// point                         figure                    definitions                         baseline → candidate
+	// workload=text/c=1/output=128  aggregate_output_tok_s    published token-throughput receipt  156.58 → 156.58 (+0.0%)
+	// workload=text/c=1/output=128  per_request_output_tok_s  published token-throughput receipt  156.58 → 156.58 (+0.0%)
+	// workload=text/c=1/output=128  mean_batch_ms_per_token   published token-throughput receipt  6.39 → 6.39 (+0.0%)
 	// only in baseline: workload=one_image/c=1/output=128
 	// only in baseline: workload=one_image/c=4/output=128
 	// only in baseline: workload=one_image/c=8/output=128

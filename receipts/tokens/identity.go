@@ -29,6 +29,7 @@ func (r *Receipt) identityFields() []identityField {
 		{"sampling", id.Sampling},
 		{"workload", r.Point.Workload},
 		{"output_tokens", strconv.Itoa(r.Point.OutputTokens)},
+		{"load", loadKey(r.Point)},
 		{"prompt_digest", id.PromptDigest},
 		{"cache_isolation", id.CacheIsolation},
 		{"harness_version", id.HarnessVersion},
@@ -49,6 +50,27 @@ func targetClass(t receipts.Target) string {
 		return "live"
 	}
 	return string(t.Kind)
+}
+
+// loadKey is how requests were offered: a closed batch, or refilled slots
+// at a request rate ("inf": all prompts queued at once) and burstiness.
+func loadKey(p Point) string {
+	if p.NumPrompts == 0 {
+		return "closed_batch"
+	}
+	rate := "inf"
+	if p.RequestRate > 0 {
+		rate = strconv.FormatFloat(p.RequestRate, 'g', -1, 64)
+	}
+	b := max(p.Burstiness, 0)
+	if b == 0 {
+		b = 1
+	}
+	s := fmt.Sprintf("refilled_slots request_rate=%s", rate)
+	if p.RequestRate > 0 {
+		s += " burstiness=" + strconv.FormatFloat(b, 'g', -1, 64)
+	}
+	return s
 }
 
 func mapKey(m map[string]string) string {

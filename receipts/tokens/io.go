@@ -64,12 +64,17 @@ func ReadBaseline(path string) ([]*Receipt, error) {
 		return nil, &receipts.SchemaError{File: path, Msg: err.Error()}
 	}
 	probe := struct {
-		Schema  *string         `json:"schema"`
-		Records json.RawMessage `json:"records"`
+		Schema     *string         `json:"schema"`
+		Records    json.RawMessage `json:"records"`
+		NumPrompts json.RawMessage `json:"num_prompts"`
+		Duration   json.RawMessage `json:"duration"`
 	}{}
-	// A cheap look at the top-level keys; the real read reports errors.
+	// A cheap look at the top-level keys (of the first line, for a
+	// --append-result file); the real read reports errors.
 	_ = json.NewDecoder(bytes.NewReader(data)).Decode(&probe)
 	switch {
+	case probe.Schema != nil && *probe.Schema == SchemaV1:
+		return nil, &receipts.SchemaError{File: path, Msg: fmt.Sprintf("a %s receipt: its mean_tpot_ms, tpot_ms and itl_ms follow other definitions than vllm bench serve's and it lacks the per-chunk record %s needs; re-measure the baseline", SchemaV1, Schema)}
 	case probe.Schema != nil:
 		r, err := Decode(data, path)
 		if err != nil {
@@ -78,6 +83,29 @@ func ReadBaseline(path string) ([]*Receipt, error) {
 		return []*Receipt{r}, nil
 	case probe.Records != nil:
 		return DecodePublished(data, path)
+	case probe.NumPrompts != nil && probe.Duration != nil:
+		return DecodeServeResult(data, path)
 	}
-	return nil, &receipts.SchemaError{File: path, Msg: fmt.Sprintf("neither a %s receipt (no \"schema\") nor the published format (no \"records\")", Schema)}
+	return nil, &receipts.SchemaError{File: path, Msg: fmt.Sprintf("neither a %s receipt (no \"schema\"), the published format (no \"records\") nor a vllm bench serve --save-result file (no \"num_prompts\" and \"duration\")", Schema)}
+}
+
+// WriteServeResult writes the receipts as `vllm bench serve --save-result
+// --save-detailed` files do (ServeResult), one JSON object per line as
+// --append-result does (a single point is a plain result file), to path
+// atomically, refusing an existing file.
+func WriteServeResult(path string, recs []*Receipt) error {
+	var buf bytes.Buffer
+	for _, r := range recs {
+		m, err := ServeResult(r)
+		if err != nil {
+			return err
+		}
+		line, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("save-result %s: %w", r.Key(), err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	return docfile.WriteNew(path, buf.Bytes())
 }

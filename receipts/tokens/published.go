@@ -275,7 +275,7 @@ func (pub *Published) receipt(rec PublishedRecord) *Receipt {
 		AggregateOutputTokS:       rec.AggregateOutputTokS,
 		PerRequestOutputTokS:      rec.PerRequestOutputTokS,
 		MeanCompletionSeconds:     rec.MeanCompletionSeconds,
-		MeanTPOTMs:                rec.MeanTPOTMs,
+		MeanBatchMsPerToken:       rec.MeanTPOTMs,
 		PeakGPUMemoryMiB:          ptr(rec.PeakObservedGPUMemoryMiB),
 	}
 	return r

@@ -58,7 +58,7 @@ func TestPublishedMapsEveryField(t *testing.T) {
 		require.Equal(t, num(t, rec["aggregate_output_tok_s"]), s.AggregateOutputTokS)
 		require.Equal(t, num(t, rec["per_request_output_tok_s"]), s.PerRequestOutputTokS)
 		require.Equal(t, num(t, rec["mean_completion_seconds"]), s.MeanCompletionSeconds)
-		require.Equal(t, num(t, rec["mean_tpot_ms"]), s.MeanTPOTMs)
+		require.Equal(t, num(t, rec["mean_tpot_ms"]), s.MeanBatchMsPerToken)
 		require.Equal(t, num(t, rec["peak_observed_gpu_memory_mib"]), *s.PeakGPUMemoryMiB)
 		runs := rec["runs"].([]any)
 		require.Len(t, r.Runs, len(runs))

@@ -18,15 +18,27 @@ import (
 
 func f64(v float64) *float64 { return &v }
 
+// ok is a clean request of n one-token chunks: the first at ttft, the
+// last at e2e, evenly apart (vLLM's record and the receipt's own agree).
 func ok(id string, ttft, itl, e2e float64, n int) Request {
-	return Request{ID: id, PromptTokens: 20, OutputTokens: n, TTFTSeconds: f64(ttft), ITLSeconds: f64(itl), E2ESeconds: e2e, FinishReason: "length"}
+	return Request{ID: id, PromptTokens: 20, OutputTokens: n, FirstTextSeconds: f64(ttft), TimeBetweenTokensSeconds: f64(itl), E2ESeconds: e2e,
+		TTFTSeconds: f64(ttft), ITLSeconds: gaps(n-1, (e2e-ttft)/float64(max(n-1, 1))), LatencySeconds: e2e, FinishReason: "length"}
+}
+
+func gaps(n int, g float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = g
+	}
+	return out
 }
 
 var samplePoint = Point{Workload: WorkloadText, Concurrency: 2, OutputTokens: 4, Repeats: 2}
 
 func sample() *Receipt {
 	pt := samplePoint
-	cut := Request{ID: "r2-1", PromptTokens: 20, OutputTokens: 2, TTFTSeconds: f64(0.2), ITLSeconds: f64(0.1), E2ESeconds: 0.6,
+	cut := Request{ID: "r2-1", PromptTokens: 20, OutputTokens: 2, FirstTextSeconds: f64(0.2), TimeBetweenTokensSeconds: f64(0.1), E2ESeconds: 0.6,
+		TTFTSeconds: f64(0.2), ITLSeconds: []float64{0.1}, LatencySeconds: 0.3,
 		Error: "stream cut before [DONE] after 2 tokens: unexpected EOF", ErrorClass: "cut"}
 	runs := []Run{
 		NewRun(pt, 1.0, []Request{ok("r1-0", 0.1, 0.1, 0.4, 4), ok("r1-1", 0.2, 0.1, 0.5, 4)}),
@@ -58,17 +70,22 @@ func TestSummarizeByHand(t *testing.T) {
 	require.InDelta(t, 14.0/3, s.AggregateOutputTokS, 1e-12, "14 generated tokens over 3 s of batches")
 	require.InDelta(t, 7.0/3, s.PerRequestOutputTokS, 1e-12)
 	require.InDelta(t, 1.5, s.MeanCompletionSeconds, 1e-12)
-	require.InDelta(t, 375, s.MeanTPOTMs, 1e-9)
+	require.InDelta(t, 375, s.MeanBatchMsPerToken, 1e-9)
 	require.Equal(t, 1200.0, *s.PeakGPUMemoryMiB)
-	// TTFT over the three clean requests: 100, 200, 300 ms.
-	require.Equal(t, 3, s.TTFTMs.N)
-	require.InDelta(t, 200, s.TTFTMs.Mean, 1e-9)
-	require.InDelta(t, 280, s.TTFTMs.P90, 1e-9)
-	require.InDelta(t, 298, s.TTFTMs.P99, 1e-9)
-	require.InDelta(t, 300, s.TTFTMs.Max, 1e-9)
-	// vllm bench's TPOT: (e2e − ttft) ÷ (n − 1) → 100, 100, 233.3 ms.
-	require.InDelta(t, 100, s.TPOTMs.P50, 1e-9)
-	require.InDelta(t, 700.0/3, s.TPOTMs.Max, 1e-9)
+	// First text over the three clean requests: 100, 200, 300 ms.
+	require.Equal(t, 3, s.FirstTextMs.N)
+	require.InDelta(t, 200, s.FirstTextMs.Mean, 1e-9)
+	require.InDelta(t, 280, s.FirstTextMs.P90, 1e-9)
+	require.InDelta(t, 298, s.FirstTextMs.P99, 1e-9)
+	require.InDelta(t, 300, s.FirstTextMs.Max, 1e-9)
+	// vllm bench serve's TPOT: (latency − ttft) ÷ (n − 1) → 100, 100,
+	// 233.3 ms; the cut request is a failure for vLLM too.
+	v := s.Serve
+	require.Equal(t, 3, v.Completed)
+	require.Equal(t, 1, v.Failed)
+	require.InDelta(t, 100, v.MedianTPOTMs, 1e-9)
+	require.InDelta(t, (100+100+700.0/3)/3, v.MeanTPOTMs, 1e-9)
+	require.InDelta(t, 12.0/3, v.OutputThroughput, 1e-12, "12 tokens of completed requests over 3 s")
 	require.InDelta(t, 4/0.4, s.RequestOutputTokS.Max, 1e-9)
 	require.Equal(t, 3, s.E2EMs.N)
 }
@@ -146,12 +163,15 @@ func TestEditedReceiptsAreRefused(t *testing.T) {
 		path string
 	}{
 		{"summary_edited", func(r *Receipt) { r.Summary.AggregateOutputTokS *= 1.1 }, "summary.aggregate_output_tok_s"},
-		{"ttft_edited", func(r *Receipt) { r.Summary.TTFTMs.P50 = 1 }, "summary.ttft_ms"},
+		{"first_text_edited", func(r *Receipt) { r.Summary.FirstTextMs.P50 = 1 }, "summary.first_text_ms"},
+		{"vllm_itl_edited", func(r *Receipt) { r.Summary.Serve.P99ITLMs = 1 }, "summary.vllm_bench_serve.p99_itl_ms"},
+		{"vllm_gap_negative", func(r *Receipt) { r.Runs[0].Requests[0].ITLSeconds[1] = -1 }, "runs[0].requests[0].itl_seconds[1]"},
 		{"failure_hidden", func(r *Receipt) { r.Runs[1].Failed = 0 }, "runs[1].failed"},
 		{"error_without_class", func(r *Receipt) { r.Runs[1].Requests[1].ErrorClass = "" }, "runs[1].requests[1].error_class"},
 		{"request_dropped", func(r *Receipt) { r.Runs[0].Requests = r.Runs[0].Requests[:1] }, "runs[0].requests"},
 		{"run_missing", func(r *Receipt) { r.Runs = r.Runs[:1] }, "runs"},
-		{"ttft_after_end", func(r *Receipt) { r.Runs[0].Requests[0].TTFTSeconds = f64(9) }, "runs[0].requests[0].ttft_seconds"},
+		{"ttft_after_end", func(r *Receipt) { r.Runs[0].Requests[0].FirstTextSeconds = f64(9) }, "runs[0].requests[0].first_text_seconds"},
+		{"vllm_ttft_after_latency", func(r *Receipt) { r.Runs[0].Requests[0].TTFTSeconds = f64(9) }, "runs[0].requests[0].ttft_seconds"},
 		{"identity_edited", func(r *Receipt) { r.Identity.Digest = r.IdentityDigest(); r.Identity.GPU = "H100" }, "identity.digest"},
 		{"credentials", func(r *Receipt) { r.Target.Endpoint = "http://user:pw@host:8000" }, "target.endpoint"},
 		{"unknown_workload", func(r *Receipt) { r.Point.Workload = "video" }, "point.workload"},

@@ -42,7 +42,7 @@ func NewRun(p Point, wallSeconds float64, requests []Request) Run {
 func Summarize(p Point, runs []Run) Summary {
 	var s Summary
 	gen, wall := 0, 0.0
-	var ttft, itl, tpot, e2e, rate []float64
+	var first, tbt, e2e, rate []float64
 	samples := false
 	var good Goodput
 	for _, r := range runs {
@@ -55,7 +55,7 @@ func Summarize(p Point, runs []Run) Summary {
 			s.PeakGPUMemoryMiB = ptr(*r.GPUMemoryMiBAfter)
 		}
 		if len(r.Requests) == 0 {
-			s.Requests += p.Concurrency
+			s.Requests += p.Requests()
 			continue
 		}
 		samples = true
@@ -68,14 +68,11 @@ func Summarize(p Point, runs []Run) Summary {
 			if p.SLO != nil && q.OutputTokens == p.OutputTokens && p.SLO.meets(q) {
 				good.Within++
 			}
-			if q.TTFTSeconds != nil {
-				ttft = append(ttft, *q.TTFTSeconds*1000)
-				if q.OutputTokens > 1 {
-					tpot = append(tpot, (q.E2ESeconds-*q.TTFTSeconds)/float64(q.OutputTokens-1)*1000)
-				}
+			if q.FirstTextSeconds != nil {
+				first = append(first, *q.FirstTextSeconds*1000)
 			}
-			if q.ITLSeconds != nil {
-				itl = append(itl, *q.ITLSeconds*1000)
+			if q.TimeBetweenTokensSeconds != nil {
+				tbt = append(tbt, *q.TimeBetweenTokensSeconds*1000)
 			}
 			e2e = append(e2e, q.E2ESeconds*1000)
 			if q.E2ESeconds > 0 {
@@ -92,38 +89,45 @@ func Summarize(p Point, runs []Run) Summary {
 	if len(runs) > 0 {
 		s.MeanCompletionSeconds = wall / float64(len(runs))
 	}
-	if p.OutputTokens > 0 {
-		s.MeanTPOTMs = s.MeanCompletionSeconds / float64(p.OutputTokens) * 1000
+	if p.OutputTokens > 0 && p.NumPrompts == 0 {
+		s.MeanBatchMsPerToken = s.MeanCompletionSeconds / float64(p.OutputTokens) * 1000
 	}
 	if samples {
-		s.TTFTMs, s.ITLMs, s.TPOTMs, s.E2EMs, s.RequestOutputTokS = dist(ttft), dist(itl), dist(tpot), dist(e2e), dist(rate)
-		if p.SLO != nil {
-			if good.Of > 0 {
-				good.Share = float64(good.Within) / float64(good.Of)
-			}
-			if wall > 0 {
-				good.PerSecond = float64(good.Within) / wall
-			}
-			if p.SLO.Target > 0 {
-				met := slo.Met(good.Share, p.SLO.Target, good.Of)
-				good.Met = &met
-			}
-			s.Goodput = &good
-		}
+		s.FirstTextMs, s.TimeBetweenTokensMs, s.E2EMs, s.RequestOutputTokS = dist(first), dist(tbt), dist(e2e), dist(rate)
+		s.Goodput = p.SLO.goodput(good, wall)
+		s.Serve = ServeFigures(p, runs)
 	}
 	return s
 }
 
+// goodput finishes the share-of-requests goodput; nil without an SLO.
+func (s *SLO) goodput(good Goodput, wall float64) *Goodput {
+	if s == nil {
+		return nil
+	}
+	if good.Of > 0 {
+		good.Share = float64(good.Within) / float64(good.Of)
+	}
+	if wall > 0 {
+		good.PerSecond = float64(good.Within) / wall
+	}
+	if s.Target > 0 {
+		met := slo.Met(good.Share, s.Target, good.Of)
+		good.Met = &met
+	}
+	return &good
+}
+
 // meets says whether a request that produced its tokens met every target:
-// TTFT, and TPOT ((e2e − ttft) ÷ (n − 1), as in the summary; a
+// TTFT to the first text, and TPOT as (e2e − first text) ÷ (n − 1) (a
 // single-token request has none and meets it). A target needs its
-// measurement: a request without a TTFT never meets one.
+// measurement: a request without a first text never meets one.
 func (s SLO) meets(q Request) bool {
-	if s.TTFTMs > 0 && (q.TTFTSeconds == nil || *q.TTFTSeconds*1000 > s.TTFTMs) {
+	if s.TTFTMs > 0 && (q.FirstTextSeconds == nil || *q.FirstTextSeconds*1000 > s.TTFTMs) {
 		return false
 	}
 	if s.TPOTMs > 0 && q.OutputTokens > 1 {
-		if q.TTFTSeconds == nil || (q.E2ESeconds-*q.TTFTSeconds)/float64(q.OutputTokens-1)*1000 > s.TPOTMs {
+		if q.FirstTextSeconds == nil || (q.E2ESeconds-*q.FirstTextSeconds)/float64(q.OutputTokens-1)*1000 > s.TPOTMs {
 			return false
 		}
 	}

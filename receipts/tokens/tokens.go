@@ -15,7 +15,13 @@ import (
 )
 
 // Schema names the receipt format; a reader refuses any other value.
-const Schema = "vetbench.tokens/v1"
+const Schema = "vetbench.tokens/v2"
+
+// SchemaV1 is the format before `vllm bench serve`'s figures: its
+// mean_tpot_ms, tpot_ms and itl_ms carried vLLM's names with other
+// definitions, and its requests lack the per-chunk record vLLM's figures
+// need. ReadBaseline refuses it with a message that says so.
+const SchemaV1 = "vetbench.tokens/v1"
 
 // Sources of a receipt.
 const (
@@ -23,6 +29,9 @@ const (
 	// SourcePublished marks a point read from the published
 	// token-throughput format (see ReadPublished).
 	SourcePublished = "published"
+	// SourceVLLM marks a point read from a `vllm bench serve
+	// --save-result` file (see DecodeServeResult).
+	SourceVLLM = "vllm_bench_serve"
 )
 
 // Workloads.
@@ -70,14 +79,49 @@ type Point struct {
 	// OutputTokens is asked per request (max_tokens with ignore_eos).
 	OutputTokens int `json:"output_tokens"`
 	Repeats      int `json:"repeats"`
-	// SLO is the per-request target goodput is counted against; nil when
-	// none was stated.
+	// NumPrompts, when > 0, makes every repeat send NumPrompts requests
+	// through Concurrency refilled slots, as `vllm bench serve
+	// --max-concurrency C --num-prompts N` does; 0 is the closed batch
+	// (Concurrency requests sent at once, the published receipts' mode).
+	NumPrompts int `json:"num_prompts,omitempty"`
+	// RequestRate is `vllm bench serve --request-rate` for a refilled run:
+	// requests per second on a gamma schedule of shape Burstiness (0 =
+	// inf, all at once); Seed seeds it.
+	RequestRate float64 `json:"request_rate,omitempty"`
+	Burstiness  float64 `json:"burstiness,omitempty"`
+	Seed        int64   `json:"seed,omitempty"`
+	// SLO is the per-request target the receipt's own goodput share is
+	// counted against; nil when none was stated.
 	SLO *SLO `json:"slo,omitempty"`
+	// ServeGoodput is `vllm bench serve --goodput` (keys ttft, tpot,
+	// e2el; values in ms) for request_goodput; nil when not given.
+	ServeGoodput map[string]float64 `json:"serve_goodput,omitempty"`
+	// MetricPercentiles are `--metric-percentiles`; empty means 99.
+	MetricPercentiles []float64 `json:"metric_percentiles,omitempty"`
 }
 
-// SLO is a token run's per-request service-level objective, as vllm bench
-// serve --goodput takes it: a request is good when it meets every target
-// given (TTFT, TPOT; 0 = not given).
+// Requests is how many requests one repeat sends.
+func (p Point) Requests() int {
+	if p.NumPrompts > 0 {
+		return p.NumPrompts
+	}
+	return p.Concurrency
+}
+
+// Percentiles is MetricPercentiles, or 99 (vLLM's default) when empty.
+func (p Point) Percentiles() []float64 {
+	if len(p.MetricPercentiles) == 0 {
+		return []float64{99}
+	}
+	return p.MetricPercentiles
+}
+
+// SLO is a token run's per-request service-level objective for the
+// receipt's own goodput share: a request is good when it produced exactly
+// the asked tokens and meets every target given (TTFT to the first text,
+// TPOT as (e2e − first text) ÷ (n − 1); 0 = not given). It is not `vllm
+// bench serve --goodput` (see Point.ServeGoodput and Serve.RequestGoodput,
+// which count good requests per second by vLLM's definitions).
 type SLO struct {
 	TTFTMs float64 `json:"ttft_ms,omitempty"`
 	TPOTMs float64 `json:"tpot_ms,omitempty"`
@@ -92,7 +136,8 @@ type Goodput struct {
 	Within int `json:"within"`
 	Of     int `json:"of"`
 	// Share is Within ÷ Of; PerSecond is Within ÷ Σ run wall seconds
-	// (vllm bench serve's request_goodput).
+	// (not vllm bench serve's request_goodput: failures and exact length
+	// count here; see Serve.RequestGoodput).
 	Share     float64 `json:"share"`
 	PerSecond float64 `json:"per_second"`
 	// Met says whether Share reached the SLO's Target; nil without one.
@@ -104,15 +149,21 @@ type Key struct {
 	Workload     string
 	Concurrency  int
 	OutputTokens int
+	// NumPrompts is 0 for a closed batch.
+	NumPrompts int
 }
 
 func (k Key) String() string {
-	return fmt.Sprintf("workload=%s/c=%d/output=%d", k.Workload, k.Concurrency, k.OutputTokens)
+	s := fmt.Sprintf("workload=%s/c=%d/output=%d", k.Workload, k.Concurrency, k.OutputTokens)
+	if k.NumPrompts > 0 {
+		s += fmt.Sprintf("/num-prompts=%d", k.NumPrompts)
+	}
+	return s
 }
 
 // Key is the receipt's point key.
 func (r *Receipt) Key() Key {
-	return Key{Workload: r.Point.Workload, Concurrency: r.Point.Concurrency, OutputTokens: r.Point.OutputTokens}
+	return Key{Workload: r.Point.Workload, Concurrency: r.Point.Concurrency, OutputTokens: r.Point.OutputTokens, NumPrompts: r.Point.NumPrompts}
 }
 
 // Identity is what must be equal for two points to be comparable, besides
@@ -142,8 +193,9 @@ type Identity struct {
 	Digest string `json:"digest"`
 }
 
-// Run is one repeat: Concurrency requests sent at once, measured from the
-// first send to the end of the last stream.
+// Run is one repeat: Concurrency requests sent at once (or NumPrompts
+// through Concurrency refilled slots), measured from the first send to the
+// end of the last stream.
 type Run struct {
 	// GeneratedTokens is the server's count over the run's requests.
 	GeneratedTokens int `json:"generated_tokens"`
@@ -168,12 +220,24 @@ type Request struct {
 	ID           string `json:"id,omitempty"`
 	PromptTokens int    `json:"prompt_tokens"`
 	OutputTokens int    `json:"output_tokens"`
-	// TTFTSeconds is nil when no token arrived; ITLSeconds (time between
-	// tokens) when fewer than two did.
-	TTFTSeconds  *float64 `json:"ttft_seconds"`
-	ITLSeconds   *float64 `json:"itl_seconds"`
-	E2ESeconds   float64  `json:"e2e_seconds"`
-	FinishReason string   `json:"finish_reason,omitempty"`
+	// FirstTextSeconds is send to the first chunk with text (content or
+	// reasoning), nil when none arrived; TimeBetweenTokensSeconds is
+	// (last − first text arrival) ÷ (output tokens − 1), nil below two
+	// tokens; E2ESeconds is send to the end of the stream ([DONE]).
+	FirstTextSeconds         *float64 `json:"first_text_seconds"`
+	TimeBetweenTokensSeconds *float64 `json:"time_between_tokens_seconds"`
+	E2ESeconds               float64  `json:"e2e_seconds"`
+	// The request as `vllm bench serve` records it
+	// (endpoint_request_func.py): StartSeconds is the send time from the
+	// run's start; TTFTSeconds send to the first chunk with choices (nil
+	// when none came: vLLM's failed request); ITLSeconds every later
+	// chunk's gap, one per chunk whatever tokens it carried;
+	// LatencySeconds send to the last chunk with choices.
+	StartSeconds   float64   `json:"start_seconds"`
+	TTFTSeconds    *float64  `json:"ttft_seconds"`
+	ITLSeconds     []float64 `json:"itl_seconds"`
+	LatencySeconds float64   `json:"latency_seconds"`
+	FinishReason   string    `json:"finish_reason,omitempty"`
 	// Error is set for a failed or short request; ErrorClass is its
 	// stable name (stream.ErrorClass: "short", "cut", "http_500", ...).
 	Error      string `json:"error,omitempty"`
@@ -196,21 +260,28 @@ type Summary struct {
 	// MeanCompletionSeconds is the mean run wall time: how long a batch
 	// took to complete.
 	MeanCompletionSeconds float64 `json:"mean_completion_seconds"`
-	// MeanTPOTMs is MeanCompletionSeconds ÷ output tokens, in ms.
-	MeanTPOTMs       float64  `json:"mean_tpot_ms"`
-	PeakGPUMemoryMiB *float64 `json:"peak_observed_gpu_memory_mib,omitempty"`
+	// MeanBatchMsPerToken is MeanCompletionSeconds ÷ output tokens, in
+	// ms: the published receipts' "mean_tpot_ms" (batch wall time, TTFT
+	// included, divided by n), named apart from vLLM's TPOT. 0 for a
+	// refilled run, where no batch completes.
+	MeanBatchMsPerToken float64  `json:"mean_batch_ms_per_token"`
+	PeakGPUMemoryMiB    *float64 `json:"peak_observed_gpu_memory_mib,omitempty"`
 	// Per-request distributions over the requests without error (nil
-	// without request samples): time to first token; time between
-	// tokens; vllm bench serve's TPOT, (e2e − ttft) ÷ (n − 1); end to end;
-	// and output tokens ÷ end to end per request.
-	TTFTMs            *Dist `json:"ttft_ms,omitempty"`
-	ITLMs             *Dist `json:"itl_ms,omitempty"`
-	TPOTMs            *Dist `json:"tpot_ms,omitempty"`
-	E2EMs             *Dist `json:"e2e_ms,omitempty"`
-	RequestOutputTokS *Dist `json:"request_output_tok_s,omitempty"`
+	// without request samples): send to the first text; time between
+	// tokens (one average per request); send to the end of the stream;
+	// and output tokens ÷ that per request. vLLM's TTFT, TPOT, ITL and
+	// E2EL are in Serve, by its definitions.
+	FirstTextMs         *Dist `json:"first_text_ms,omitempty"`
+	TimeBetweenTokensMs *Dist `json:"time_between_tokens_ms,omitempty"`
+	E2EMs               *Dist `json:"e2e_ms,omitempty"`
+	RequestOutputTokS   *Dist `json:"request_output_tok_s,omitempty"`
 	// Goodput counts the requests within the point's SLO; nil when none
 	// was stated or there are no request samples.
 	Goodput *Goodput `json:"goodput,omitempty"`
+	// Serve is the figures `vllm bench serve` prints and saves, by its
+	// definitions and under its --save-result names; nil without request
+	// samples (a published point).
+	Serve *Serve `json:"vllm_bench_serve,omitempty"`
 }
 
 // Dist summarises samples: mean and linear-interpolated percentiles

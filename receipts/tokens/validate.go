@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"reflect"
+	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
 )
@@ -28,8 +30,14 @@ func (r *Receipt) validate(file string) error {
 	}
 	switch r.Source {
 	case SourceVetbench, SourcePublished:
+	case SourceVLLM:
+		// vLLM's own figures, read from its result file: only its block.
+		if r.Summary.Serve == nil {
+			p.Add("summary.vllm_bench_serve", "missing")
+		}
+		return p.Err()
 	default:
-		p.Add("source", "unknown source %q (want %s or %s)", r.Source, SourceVetbench, SourcePublished)
+		p.Add("source", "unknown source %q (want %s, %s or %s)", r.Source, SourceVetbench, SourcePublished, SourceVLLM)
 	}
 	if !r.Started.IsZero() && !r.Finished.IsZero() && r.Finished.Before(r.Started) {
 		p.Add("finished_utc", "%s is before started_utc %s", r.Finished, r.Started)
@@ -158,8 +166,8 @@ func (r *Receipt) validateRuns(p *receipts.Problems) {
 
 func (r *Receipt) validateRequests(p *receipts.Problems, path string, run Run) {
 	pt := r.Point
-	if len(run.Requests) != pt.Concurrency {
-		p.Add(path+".requests", "%d requests, but the run sends %d at once", len(run.Requests), pt.Concurrency)
+	if len(run.Requests) != pt.Requests() {
+		p.Add(path+".requests", "%d requests, but the run sends %d", len(run.Requests), pt.Requests())
 	}
 	for j, q := range run.Requests {
 		qp := fmt.Sprintf("%s.requests[%d]", path, j)
@@ -172,12 +180,13 @@ func (r *Receipt) validateRequests(p *receipts.Problems, path string, run Run) {
 		if bad(q.E2ESeconds) || q.E2ESeconds < 0 {
 			p.Add(qp+".e2e_seconds", "%v is not a finite number >= 0", q.E2ESeconds)
 		}
-		if v := q.TTFTSeconds; v != nil && (bad(*v) || *v < 0 || *v > q.E2ESeconds) {
-			p.Add(qp+".ttft_seconds", "%v is outside [0, e2e_seconds %v]", *v, q.E2ESeconds)
+		if v := q.FirstTextSeconds; v != nil && (bad(*v) || *v < 0 || *v > q.E2ESeconds) {
+			p.Add(qp+".first_text_seconds", "%v is outside [0, e2e_seconds %v]", *v, q.E2ESeconds)
 		}
-		if v := q.ITLSeconds; v != nil && (bad(*v) || *v < 0) {
-			p.Add(qp+".itl_seconds", "%v is not a finite number >= 0", *v)
+		if v := q.TimeBetweenTokensSeconds; v != nil && (bad(*v) || *v < 0) {
+			p.Add(qp+".time_between_tokens_seconds", "%v is not a finite number >= 0", *v)
 		}
+		validateServeRecord(p, qp, q)
 		if (q.Error == "") != (q.ErrorClass == "") {
 			p.Add(qp+".error_class", "%q with error %q: both or neither", q.ErrorClass, q.Error)
 		}
@@ -221,7 +230,7 @@ func (r *Receipt) validateSummary(p *receipts.Problems) {
 		{"aggregate_output_tok_s", got.AggregateOutputTokS, want.AggregateOutputTokS},
 		{"per_request_output_tok_s", got.PerRequestOutputTokS, want.PerRequestOutputTokS},
 		{"mean_completion_seconds", got.MeanCompletionSeconds, want.MeanCompletionSeconds},
-		{"mean_tpot_ms", got.MeanTPOTMs, want.MeanTPOTMs},
+		{"mean_batch_ms_per_token", got.MeanBatchMsPerToken, want.MeanBatchMsPerToken},
 	}
 	for _, c := range floats {
 		if !near(c.got, c.want) {
@@ -238,9 +247,8 @@ func (r *Receipt) validateSummary(p *receipts.Problems) {
 		name      string
 		got, want *Dist
 	}{
-		{"ttft_ms", got.TTFTMs, want.TTFTMs},
-		{"itl_ms", got.ITLMs, want.ITLMs},
-		{"tpot_ms", got.TPOTMs, want.TPOTMs},
+		{"first_text_ms", got.FirstTextMs, want.FirstTextMs},
+		{"time_between_tokens_ms", got.TimeBetweenTokensMs, want.TimeBetweenTokensMs},
 		{"e2e_ms", got.E2EMs, want.E2EMs},
 		{"request_output_tok_s", got.RequestOutputTokS, want.RequestOutputTokS},
 	} {
@@ -251,6 +259,71 @@ func (r *Receipt) validateSummary(p *receipts.Problems) {
 	if !sameGoodput(got.Goodput, want.Goodput) {
 		p.Add("summary.goodput", "%s, but the requests and point.slo give %s", fmtGoodput(got.Goodput), fmtGoodput(want.Goodput))
 	}
+	if r.Source != SourceVLLM {
+		if diff := serveDiff(got.Serve, want.Serve); diff != "" {
+			p.Add("summary.vllm_bench_serve."+diff, "differs from what the requests give")
+		}
+	}
+}
+
+// validateServeRecord checks one request's `vllm bench serve` record.
+func validateServeRecord(p *receipts.Problems, qp string, q Request) {
+	if bad(q.StartSeconds) || q.StartSeconds < 0 {
+		p.Add(qp+".start_seconds", "%v is not a finite number >= 0", q.StartSeconds)
+	}
+	if bad(q.LatencySeconds) || q.LatencySeconds < 0 {
+		p.Add(qp+".latency_seconds", "%v is not a finite number >= 0", q.LatencySeconds)
+	}
+	if v := q.TTFTSeconds; v != nil && (bad(*v) || *v < 0 || *v > q.LatencySeconds) {
+		p.Add(qp+".ttft_seconds", "%v is outside [0, latency_seconds %v]", *v, q.LatencySeconds)
+	}
+	for k, g := range q.ITLSeconds {
+		if bad(g) || g < 0 {
+			p.Add(fmt.Sprintf("%s.itl_seconds[%d]", qp, k), "%v is not a finite number >= 0", g)
+			return
+		}
+	}
+}
+
+// serveDiff names the first field of two Serve blocks that differs
+// beyond float rounding; "" when they agree.
+func serveDiff(a, b *Serve) string {
+	if a == nil || b == nil {
+		if a != b {
+			return "present"
+		}
+		return ""
+	}
+	av, bv := reflect.ValueOf(*a), reflect.ValueOf(*b)
+	for i := range av.NumField() {
+		name := strings.Split(av.Type().Field(i).Tag.Get("json"), ",")[0]
+		if !sameValue(av.Field(i).Interface(), bv.Field(i).Interface()) {
+			return name
+		}
+	}
+	return ""
+}
+
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case float64:
+		return near(x, b.(float64))
+	case *float64:
+		y := b.(*float64)
+		return (x == nil) == (y == nil) && (x == nil || near(*x, *y))
+	case map[string]float64:
+		y := b.(map[string]float64)
+		if len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !near(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 func sameGoodput(a, b *Goodput) bool {

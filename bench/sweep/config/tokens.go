@@ -29,6 +29,18 @@ type Tokens struct {
 	// MaxFailed is the share of a point's requests that may fail or
 	// come back short without failing the point (0: none may).
 	MaxFailed float64
+	// NumPrompts > 0 sends that many requests per repeat through Levels
+	// refilled slots, as `vllm bench serve --max-concurrency C
+	// --num-prompts N`; 0 keeps the closed batch (the published
+	// receipts' mode). RequestRate (0 = inf) and Burstiness (0 = 1) are
+	// vLLM's --request-rate and --burstiness for it.
+	NumPrompts  int
+	RequestRate float64
+	Burstiness  float64
+	// Goodput is vLLM's --goodput (ttft, tpot, e2el → ms);
+	// MetricPercentiles its --metric-percentiles (empty: 99).
+	Goodput           map[string]float64
+	MetricPercentiles []float64
 }
 
 // Matrix configures the speed test matrix (BenchmarkMatrix, vetbench
@@ -68,6 +80,11 @@ const (
 	EnvTokensRepeats       = "VETBENCH_TOKENS_REPEATS"
 	EnvTokensWarmup        = "VETBENCH_TOKENS_WARMUP"
 	EnvTokensMaxFailed     = "VETBENCH_TOKENS_MAX_FAILED"
+	EnvTokensNumPrompts    = "VETBENCH_TOKENS_NUM_PROMPTS"
+	EnvTokensRequestRate   = "VETBENCH_TOKENS_REQUEST_RATE"
+	EnvTokensBurstiness    = "VETBENCH_TOKENS_BURSTINESS"
+	EnvTokensGoodput       = "VETBENCH_TOKENS_GOODPUT"
+	EnvTokensPercentiles   = "VETBENCH_TOKENS_METRIC_PERCENTILES"
 	EnvMatrixContexts      = "VETBENCH_MATRIX_CONTEXTS"
 	EnvMatrixLevels        = "VETBENCH_MATRIX_LEVELS"
 	EnvMatrixDuration      = "VETBENCH_MATRIX_DURATION"
@@ -124,6 +141,127 @@ func defaultMatrix() Matrix {
 }
 
 func tokenSettings() []setting {
+	return append(tokenPointSettings(), tokenServeSettings()...)
+}
+
+// tokenServeSettings are `vllm bench serve`'s load and figure options.
+func tokenServeSettings() []setting {
+	tok := []Scope{ScopeTokens}
+	return []setting{
+		{env: EnvTokensNumPrompts, flag: "num-prompts", key: "tokens.num_prompts", scopes: tok, def: "0",
+			show:  func(c *Config) string { return unlessZero(c.Tokens.NumPrompts != 0, strconv.Itoa(c.Tokens.NumPrompts)) },
+			usage: "`n` requests per repeat through -levels refilled slots, as vllm bench serve --max-concurrency C --num-prompts N; 0 sends closed batches (" + EnvTokensNumPrompts + ")",
+			set:   func(c *Config, v string) (err error) { c.Tokens.NumPrompts, err = atLeast(v, 0); return err }},
+		{env: EnvTokensRequestRate, flag: "request-rate", key: "tokens.request_rate", scopes: tok, def: "inf",
+			show:  func(c *Config) string { return unlessZero(c.Tokens.RequestRate != 0, tomlFloat(c.Tokens.RequestRate)) },
+			usage: "refilled slots: requests per `second` on vllm bench serve's gamma schedule, inf = all queued at once (" + EnvTokensRequestRate + ")",
+			set: func(c *Config, v string) error {
+				v = strings.TrimSpace(v)
+				if v == "inf" || v == "0" {
+					c.Tokens.RequestRate = 0
+					return nil
+				}
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || !(f > 0) || math.IsInf(f, 0) {
+					return errors.New("want a positive number of requests per second, or inf")
+				}
+				c.Tokens.RequestRate = f
+				return nil
+			}},
+		{env: EnvTokensBurstiness, flag: "burstiness", key: "tokens.burstiness", scopes: tok, def: "1",
+			show:  func(c *Config) string { return unlessZero(c.Tokens.Burstiness != 0, tomlFloat(c.Tokens.Burstiness)) },
+			usage: "refilled slots at a rate: the gamma `shape` of inter-arrival times, 1 = Poisson (" + EnvTokensBurstiness + ")",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || !(f >= 0) || math.IsInf(f, 0) {
+					return errors.New("want a finite number > 0 (1 = Poisson; 0 means 1)")
+				}
+				c.Tokens.Burstiness = f
+				return nil
+			}},
+		{env: EnvTokensGoodput, flag: "goodput", key: "tokens.goodput", scopes: tok,
+			show: func(c *Config) string {
+				return unlessZero(len(c.Tokens.Goodput) > 0, tomlString(FormatGoodput(c.Tokens.Goodput)))
+			},
+			usage: "vllm bench serve --goodput `SLOs` for request_goodput: \"ttft:MS tpot:MS e2el:MS\" (" + EnvTokensGoodput + ")",
+			set: func(c *Config, v string) (err error) {
+				c.Tokens.Goodput, err = ParseGoodput(v)
+				return err
+			}},
+		{env: EnvTokensPercentiles, flag: "metric-percentiles", key: "tokens.metric_percentiles", sep: ",", scopes: tok, def: "99",
+			show: func(c *Config) string {
+				return unlessZero(len(c.Tokens.MetricPercentiles) > 0, tomlFloats(c.Tokens.MetricPercentiles))
+			},
+			usage: "comma-separated `percentiles` of TTFT, TPOT, ITL and E2EL, as vllm bench serve --metric-percentiles (" + EnvTokensPercentiles + ")",
+			set: func(c *Config, v string) error {
+				var out []float64
+				for _, s := range splitList(v) {
+					f, err := strconv.ParseFloat(s, 64)
+					if err != nil || !(f >= 0 && f <= 100) {
+						return fmt.Errorf("%q is not a percentile from 0 to 100", s)
+					}
+					out = append(out, f)
+				}
+				c.Tokens.MetricPercentiles = out
+				return nil
+			}},
+	}
+}
+
+// ParseGoodput reads vllm bench serve's --goodput: KEY:VALUE pairs
+// (space or comma separated), keys ttft, tpot, e2el, values milliseconds
+// >= 0, as its parse_goodput and check_goodput_args accept them.
+func ParseGoodput(v string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, pair := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' }) {
+		k, val, ok := strings.Cut(pair, ":")
+		f, err := strconv.ParseFloat(val, 64)
+		if !ok || err != nil || strings.Contains(val, ":") {
+			return nil, fmt.Errorf("%q: specify service level objectives as KEY:VALUE pairs, the value a number in milliseconds", pair)
+		}
+		switch {
+		case k != "ttft" && k != "tpot" && k != "e2el":
+			return nil, fmt.Errorf("%q: the objective name should be one of ttft, tpot, e2el", k)
+		case f < 0 || math.IsNaN(f) || math.IsInf(f, 0):
+			return nil, fmt.Errorf("%s:%v: the objective value should be a finite number >= 0", k, val)
+		}
+		out[k] = f
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// FormatGoodput writes SLOs as ParseGoodput reads them, keys sorted.
+func FormatGoodput(m map[string]float64) string {
+	var parts []string
+	for _, k := range []string{"ttft", "tpot", "e2el"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, k+":"+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// unlessZero is v when set, else "" (settings.toml leaves the key out: a
+// closed batch says nothing of loads).
+func unlessZero(set bool, v string) string {
+	if !set {
+		return ""
+	}
+	return v
+}
+
+func tomlFloats(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = tomlFloat(f)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func tokenPointSettings() []setting {
 	tok := []Scope{ScopeTokens}
 	return []setting{
 		{env: EnvTokensWorkloads, flag: "workload", key: "tokens.workloads", sep: ",", scopes: tok,
