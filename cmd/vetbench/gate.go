@@ -271,6 +271,7 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	if err != nil {
 		return nil, failed, err
 	}
+	defer root.Close()
 	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
 	ab, err := sweep.OpenAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments))
