@@ -236,13 +236,17 @@ func (r *Run) Describe() string {
 // Close stops the target and ends bench.txt as go test ends its output:
 // PASS when the run passed, FAIL when not (a failed point, an interrupt).
 // A run cut short by a second Ctrl-C has no end line, and the speed gate
-// refuses its bench.txt as cut short.
+// refuses its bench.txt as cut short. Then the run directory's lock is
+// released.
 func (r *Run) Close(passed bool) error {
 	err := r.Target.Close()
 	r.transport.CloseIdleConnections()
 	if r.benchTxt != nil {
 		err = errors.Join(err, r.write(func() error { return r.Lines.End(passed) }), r.benchTxt.Sync(), r.benchTxt.Close())
 		r.benchTxt = nil
+	}
+	if r.Dir != nil {
+		err = errors.Join(err, r.Dir.Close())
 	}
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/progress"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -100,6 +101,15 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	}
 	files := pos
 	var runErrs [2]error
+	if !o.run {
+		for i, arg := range pos {
+			// A URL is not a file; its credentials are never echoed.
+			if strings.Contains(arg, "://") {
+				return fail("%s: %s is a URL: gate reads files of benchmark output (-run measures an endpoint)",
+					sweep.ABNames[i], judgments.RedactURL(arg))
+			}
+		}
+	}
 	if o.run {
 		var err error
 		files, runErrs, err = runTargets(ctx, e, o, pos[0], pos[1])
@@ -271,6 +281,7 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	if err != nil {
 		return nil, failed, err
 	}
+	defer root.Close()
 	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
 	ab, err := sweep.OpenAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments))

@@ -74,6 +74,7 @@ func runRun(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
 		return exitNoVerdict
 	}
+	defer dir.Close()
 	prog := newProgress(e.stderr)
 	run, err := sweep.Open(ctx, cfg, dir, e.runOptions("run", prog, nil, sweep.Judgments))
 	if err != nil {

@@ -152,6 +152,7 @@ func tokenRun(ctx context.Context, e *env, cfg config.Config, base []*tokens.Rec
 	}
 	dir, err := openRunDir(e, cfg)
 	if err == nil {
+		defer dir.Close()
 		err = run.Record(ctx, dir)
 	}
 	if err != nil {

@@ -276,8 +276,13 @@ func ScopeFlags(fs *flag.FlagSet, scope Scope) Source {
 			if !ok {
 				return
 			}
-			if err := byFlag[f.Name].set(c, v.raw); err != nil {
-				errs = append(errs, fmt.Errorf("-%s %q: %w", f.Name, v.raw, err))
+			s := byFlag[f.Name]
+			if err := s.set(c, v.raw); err != nil {
+				shown := v.raw
+				if s.redact != nil {
+					shown = s.redact(shown)
+				}
+				errs = append(errs, fmt.Errorf("-%s %q: %w", f.Name, shown, err))
 			}
 		})
 		return errors.Join(errs...)

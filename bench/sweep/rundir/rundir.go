@@ -48,8 +48,9 @@ type Dir struct {
 	// run itself is unaffected.
 	Warning string
 
-	mu     sync.Mutex
-	passes map[string]int
+	mu      sync.Mutex
+	passes  map[string]int
+	release func() error // the lock's (LockFile); nil when not held
 }
 
 // New makes a new run directory root/runs/<UTC time>-<random> and points
@@ -71,6 +72,10 @@ func New(root string, now time.Time) (*Dir, error) {
 		}
 	}
 	d := &Dir{Path: filepath.Join(runs, id), ID: id}
+	var err error
+	if d.release, d.Warning, err = lock(d.Path); err != nil {
+		return nil, err
+	}
 	if err := pointLatest(root, id); err != nil {
 		d.Warning = fmt.Sprintf("%s not updated: %v", filepath.Join(root, LatestLink), err)
 	}
@@ -108,17 +113,42 @@ func pointLatest(root, id string) error {
 // force the earlier run's files are removed first, so the directory holds
 // one run. What a run that measured nothing left (settings.toml, an empty
 // bench.txt) is replaced without asking; twin.log is appended to. Anything
-// else in it is left alone.
+// else in it is left alone. The directory is locked for this run
+// (LockFile) before it is looked at, so a second run into it is refused
+// with ErrLocked, even with force; Close releases it.
 func Named(path string, force bool) (*Dir, error) {
+	return named(path, force, true)
+}
+
+func named(path string, force, locked bool) (*Dir, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("run directory %s: not a directory", path)
 	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	d := &Dir{Path: path, ID: filepath.Base(path)}
+	if locked {
+		var err error
+		if d.release, d.Warning, err = lock(path); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.prepare(force); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	return d, nil
+}
+
+// prepare refuses (or, forced, removes) an earlier run's results in d.
+func (d *Dir) prepare(force bool) error {
+	path := d.Path
 	held, err := Results(path)
 	if err != nil {
-		return nil, fmt.Errorf("run directory %s: %w", path, err)
+		return fmt.Errorf("run directory %s: %w", path, err)
 	}
 	if len(held) > 0 && !force {
-		return nil, fmt.Errorf("run directory %s %w (%s): name a new directory, or pass -force (make bench FORCE=1) to replace them",
+		return fmt.Errorf("run directory %s %w (%s): name a new directory, or pass -force (make bench FORCE=1) to replace them",
 			path, ErrHoldsResults, joinNames(held))
 	}
 	remove := []string{ReceiptsDir, BenchFile, SettingsFile}
@@ -127,13 +157,10 @@ func Named(path string, force bool) (*Dir, error) {
 	}
 	for _, name := range remove {
 		if err := os.RemoveAll(filepath.Join(path, name)); err != nil {
-			return nil, fmt.Errorf("run directory %s: replace: %w", path, err)
+			return fmt.Errorf("run directory %s: replace: %w", path, err)
 		}
 	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
-	}
-	return &Dir{Path: path, ID: filepath.Base(path)}, nil
+	return nil
 }
 
 // Open is Named(path, force) when the user named a path, else New(root, now).
@@ -188,9 +215,9 @@ func joinNames(names []string) string {
 }
 
 // Sub prepares the named directory name inside d as a run directory of its
-// own (gate -run: baseline/ and candidate/).
+// own (gate -run: baseline/ and candidate/); d's lock covers it.
 func (d *Dir) Sub(name string) (*Dir, error) {
-	return Named(filepath.Join(d.Path, name), false)
+	return named(filepath.Join(d.Path, name), false, false)
 }
 
 // File is the path of a file of the layout (BenchFile, SettingsFile, TwinLog).

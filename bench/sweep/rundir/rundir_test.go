@@ -47,7 +47,7 @@ func TestNamed(t *testing.T) {
 
 	// Missing: created. Relative and absolute paths both mean what they say.
 	abs := filepath.Join(base, "abs", "dir")
-	d, err := Named(abs, false)
+	d, err := openClosed(t, abs, false)
 	require.NoError(t, err)
 	require.Equal(t, abs, d.Path)
 	require.DirExists(t, abs)
@@ -59,7 +59,7 @@ func TestNamed(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(abs, SettingsFile), []byte("sets = []"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(abs, BenchFile), nil, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(abs, TwinLog), []byte("no docker"), 0o644))
-	_, err = Named(abs, false)
+	_, err = openClosed(t, abs, false)
 	require.NoError(t, err, "an empty receipts/ and an empty bench.txt hold nothing")
 	require.NoFileExists(t, filepath.Join(abs, SettingsFile))
 	require.NoFileExists(t, filepath.Join(abs, BenchFile))
@@ -71,13 +71,13 @@ func TestNamed(t *testing.T) {
 	require.Equal(t, 1, pass)
 	require.NoError(t, os.WriteFile(path, []byte("{}"), 0o644))
 	require.NoError(t, os.WriteFile(d.File(BenchFile), []byte("x"), 0o644))
-	_, err = Named(abs, false)
+	_, err = openClosed(t, abs, false)
 	require.ErrorIs(t, err, ErrHoldsResults)
 	require.ErrorContains(t, err, "(bench.txt, receipts/)")
 	require.ErrorContains(t, err, "pass -force (make bench FORCE=1)")
 	require.FileExists(t, path, "a refusal touches nothing")
 
-	_, err = Named(abs, true)
+	_, err = openClosed(t, abs, true)
 	require.NoError(t, err)
 	require.NoFileExists(t, path)
 	require.NoFileExists(t, filepath.Join(abs, BenchFile))
@@ -89,16 +89,16 @@ func TestNamed(t *testing.T) {
 	old := filepath.Join(base, "old")
 	require.NoError(t, os.MkdirAll(old, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(old, "checks_c16.json"), []byte("{}"), 0o644))
-	_, err = Named(old, false)
+	_, err = openClosed(t, old, false)
 	require.ErrorIs(t, err, ErrHoldsResults)
-	_, err = Named(old, true)
+	_, err = openClosed(t, old, true)
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(old, "checks_c16.json"))
 
 	// A file is not a directory.
 	file := filepath.Join(base, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	_, err = Named(file, true)
+	_, err = openClosed(t, file, true)
 	require.ErrorContains(t, err, "not a directory")
 }
 
@@ -150,4 +150,14 @@ func TestNextReceiptKeepsEveryPass(t *testing.T) {
 	sub, err := d.Sub("baseline")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(d.Path, "baseline"), sub.Path)
+}
+
+// openClosed is Named, its lock released at once: each call stands for
+// one run after another.
+func openClosed(t *testing.T, path string, force bool) (*Dir, error) {
+	d, err := Named(path, force)
+	if err == nil {
+		require.NoError(t, d.Close())
+	}
+	return d, err
 }
