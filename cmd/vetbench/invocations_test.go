@@ -204,7 +204,12 @@ func TestTwoCtrlCLeaveNoContainer(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // measuring
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	time.Sleep(4 * interrupt.Echo) // a second Ctrl-C, not the echo of the first
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	// The first Ctrl-C may already have ended the run (its stop is quick on an
+	// idle machine): then there is no second one to send, and the container
+	// must be gone all the same.
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Fatalf("second Ctrl-C: %v", err)
+	}
 	select {
 	case err := <-done:
 		require.Equal(t, exitInterrupted, exitCode(t, err), "%s", stderr.String())
