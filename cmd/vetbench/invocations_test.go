@@ -203,7 +203,7 @@ func TestTwoCtrlCLeaveNoContainer(t *testing.T) {
 	require.NotEmpty(t, id, "the container twin never started:\n%s", stderr.String())
 	time.Sleep(500 * time.Millisecond) // measuring
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	time.Sleep(4 * interrupt.Echo) // a second Ctrl-C, not the echo of the first
+	time.Sleep(2 * interrupt.Echo) // a second Ctrl-C, not the echo of the first
 	// The first Ctrl-C may already have ended the run (its stop is quick on an
 	// idle machine): then there is no second one to send, and the container
 	// must be gone all the same.
