@@ -143,6 +143,10 @@ type Runner struct {
 	// MaxModelLen is the model's, from /v1/models (0 unknown); KVTokens
 	// the KV cache in tokens (0 unknown).
 	MaxModelLen, KVTokens int
+	// SharedPrefix: the server caches prefixes (cache_config_info
+	// enable_prefix_caching), so a cell's streams share its prompt's KV
+	// (CellSkipReason).
+	SharedPrefix bool
 	// Log, when set, gets one line per prefill row and cell as it ends.
 	Log io.Writer
 	// TimeScale > 1 is a twin that runs that many times faster than real
@@ -237,6 +241,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		Tool: "vetbench", HarnessVersion: bench.HarnessVersion}
 	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
 		r.Identity.CacheConfig = scrape.CacheConfig(snap)
+		r.SharedPrefix = r.Identity.CacheConfig["enable_prefix_caching"] == "True"
 		if kv, ok := KVCapacity(r.Identity.CacheConfig); ok {
 			r.KVTokens = kv
 		} else {
@@ -325,6 +330,10 @@ func (r *Runner) run(ctx context.Context, o Options, m *matrix.Matrix) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if p, ok := r.askedPrefill(ctx, o, pr, spent); ok {
+				m.Prefill = append(m.Prefill, p)
+				r.logf("prefill %s: %s", p.Context, prefillLine(p))
+			}
 		}
 		for _, c := range o.Levels {
 			var cell matrix.Cell
@@ -346,6 +355,48 @@ func (r *Runner) run(ctx context.Context, o Options, m *matrix.Matrix) error {
 		}
 	}
 	return nil
+}
+
+// askedPrefill is the prefill row of a context the decode row trimmed
+// for its output: a prefill asks one token, so its prompt needs room for
+// that alone, and it runs at the context asked, up to max_model_len − 64
+// (the peer's prefill cap, method.md §6), under the asked context's
+// label; the published DeepSeek-V4-Flash matrix has both, 1019K (the
+// decode row's scout) and 1024K. False when the row was not trimmed or
+// the prompt would be no longer than the row's.
+func (r *Runner) askedPrefill(ctx context.Context, o Options, pr PlanRow, spent func(time.Duration) string) (matrix.Prefill, bool) {
+	tokens, label := askedPrefillContext(pr, r.MaxModelLen)
+	if label == "" {
+		return matrix.Prefill{}, false
+	}
+	if why := spent(0); why != "" {
+		return matrix.Prefill{Context: label, ContextTokens: tokens, Requests: 1, Status: matrix.Skipped, Reason: why}, true
+	}
+	chars, err := r.promptChars(ctx, o, tokens)
+	if err != nil {
+		return matrix.Prefill{Context: label, ContextTokens: tokens, Requests: 1, Status: matrix.Failed, Reason: "calibrate the prompt: " + err.Error()}, true
+	}
+	row := &Row{Asked: slices.Max(pr.Asked), Tokens: tokens, Label: label, r: r, o: o, chars: chars}
+	return row.Prefill(ctx), true
+}
+
+// askedPrefillContext is the asked context's prefill length and label
+// (the asked context's when only the 64-token room took from it, as
+// "1024K" for 1048512 tokens); "" when there is no such row.
+func askedPrefillContext(pr PlanRow, maxModelLen int) (int, string) {
+	if !pr.Trimmed || maxModelLen <= 0 {
+		return 0, ""
+	}
+	want := slices.Max(pr.Asked)
+	tokens := min(want, maxModelLen-64)
+	label := matrix.ContextLabel(tokens)
+	if want-tokens <= 64 {
+		label = matrix.ContextLabel(want)
+	}
+	if tokens <= pr.Tokens || label == pr.Label {
+		return 0, ""
+	}
+	return tokens, label
 }
 
 // budget returns a check of the run's budget: "" while need more time
@@ -437,7 +488,7 @@ func (r *Runner) tag(purpose string, tokens, c int) string {
 // and reads prompt tokens ÷ time to first token.
 func (row *Row) Prefill(ctx context.Context) matrix.Prefill {
 	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
-	p := matrix.Prefill{Context: matrix.ContextLabel(tokens), ContextTokens: tokens, Requests: 1}
+	p := matrix.Prefill{Context: row.Label, ContextTokens: tokens, Requests: 1}
 	if reason := SkipReason(1, tokens, 1, r.KVTokens, r.MaxModelLen); reason != "" {
 		p.Status, p.Reason = matrix.Skipped, reason
 		return p
@@ -542,7 +593,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
 	cell := matrix.Cell{Context: matrix.ContextLabel(tokens), ContextTokens: tokens, Concurrency: c}
-	if reason := SkipReason(c, tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen); reason != "" {
+	if reason := CellSkipReason(c, tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen, r.SharedPrefix); reason != "" {
 		cell.Status, cell.Reason = matrix.Skipped, reason
 		return cell
 	}
