@@ -58,6 +58,12 @@ type Config struct {
 	// answer before the stream, or -1 for an error object after the first
 	// token.
 	Fail func(r Request) int
+	// Hostile, when set, names how a request's stream misbehaves after
+	// its role chunk, none of which ever goes quiet: "endless" (a token
+	// every TokenDelay past max_tokens, no finish, no usage chunk, no
+	// [DONE]), "ping" (a ": ping" comment every 100 ms forever), "flood"
+	// (4 KB content chunks as fast as they are read); "" a normal stream.
+	Hostile func(r Request) string
 	// CharsPerToken is how prompt text is counted (default 4); each image
 	// adds ImageTokens (default 256); the chat template adds 10.
 	CharsPerToken, ImageTokens int
@@ -246,26 +252,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	loop := s.cfg.Loop != nil && s.cfg.Loop(req)
 
-	// Queue: wait for a running slot, counted as waiting meanwhile.
-	if s.slots != nil {
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			s.mu.Lock()
-			s.waiting++
-			s.mu.Unlock()
-			select {
-			case s.slots <- struct{}{}:
-				s.mu.Lock()
-				s.waiting--
-				s.mu.Unlock()
-			case <-r.Context().Done():
-				s.mu.Lock()
-				s.waiting--
-				s.mu.Unlock()
-				return
-			}
-		}
+	if !s.queue(r) {
+		return
 	}
 	s.mu.Lock()
 	s.running++
@@ -301,6 +289,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": s.cfg.Model, "choices": choices, "usage": usage(k)}
 	}
 	if !send(chunk(choice(map[string]any{"role": "assistant", "content": ""}, nil), 0)) {
+		return
+	}
+	if s.cfg.Hostile != nil && s.cfg.Hostile(req) != "" {
+		s.hostile(w, r, s.cfg.Hostile(req), func(k int, text string) bool { return send(chunk(choice(map[string]any{"content": text}, nil), k)) })
 		return
 	}
 	for k := 1; k <= n; k++ {
@@ -343,6 +335,67 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
+}
+
+// queue waits for a running slot (Config.MaxRunning), counted as waiting
+// meanwhile; false when the client went away first.
+func (s *Server) queue(r *http.Request) bool {
+	if s.slots == nil {
+		return true
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	s.mu.Lock()
+	s.waiting++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// hostile streams mode (Config.Hostile) until the client goes away.
+func (s *Server) hostile(w http.ResponseWriter, r *http.Request, mode string, token func(k int, text string) bool) {
+	raw := func(text string) bool {
+		if _, err := io.WriteString(w, text); err != nil {
+			return false
+		}
+		w.(http.Flusher).Flush()
+		return r.Context().Err() == nil
+	}
+	big := strings.Repeat("x", 4<<10)
+	for k := 1; r.Context().Err() == nil; k++ {
+		switch mode {
+		case "endless":
+			if d := s.cfg.TokenDelay; d > 0 {
+				time.Sleep(d)
+			}
+			if !token(k, Word(1, k)) {
+				return
+			}
+		case "ping":
+			time.Sleep(100 * time.Millisecond)
+			if !raw(": ping\n\n") {
+				return
+			}
+		case "flood":
+			if !token(k, big) {
+				return
+			}
+		default:
+			return
+		}
+	}
 }
 
 // Word is the fake's k-th token of request seq: a word that never forms
