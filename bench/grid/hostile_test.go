@@ -16,7 +16,7 @@ import (
 
 // A server whose cell streams never go quiet and never end (issue 24,
 // item 4) fails the cell with the stream's class in its reason, the cell
-// ending long before its 20 s ready timeout: the stall timeout (1 min)
+// ending long before its 20 s ready timeout and its minute's window: the stall timeout (1 min)
 // never fires; the deadline is 200 ms + 64 × 5 ms.
 func TestHostileStreamsFailTheCell(t *testing.T) {
 	t.Parallel()
@@ -35,7 +35,8 @@ func TestHostileStreamsFailTheCell(t *testing.T) {
 			require.NoError(t, err)
 			o := quick([]int{1000}, []int{2})
 			// "xxxx…" is a loop too; the bound under test is the stream's own.
-			o.OutputTokens, o.NoPrefill, o.LoopDetection = 64, true, false
+			// A window of a minute: the failure, not the window, ends it.
+			o.OutputTokens, o.NoPrefill, o.LoopDetection, o.Duration = 64, true, false, time.Minute
 			m, err := r.Run(t.Context(), o)
 			require.NoError(t, err)
 			c := m.Cell("1000", 2)
