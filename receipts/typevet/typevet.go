@@ -219,6 +219,9 @@ func (im *importer) run() (*receipts.Receipt, error) {
 	// typevet on vLLM always asks for the candidates by token id
 	// (logprob_token_ids); it records no token ids.
 	rc.Pins.ScoringMode = string(judgments.ModeTokenIDs)
+	// and it tokenizes every control before each judgment, then asks the
+	// questions in order: vetbench's typevet dispatch.
+	rc.Pins.QuestionDispatch = receipts.DispatchTypevet
 	wall, err := top.num("wall_seconds")
 	if err != nil {
 		return nil, err
