@@ -386,20 +386,19 @@ func (r *Runner) askedPrefill(ctx context.Context, o Options, pr PlanRow, spent 
 	return row.Prefill(ctx), true
 }
 
-// askedPrefillContext is the asked context's prefill length and label
-// (the asked context's when only the 64-token room took from it, as
-// "1024K" for 1048512 tokens); "" when there is no such row.
+// askedPrefillContext is the asked context's prefill length and label,
+// for an asked context the server takes as a prompt (at most the 64-token
+// room taken from it: "1024K" for 1048512 tokens of max_model_len
+// 1048576); "" when there is no such row (not trimmed, or asked beyond
+// max_model_len, as the default grid on a short-context twin).
 func askedPrefillContext(pr PlanRow, maxModelLen int) (int, string) {
 	if !pr.Trimmed || maxModelLen <= 0 {
 		return 0, ""
 	}
 	want := slices.Max(pr.Asked)
 	tokens := min(want, maxModelLen-64)
-	label := matrix.ContextLabel(tokens)
-	if want-tokens <= 64 {
-		label = matrix.ContextLabel(want)
-	}
-	if tokens <= pr.Tokens || label == pr.Label {
+	label := matrix.ContextLabel(want)
+	if want-tokens > 64 || tokens <= pr.Tokens || label == pr.Label {
 		return 0, ""
 	}
 	return tokens, label

@@ -25,8 +25,9 @@ opened once nothing waits, C run and every stream has tokens, tokens
 counted inside it from continuous usage. Each cell's prompt starts with a
 tag of its own. Statuses: Valid, Requests queued (a request waited or
 fewer than 0.95·C ran), Looped (an exact periodic tail; the cell is
-cancelled), Failed, Skipped (C × (context + output) exceeds the KV cache
-in vllm:cache_config_info, or the -budget is spent). Before measuring it says what will run: the
+cancelled), Failed, Skipped (the cell's KV, context + C × output when
+the server caches the shared prompt, else C × (context + output), exceeds
+the KV cache in vllm:cache_config_info, or the -budget is spent). Before measuring it says what will run: the
 contexts trimmed to the server's max_model_len, the grid, and how long it
 takes (-budget gives the whole matrix a time it must fit). On a
 time-scaled twin every wait and figure is model time. Prints the matrix
