@@ -156,10 +156,12 @@ type Runner struct {
 	TimeScale float64
 
 	client *stream.Client
-	hc     *http.Client
-	auth   func(*http.Request)
-	wall   func() time.Time
-	epoch  time.Time
+	// streamOpts built client; rowClient adds a budget fitted to a row.
+	streamOpts []stream.Option
+	hc         *http.Client
+	auth       func(*http.Request)
+	wall       func() time.Time
+	epoch      time.Time
 	// cal holds the calibration per targeting mode, chars the document
 	// length found per (mode, context): nothing is calibrated twice.
 	cal   map[string]calibration
@@ -256,9 +258,38 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	} else {
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
-	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(streams),
-		stream.WithStallTimeout(r.stall), stream.WithBudget(o.streamBudget), stream.WithClock(r.now))
+	r.streamBudget = o.streamBudget
+	r.streamOpts = []stream.Option{stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(streams),
+		stream.WithStallTimeout(r.stall), stream.WithClock(r.now)}
+	r.client = stream.New(ep.BaseURL, append(r.streamOpts, stream.WithBudget(o.streamBudget))...)
 	return r, nil
+}
+
+// RowBudget is the stream budget for a row of tokens: under the default
+// budget a stream may wait for its first token as long as its cell may
+// last (the context's warm-up bound, then the window), for a prefill of a
+// million tokens takes two minutes on four H200 (the published 1024K row:
+// 117.6 s), past the default 120 s. A budget the caller set (WithBudget,
+// other than the default) is kept as it is.
+func RowBudget(b stream.Budget, tokens int, o Options) stream.Budget {
+	if b != stream.DefaultBudget {
+		return b
+	}
+	warm := o.ReadyTimeout
+	if warm <= 0 {
+		warm = ReadyTimeout(tokens)
+	}
+	b.TTFT = max(b.TTFT, warm+o.Duration)
+	return b
+}
+
+// rowClient is the run's client on a row's budget (RowBudget).
+func (r *Runner) rowClient(tokens int, o Options) *stream.Client {
+	b := RowBudget(r.streamBudget, tokens, o)
+	if b == r.streamBudget {
+		return r.client
+	}
+	return stream.New(r.Endpoint.BaseURL, append(slices.Clone(r.streamOpts), stream.WithBudget(b))...)
 }
 
 func newRunID() string {
@@ -321,44 +352,72 @@ func (r *Runner) run(ctx context.Context, o Options, m *matrix.Matrix) error {
 	o.cellWarmup = plan.CellWarmup
 	o.CalibrationTokens = min(o.CalibrationTokens, slices.MaxFunc(plan.Rows, func(a, b PlanRow) int { return a.Tokens - b.Tokens }).Tokens)
 	spent := r.budget(o)
-	for _, pr := range plan.Rows {
+	// The peer's order (method.md §2, test order L11740): every context
+	// at the first level, each row's prefill just before it, on a server
+	// that has not yet run a long cell; then the first context at every
+	// level; then the other rows, row by row.
+	rows := make([]*Row, len(plan.Rows))
+	for i, pr := range plan.Rows {
 		row, err := r.row(ctx, o, pr.Asked[0])
 		if err != nil {
 			return err
 		}
-		if !o.NoPrefill {
-			p := matrix.Prefill{Context: row.Label, ContextTokens: row.Tokens, Requests: 1, Status: matrix.Skipped, Reason: spent(0)}
-			if p.Reason == "" {
-				p = row.Prefill(ctx)
-			}
-			m.Prefill = append(m.Prefill, p)
-			r.logf("prefill %s: %s", row.Label, prefillLine(p))
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if p, ok := r.askedPrefill(ctx, o, pr, spent); ok {
-				m.Prefill = append(m.Prefill, p)
-				r.logf("prefill %s: %s", p.Context, prefillLine(p))
-			}
+		rows[i] = row
+		if err := r.prefills(ctx, o, pr, row, spent, m); err != nil {
+			return err
 		}
-		for _, c := range o.Levels {
-			var cell matrix.Cell
-			if why := spent(o.Duration + o.Pause); why != "" {
-				cell = matrix.Cell{Context: row.Label, ContextTokens: row.Tokens, Concurrency: c, Status: matrix.Skipped, Reason: why}
-			} else {
-				cell = row.Cell(ctx, c)
-			}
-			m.Cells = append(m.Cells, cell)
-			r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
-			if err := ctx.Err(); err != nil {
+		if err := r.measure(ctx, o, row, o.Levels[0], spent, m); err != nil {
+			return err
+		}
+	}
+	for _, row := range rows {
+		for _, c := range o.Levels[1:] {
+			if err := r.measure(ctx, o, row, c, spent, m); err != nil {
 				return err
 			}
-			if cell.Status != matrix.Skipped {
-				if err := r.sleep(ctx, o.Pause); err != nil {
-					return err
-				}
-			}
 		}
+	}
+	return nil
+}
+
+// prefills measures a row's prefill, and the asked context's when the
+// row was trimmed for its output (askedPrefill).
+func (r *Runner) prefills(ctx context.Context, o Options, pr PlanRow, row *Row, spent func(time.Duration) string, m *matrix.Matrix) error {
+	if o.NoPrefill {
+		return nil
+	}
+	p := matrix.Prefill{Context: row.Label, ContextTokens: row.Tokens, Requests: 1, Status: matrix.Skipped, Reason: spent(0)}
+	if p.Reason == "" {
+		p = row.Prefill(ctx)
+	}
+	m.Prefill = append(m.Prefill, p)
+	r.logf("prefill %s: %s", row.Label, prefillLine(p))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if p, ok := r.askedPrefill(ctx, o, pr, spent); ok {
+		m.Prefill = append(m.Prefill, p)
+		r.logf("prefill %s: %s", p.Context, prefillLine(p))
+	}
+	return ctx.Err()
+}
+
+// measure runs one cell (or skips it when the budget is spent) and the
+// pause after it.
+func (r *Runner) measure(ctx context.Context, o Options, row *Row, c int, spent func(time.Duration) string, m *matrix.Matrix) error {
+	var cell matrix.Cell
+	if why := spent(o.Duration + o.Pause); why != "" {
+		cell = matrix.Cell{Context: row.Label, ContextTokens: row.Tokens, Concurrency: c, Status: matrix.Skipped, Reason: why}
+	} else {
+		cell = row.Cell(ctx, c)
+	}
+	m.Cells = append(m.Cells, cell)
+	r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if cell.Status != matrix.Skipped {
+		return r.sleep(ctx, o.Pause)
 	}
 	return nil
 }
@@ -433,6 +492,15 @@ type Row struct {
 	r     *Runner
 	o     Options
 	chars int
+	cl    *stream.Client
+}
+
+// client is the row's stream client (rowClient), made once.
+func (row *Row) client() *stream.Client {
+	if row.cl == nil {
+		row.cl = row.r.rowClient(row.Tokens, row.o)
+	}
+	return row.cl
 }
 
 // Row prepares context (in tokens) for o: trims it to fit, and finds how
@@ -504,7 +572,7 @@ func (row *Row) Prefill(ctx context.Context) matrix.Prefill {
 	}
 	req := stream.Text(prompt(r.tag("prefill", tokens, 1), chars), 1)
 	req.Model = r.Model
-	res := r.client.Do(ctx, req, nil)
+	res := row.client().Do(ctx, req, nil)
 	ttft, ok := res.TTFT()
 	switch {
 	case res.Err != nil:
@@ -612,13 +680,14 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 	text := prompt(r.tag("cell", tokens, c), chars)
 	scout := stream.Text(text, 1)
 	scout.Model = r.Model
-	if res := r.client.Do(ctx, scout, nil); res.Err != nil {
+	client := row.client()
+	if res := client.Do(ctx, scout, nil); res.Err != nil {
 		return fail("the scout request failed: " + res.Err.Error())
 	}
 
 	cellCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	w := &workers{c: c, has: map[int]bool{}, detect: o.LoopDetection}
+	w := &workers{c: c, has: map[int]bool{}, detect: o.LoopDetection, client: client}
 	var wg sync.WaitGroup
 	for i := range c {
 		wg.Add(1)
@@ -795,6 +864,7 @@ func cellLine(c matrix.Cell) string {
 // workers keeps C streams in flight and remembers every result.
 type workers struct {
 	c       int
+	client  *stream.Client
 	closing atomic.Bool
 
 	mu      sync.Mutex
@@ -814,7 +884,7 @@ func (w *workers) loop(ctx context.Context, cancel context.CancelCauseFunc, r *R
 		req := stream.Text(text, o.OutputTokens)
 		req.Model = r.Model
 		var pair loop.Pair
-		res := r.client.Do(ctx, req, func(u stream.Update) error {
+		res := w.client.Do(ctx, req, func(u stream.Update) error {
 			if u.Tokens > 0 || u.Content != "" || u.Reasoning != "" {
 				w.mark(i)
 			}

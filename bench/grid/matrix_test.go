@@ -12,6 +12,7 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/decode/tokenstest"
 	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/stream"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
@@ -274,6 +275,23 @@ func TestAskedContextKeepsItsPrefillRow(t *testing.T) {
 	plan, err = r.Plan(o)
 	require.NoError(t, err)
 	require.Equal(t, 1, plan.Prefill)
+}
+
+// Under the default budget a row's first-token budget lasts as long as
+// its cells may (a million-token prefill takes two minutes, past the
+// default 120 s: the DeepSeek grid on the twin measures its 1019K and
+// 1024K prefills of 132 s, cut at 120 s before); a budget the caller set
+// stays as set.
+func TestRowBudgetFitsItsCells(t *testing.T) {
+	t.Parallel()
+	o := grid.Options{Duration: 30 * time.Second}
+	b := grid.RowBudget(stream.DefaultBudget, 1<<20, o)
+	require.Equal(t, 210*time.Second, b.TTFT, "180 s warm-up above 64K + the 30 s window")
+	require.Equal(t, stream.DefaultSlowestTPOT, b.TPOT)
+	require.Equal(t, stream.DefaultBudget, grid.RowBudget(stream.DefaultBudget, 8192, grid.Options{}), "8K: its 60 s warm-up is inside the default")
+	set := stream.Budget{TTFT: 200 * time.Millisecond, TPOT: 5 * time.Millisecond}
+	require.Equal(t, set, grid.RowBudget(set, 1<<20, o))
+	require.Equal(t, stream.Budget{}, grid.RowBudget(stream.Budget{}, 1<<20, o), "none stays none")
 }
 
 func TestExactTargetingWithTokenize(t *testing.T) {
