@@ -27,7 +27,6 @@ var longKnown = map[string]int{
 	"bench/scrape/histogram.go histogram":          81,
 	"cmd/vetbench/compare.go runCompare":           108,
 	"cmd/vetbench/report.go runReport":             89,
-	"cmd/vetbench/roofline.go runRoofline":         130,
 	"fixtures/faces/draw.go DrawFace":              99,
 	"judgments/score.go Candidates":                82,
 	"receipts/answers/compare.go Compare":          124,

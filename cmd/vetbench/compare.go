@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
@@ -14,26 +12,6 @@ import (
 	"github.com/vetbench/vetbench/receipts/answers"
 	"github.com/vetbench/vetbench/receipts/typevet"
 )
-
-const compareUsage = `usage: vetbench compare [flags] BASELINE CANDIDATE
-       vetbench compare [flags] -levels SWEEPDIR
-
-Compares the candidate's answers with the baseline's, item by item and
-question by question. BASELINE and CANDIDATE are receipts (vetbench or
-typevet JSON) or two directories of receipts (sweeps, matched by set and
-concurrency). -levels compares every level of one sweep with its c=1
-receipt.
-
-A moved verdict is a near tie when the baseline's top-1 minus top-2
-probability is below -near-tie; near-tie moves are reported and fail only
-under -policy strict. A confident move fails; so does a Noul whose P(true)
-moved by more than -noul-tol, a missing or failed item, a stopped run.
-
-Exit status: 0 pass, 1 the candidate failed, 2 could not compare. With
--json, a failure to compare writes a vetbench.error/v1 object on stdout.
-
-flags:
-`
 
 // parseInterleaved parses flags that may come before or after the
 // positional arguments (vetbench compare A B -json).
@@ -53,12 +31,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func runCompare(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		io.WriteString(e.stderr, compareUsage)
-		fs.PrintDefaults()
-	}
+	fs := e.flagSet("compare")
 	def := answers.DefaultPolicy()
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema vetbench.compare/v1)")
 	policyName := fs.String("policy", "default", "`name` of the base policy: default, or strict (near-tie moves fail too)")
@@ -181,12 +154,6 @@ func finishSweep(e *env, rep *answers.SweepReport, err error, asJSON bool) int {
 		return exitFail
 	}
 	return exitPass
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // isDir says whether path is a directory (ok false when it cannot be
