@@ -25,7 +25,6 @@ var longKnown = map[string]int{
 	"bench/decode/tokenstest/server.go chat":       139,
 	"bench/scrape/diff.go Diff":                    90,
 	"bench/scrape/histogram.go histogram":          81,
-	"cmd/vetbench/compare.go runCompare":           108,
 	"cmd/vetbench/report.go runReport":             89,
 	"fixtures/faces/draw.go DrawFace":              99,
 	"judgments/score.go Candidates":                82,
