@@ -25,7 +25,6 @@ var longKnown = map[string]int{
 	"cmd/vetbench/compare.go runCompare":           108,
 	"cmd/vetbench/report.go runReport":             89,
 	"cmd/vetbench/roofline.go runRoofline":         130,
-	"receipts/answers/compare.go Compare":          124,
 	"receipts/internal/jsontree/jsontree.go check": 98,
 	"receipts/internal/jsontree/parse.go object":   81,
 	"receipts/internal/jsontree/parse.go str":      85,
