@@ -25,7 +25,6 @@ var longKnown = map[string]int{
 	"cmd/vetbench/compare.go runCompare":      108,
 	"cmd/vetbench/report.go runReport":        89,
 	"cmd/vetbench/roofline.go runRoofline":    130,
-	"receipts/quality/quality.go Compute":     139,
 	"receipts/report/report.go runsSection":   144,
 	"receipts/report/stream.go tokensSection": 82,
 	"receipts/report/svg.go SVG":              126,
