@@ -22,9 +22,7 @@ const MaxFuncLines = 80
 // length then: each is to be split along its steps. A listed function may
 // not grow; one that fits now is noted (take it off the list).
 var longKnown = map[string]int{
-	"cmd/vetbench/compare.go runCompare":      108,
 	"cmd/vetbench/report.go runReport":        89,
-	"cmd/vetbench/roofline.go runRoofline":    130,
 	"receipts/report/report.go runsSection":   144,
 	"receipts/report/stream.go tokensSection": 82,
 	"receipts/report/svg.go SVG":              126,
