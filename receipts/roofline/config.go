@@ -270,89 +270,19 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := top
-	if raw, ok := top.get("text_config"); ok {
-		t, err := decodeObject(raw, "text_config.")
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := t.get("tie_word_embeddings"); !ok {
-			if v, ok := top.get("tie_word_embeddings"); ok {
-				t.m["tie_word_embeddings"] = v
-			}
-		}
-		if _, ok := t.get("model_type"); !ok {
-			if mt, _, err := top.str("model_type"); err == nil && mt != "" {
-				t.m["model_type"], _ = json.Marshal(mt + "_text")
-			}
-		}
-		o = t
+	o, err := textConfig(top)
+	if err != nil {
+		return nil, err
 	}
 	c := &Config{}
 	if c.Architectures, err = top.strs("architectures"); err != nil {
 		return nil, err
 	}
-	mt, ok, err := o.str("model_type")
+	fam, err := architecture(&o, c)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, &FieldError{o.path + "model_type", "missing: the architecture cannot be told"}
-	}
-	fam, known := families[mt]
-	if !known {
-		return nil, &FieldError{o.path + "model_type", fmt.Sprintf("%q is not a modelled architecture (known: %s)", mt, strings.Join(knownTypes(), ", "))}
-	}
-	c.ModelType = mt
-	if fam.gemma {
-		o.defaults = gemma3Defaults
-	}
-	if fam.gemma4 {
-		o.defaults = gemma4Defaults
-		if o.set("enable_moe_block") {
-			return nil, &FieldError{o.path + "enable_moe_block", "set: Gemma 4's mixture of experts (26B-A4B) is not modelled, only its dense models"}
-		}
-	}
-	for _, k := range unmodelled {
-		if fam.gemma4 && slices.Contains(gemma4Modelled, k) || fam.v4 && slices.Contains(v4Modelled, k) {
-			continue
-		}
-		if o.set(k) {
-			return nil, &FieldError{o.path + k, "set, but this architecture feature is not modelled"}
-		}
-	}
-
-	if c.Hidden, err = o.need("hidden_size"); err != nil {
-		return nil, err
-	}
-	if c.Layers, err = o.need("num_hidden_layers"); err != nil {
-		return nil, err
-	}
-	if c.Vocab, err = o.need("vocab_size"); err != nil {
-		return nil, err
-	}
-	if c.Heads, err = o.need("num_attention_heads"); err != nil {
-		return nil, err
-	}
-	if c.KVHeads, err = o.intOr("num_key_value_heads", c.Heads); err != nil {
-		return nil, err
-	}
-	if c.HeadDim, err = o.intOr("head_dim", c.Hidden/c.Heads); err != nil {
-		return nil, err
-	}
-	if c.TiedEmbeddings, err = o.boolOr("tie_word_embeddings", fam.tiedByDef); err != nil {
-		return nil, err
-	}
-	c.QKNorm, c.QKVBias, c.GemmaNorms = fam.qkNorm, fam.qkvBias, fam.gemma
-	if c.OBias, err = o.boolOr("attention_bias", false); err != nil {
-		return nil, err
-	}
-	if c.QKVBias {
-		c.OBias = false // Qwen2 biases q, k, v only, whatever attention_bias says
-	} else {
-		c.QKVBias = c.OBias
-	}
-	if c.MLPBias, err = o.boolOr("mlp_bias", false); err != nil {
+	if err := readDense(o, fam, c); err != nil {
 		return nil, err
 	}
 	if err := readMLA(o, c); err != nil {
@@ -386,6 +316,107 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, c.validate()
+}
+
+// textConfig is the object the text model is read from: top, or its
+// text_config, which takes tie_word_embeddings and the model type (as
+// "<type>_text") from the top level when it does not state them.
+func textConfig(top object) (object, error) {
+	raw, ok := top.get("text_config")
+	if !ok {
+		return top, nil
+	}
+	t, err := decodeObject(raw, "text_config.")
+	if err != nil {
+		return object{}, err
+	}
+	if _, ok := t.get("tie_word_embeddings"); !ok {
+		if v, ok := top.get("tie_word_embeddings"); ok {
+			t.m["tie_word_embeddings"] = v
+		}
+	}
+	if _, ok := t.get("model_type"); !ok {
+		if mt, _, err := top.str("model_type"); err == nil && mt != "" {
+			t.m["model_type"], _ = json.Marshal(mt + "_text")
+		}
+	}
+	return t, nil
+}
+
+// architecture is the family of o's model type, refusing one this
+// package does not model and any unmodelled feature it sets; it gives o
+// its family's defaults.
+func architecture(o *object, c *Config) (family, error) {
+	mt, ok, err := o.str("model_type")
+	if err != nil {
+		return family{}, err
+	}
+	if !ok {
+		return family{}, &FieldError{o.path + "model_type", "missing: the architecture cannot be told"}
+	}
+	fam, known := families[mt]
+	if !known {
+		return family{}, &FieldError{o.path + "model_type", fmt.Sprintf("%q is not a modelled architecture (known: %s)", mt, strings.Join(knownTypes(), ", "))}
+	}
+	c.ModelType = mt
+	if fam.gemma {
+		o.defaults = gemma3Defaults
+	}
+	if fam.gemma4 {
+		o.defaults = gemma4Defaults
+		if o.set("enable_moe_block") {
+			return family{}, &FieldError{o.path + "enable_moe_block", "set: Gemma 4's mixture of experts (26B-A4B) is not modelled, only its dense models"}
+		}
+	}
+	for _, k := range unmodelled {
+		if fam.gemma4 && slices.Contains(gemma4Modelled, k) || fam.v4 && slices.Contains(v4Modelled, k) {
+			continue
+		}
+		if o.set(k) {
+			return family{}, &FieldError{o.path + k, "set, but this architecture feature is not modelled"}
+		}
+	}
+	return fam, nil
+}
+
+// readDense reads the fields every transformer has: widths, layers,
+// vocabulary, heads, tied embeddings, norms and biases.
+func readDense(o object, fam family, c *Config) error {
+	var err error
+	if c.Hidden, err = o.need("hidden_size"); err != nil {
+		return err
+	}
+	if c.Layers, err = o.need("num_hidden_layers"); err != nil {
+		return err
+	}
+	if c.Vocab, err = o.need("vocab_size"); err != nil {
+		return err
+	}
+	if c.Heads, err = o.need("num_attention_heads"); err != nil {
+		return err
+	}
+	if c.KVHeads, err = o.intOr("num_key_value_heads", c.Heads); err != nil {
+		return err
+	}
+	if c.HeadDim, err = o.intOr("head_dim", c.Hidden/c.Heads); err != nil {
+		return err
+	}
+	if c.TiedEmbeddings, err = o.boolOr("tie_word_embeddings", fam.tiedByDef); err != nil {
+		return err
+	}
+	c.QKNorm, c.QKVBias, c.GemmaNorms = fam.qkNorm, fam.qkvBias, fam.gemma
+	if c.OBias, err = o.boolOr("attention_bias", false); err != nil {
+		return err
+	}
+	if c.QKVBias {
+		c.OBias = false // Qwen2 biases q, k, v only, whatever attention_bias says
+	} else {
+		c.QKVBias = c.OBias
+	}
+	if c.MLPBias, err = o.boolOr("mlp_bias", false); err != nil {
+		return err
+	}
+	return nil
 }
 
 // readGemma4 reads what Gemma 4 adds to a Gemma 3 layout.
