@@ -398,7 +398,11 @@ func readDense(o object, fam family, c *Config) error {
 	if c.KVHeads, err = o.intOr("num_key_value_heads", c.Heads); err != nil {
 		return err
 	}
-	if c.HeadDim, err = o.intOr("head_dim", c.Hidden/c.Heads); err != nil {
+	headDim := 0 // no heads: validate names num_attention_heads, not a division by zero
+	if c.Heads > 0 {
+		headDim = c.Hidden / c.Heads
+	}
+	if c.HeadDim, err = o.intOr("head_dim", headDim); err != nil {
 		return err
 	}
 	if c.TiedEmbeddings, err = o.boolOr("tie_word_embeddings", fam.tiedByDef); err != nil {

@@ -48,6 +48,8 @@ func TestParseConfigFields(t *testing.T) {
 		{"no model_type in text_config", `{"text_config": {` + base + `}}`, nil, "text_config.model_type", "missing: the architecture cannot be told"},
 		{"gemma4 moe", `{"model_type": "gemma4_text", "enable_moe_block": true}`, nil, "enable_moe_block", "set: Gemma 4's mixture of experts (26B-A4B) is not modelled, only its dense models"},
 		{"unmodelled", `{"model_type": "llama", "attention_chunk_size": 8192, ` + base + `}`, nil, "attention_chunk_size", "set, but this architecture feature is not modelled"},
+		{"no heads", `{"model_type": "llama", "intermediate_size": 128, "hidden_size": 64, "num_hidden_layers": 4, "vocab_size": 100, "num_attention_heads": 0}`, nil,
+			"num_attention_heads", "0: want a positive number"},
 		{"dense needs intermediate", `{"model_type": "llama", ` + base + `}`, nil, "intermediate_size", "missing"},
 		{"mixtral: every layer sparse", `{"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 32, ` + base + `}`, func(t *testing.T, c *Config) {
 			require.Equal(t, MoE{Experts: 8, TopK: 2, ExpertIntermediate: 32, Layers: []bool{true, true, true, true}}, *c.MoE)
