@@ -26,8 +26,6 @@ var longKnown = map[string]int{
 	"receipts/report/report.go runsSection":   144,
 	"receipts/report/stream.go tokensSection": 82,
 	"receipts/report/svg.go SVG":              126,
-	"receipts/roofline/config.go ParseConfig": 122,
-	"receipts/roofline/config.go readMoE":     97,
 }
 
 // funcLen is one function of the tree: where, its name, its lines, and

@@ -506,6 +506,8 @@ func readMLA(o object, c *Config) error {
 	return nil
 }
 
+// readMoE reads a mixture-of-experts family's experts and which layers
+// are sparse, each family under its own field names.
 func readMoE(o object, fam family, c *Config) error {
 	var expertsKey string
 	switch fam.moe {
@@ -531,76 +533,97 @@ func readMoE(o object, fam family, c *Config) error {
 	}
 	switch fam.moe {
 	case "deepseek":
-		if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
-			return err
-		}
-		shared, err := o.intOr("n_shared_experts", 0)
-		if err != nil {
-			return err
-		}
-		m.SharedIntermediate = shared * m.ExpertIntermediate
-		if types, ok, err := o.strs2("mlp_layer_types"); err != nil {
-			return err
-		} else if ok {
-			if len(types) != c.Layers {
-				return &FieldError{o.path + "mlp_layer_types", fmt.Sprintf("%d entries for %d layers", len(types), c.Layers)}
-			}
-			for i, t := range types {
-				switch t {
-				case "dense":
-				case "sparse":
-					m.Layers[i] = true
-				default:
-					return &FieldError{fmt.Sprintf("%smlp_layer_types[%d]", o.path, i), fmt.Sprintf("%q: want dense or sparse", t)}
-				}
-			}
-			break
-		}
-		firstDense, err := o.intOr("first_k_dense_replace", 0)
-		if err != nil {
-			return err
-		}
-		freq, err := o.intOr("moe_layer_freq", 1)
-		if err != nil {
-			return err
-		}
-		if freq < 1 {
-			return &FieldError{o.path + "moe_layer_freq", "want at least 1"}
-		}
-		for i := range m.Layers {
-			m.Layers[i] = i >= firstDense && i%freq == 0
-		}
+		err = readDeepSeekMoE(o, m)
 	case "qwen":
-		if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
-			return err
-		}
-		if m.SharedIntermediate, err = o.intOr("shared_expert_intermediate_size", 0); err != nil {
-			return err
-		}
-		m.SharedGate = m.SharedIntermediate > 0
-		step, err := o.intOr("decoder_sparse_step", 1)
-		if err != nil {
-			return err
-		}
-		if step < 1 {
-			return &FieldError{o.path + "decoder_sparse_step", "want at least 1"}
-		}
-		only, err := o.ints("mlp_only_layers")
-		if err != nil {
-			return err
-		}
-		for i := range m.Layers {
-			m.Layers[i] = !slices.Contains(only, i) && (i+1)%step == 0
-		}
+		err = readQwenMoE(o, m)
 	case "mixtral":
-		if m.ExpertIntermediate, err = o.need("intermediate_size"); err != nil {
-			return err
-		}
-		for i := range m.Layers {
-			m.Layers[i] = true
+		if m.ExpertIntermediate, err = o.need("intermediate_size"); err == nil {
+			for i := range m.Layers {
+				m.Layers[i] = true
+			}
 		}
 	}
+	if err != nil {
+		return err
+	}
 	c.MoE = m
+	return nil
+}
+
+// readDeepSeekMoE reads DeepSeek's expert widths (shared experts are
+// n_shared_experts routed-expert widths) and its sparse layers: the
+// mlp_layer_types list where stated, else every moe_layer_freq-th layer
+// from first_k_dense_replace on.
+func readDeepSeekMoE(o object, m *MoE) error {
+	var err error
+	if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
+		return err
+	}
+	shared, err := o.intOr("n_shared_experts", 0)
+	if err != nil {
+		return err
+	}
+	m.SharedIntermediate = shared * m.ExpertIntermediate
+	if types, ok, err := o.strs2("mlp_layer_types"); err != nil {
+		return err
+	} else if ok {
+		if len(types) != len(m.Layers) {
+			return &FieldError{o.path + "mlp_layer_types", fmt.Sprintf("%d entries for %d layers", len(types), len(m.Layers))}
+		}
+		for i, t := range types {
+			switch t {
+			case "dense":
+			case "sparse":
+				m.Layers[i] = true
+			default:
+				return &FieldError{fmt.Sprintf("%smlp_layer_types[%d]", o.path, i), fmt.Sprintf("%q: want dense or sparse", t)}
+			}
+		}
+		return nil
+	}
+	firstDense, err := o.intOr("first_k_dense_replace", 0)
+	if err != nil {
+		return err
+	}
+	freq, err := o.intOr("moe_layer_freq", 1)
+	if err != nil {
+		return err
+	}
+	if freq < 1 {
+		return &FieldError{o.path + "moe_layer_freq", "want at least 1"}
+	}
+	for i := range m.Layers {
+		m.Layers[i] = i >= firstDense && i%freq == 0
+	}
+	return nil
+}
+
+// readQwenMoE reads Qwen's expert widths, its gated shared expert and
+// its sparse layers: every decoder_sparse_step-th layer not in
+// mlp_only_layers.
+func readQwenMoE(o object, m *MoE) error {
+	var err error
+	if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
+		return err
+	}
+	if m.SharedIntermediate, err = o.intOr("shared_expert_intermediate_size", 0); err != nil {
+		return err
+	}
+	m.SharedGate = m.SharedIntermediate > 0
+	step, err := o.intOr("decoder_sparse_step", 1)
+	if err != nil {
+		return err
+	}
+	if step < 1 {
+		return &FieldError{o.path + "decoder_sparse_step", "want at least 1"}
+	}
+	only, err := o.ints("mlp_only_layers")
+	if err != nil {
+		return err
+	}
+	for i := range m.Layers {
+		m.Layers[i] = !slices.Contains(only, i) && (i+1)%step == 0
+	}
 	return nil
 }
 
