@@ -17,14 +17,14 @@ var e2bRuns sync.Map // Efficiency -> *e2bRun
 
 type e2bRun struct {
 	once    sync.Once
-	cells   map[[2]int]*matrixCell
-	prefill map[int]*matrixCell
+	cells   map[[2]int]*MatrixCell
+	prefill map[int]*MatrixCell
 }
 
-func simulateE2B(t testing.TB, eff Efficiency) (map[[2]int]*matrixCell, map[int]*matrixCell) {
+func simulateE2B(t testing.TB, eff Efficiency) (map[[2]int]*MatrixCell, map[int]*MatrixCell) {
 	v, _ := e2bRuns.LoadOrStore(eff, &e2bRun{})
 	r := v.(*e2bRun)
-	r.once.Do(func() { r.cells, r.prefill = runMatrix(e2bProfile(t, eff), e2bMatrixRun) })
+	r.once.Do(func() { r.cells, r.prefill = SimulateMatrix(e2bProfile(t, eff), E2BMatrixRun) })
 	return r.cells, r.prefill
 }
 
@@ -38,7 +38,7 @@ func TestProfileRTX3090(t *testing.T) {
 	for _, r := range loadRTX3090(t).Records {
 		require.Equal(t, r.Repeats*r.Concurrency*r.OutputPerRequest, r.Verified, "the receipt's own count")
 	}
-	g := runTokens(ProfileRTX3090(), rtx3090Run, "text", 4)
+	g := SimulateTokens(ProfileRTX3090(), rtx3090Run, "text", 4)
 	require.Equal(t, g.WantPerRepeat*rtx3090Run.Repeats, g.VerifiedTokens, "every request made its 128 tokens")
 
 	slow := ProfileRTX3090()
@@ -75,11 +75,11 @@ func byFigure(ttft float64) func(figure) float64 {
 // fitted on two rows predicting the rest.
 func TestProfileE2BH200NVL(t *testing.T) {
 	cells, prefill := simulateE2B(t, EfficiencyE2BH200NVL)
-	figs := e2bFigures(t, cells, prefill, e2bMatrixRun.Contexts, allPrefill)
+	figs := e2bFigures(t, cells, prefill, E2BMatrixRun.Contexts, allPrefill)
 	bad := logFiguresBy(t, "gemma-4-E2B-it H200 NVL speed matrix", figs, byFigure(decodeTTFTTolerance))
 	n := 0
 	for _, f := range figs {
-		if f.outside(0.15) {
+		if f.Outside(0.15) {
 			n++
 		}
 	}

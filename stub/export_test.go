@@ -9,3 +9,4 @@ type ContractTarget = contractTarget
 
 // ContractSuite is contractSuite.
 var ContractSuite = contractSuite
+

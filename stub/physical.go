@@ -59,6 +59,11 @@ type Efficiency struct {
 	// prefill's FLOPs are mostly attention, and Gemma 4's 512-wide global
 	// heads run slower kernels).
 	ComputeShare, AttentionShare float64
+	// TritonAttentionShare is the share of peak FLOP/s attention achieves
+	// in vLLM's Triton unified attention, the backend vLLM forces for
+	// models whose layers have different head sizes (Gemma 4: 256 sliding,
+	// 512 global; roofline.KernelTriton); 0 reads as AttentionShare.
+	TritonAttentionShare float64 `json:",omitempty"`
 	// StepFixed is every step's fixed host cost (scheduling, input
 	// preparation) that async scheduling does not hide; KernelLaunch what
 	// each kernel a step launches costs under CUDA graphs (the launch gap
@@ -87,6 +92,9 @@ func (e Efficiency) Validate() error {
 		if !(x > 0 && x <= 1) {
 			return fmt.Errorf("efficiency %s: bandwidth, compute and attention shares %v, %v, %v must be in (0, 1]", e.Family, e.BandwidthShare, e.ComputeShare, e.AttentionShare)
 		}
+	}
+	if !(e.TritonAttentionShare >= 0 && e.TritonAttentionShare <= 1) {
+		return fmt.Errorf("efficiency %s: Triton attention share %v: want [0, 1] (0: the attention share)", e.Family, e.TritonAttentionShare)
 	}
 	if !(e.FrontendPromptExponent >= 0 && e.FrontendPromptExponent <= 2) {
 		return fmt.Errorf("efficiency %s: frontend prompt exponent %v: want [0, 2]", e.Family, e.FrontendPromptExponent)
@@ -125,6 +133,7 @@ var EfficiencyHopper = Efficiency{
 	BandwidthShare:         0.8628,
 	ComputeShare:           0.5873,
 	AttentionShare:         0.5977,
+	TritonAttentionShare:   0.35,
 	KernelLaunch:           4342 * time.Nanosecond, // 2.757 ms ÷ E2B's 635 kernels
 	EagerLaunch:            12 * time.Microsecond,
 	PerSeq:                 6084 * time.Nanosecond,
@@ -334,7 +343,7 @@ func (p *Physical) model() *physical {
 	if p.Eager {
 		launch = max(launch, e.EagerLaunch.Seconds())
 	}
-	m := &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.AttentionShare,
+	m := &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.attentionShare(shape.AttentionKernel()),
 		fixed: e.StepFixed.Seconds() + float64(shape.Launches())*launch, perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
 	if p.TensorParallel > 1 || p.Speculative != nil {
 		m.deploy = &roofline.Deployment{Shape: shape, GPU: p.Hardware, TP: p.TensorParallel, Spec: p.Speculative}
@@ -347,6 +356,15 @@ func (p *Physical) model() *physical {
 		m.draft = float64(sp.Tokens*shape.DraftLaunches(layers)) * launch
 	}
 	return m
+}
+
+// attentionShare is the achieved share of peak FLOP/s of the attention
+// kernel vLLM runs the model with.
+func (e Efficiency) attentionShare(k roofline.AttentionKernel) float64 {
+	if k == roofline.KernelTriton && e.TritonAttentionShare > 0 {
+		return e.TritonAttentionShare
+	}
+	return e.AttentionShare
 }
 
 // FixedStep is the fixed cost of one decode step of the model on its
