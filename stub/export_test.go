@@ -9,4 +9,3 @@ type ContractTarget = contractTarget
 
 // ContractSuite is contractSuite.
 var ContractSuite = contractSuite
-

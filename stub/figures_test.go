@@ -50,4 +50,3 @@ func logFiguresBy(t testing.TB, title string, figs []figure, tolFor func(figure)
 	t.Log(b.String())
 	return bad
 }
-

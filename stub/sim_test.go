@@ -21,7 +21,6 @@ import (
 // server itself for checks (on fake time in make test, over real HTTP in
 // make calibrate).
 
-
 type simReq struct {
 	p       prompt
 	hashes  []uint64

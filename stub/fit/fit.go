@@ -68,7 +68,7 @@ func Score(figs []stub.Figure, margin float64) float64 {
 
 // logDur and expDur map durations to the searches' log space.
 func logDur(x time.Duration) float64 { return math.Log(max(float64(x), 1)) }
-func expDur(x float64) time.Duration  { return time.Duration(math.Exp(x)) }
+func expDur(x float64) time.Duration { return time.Duration(math.Exp(x)) }
 
 // RTX3090 fits ProfileRTX3090's timings (the step and frontend terms and
 // the step's token exponent) to the receipt's ten points.
