@@ -23,7 +23,7 @@ var fixedTime = time.Date(2026, 9, 30, 19, 0, 0, 0, time.UTC)
 
 // decodeSim drives the engine core, the frontend model and a profile's
 // timing on a virtual clock for streaming clients: the fast twin of the
-// whole server for decode workloads, as simServer (sim_test.go) is for
+// whole server for decode workloads, as simServer (sim_test.go, test-only) is for
 // judgments. It follows engine.run step for step: requests reach the
 // scheduler at the first step boundary after they are ready, aborts are
 // applied at boundaries, a step's tokens arrive at its end. The network

@@ -31,7 +31,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- run(os.Args[1:], os.Stdout) }()
+	go func() { done <- run(os.Args[1:], os.Stdout, os.Stderr) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -44,7 +44,7 @@ func main() {
 	}
 }
 
-func run(args []string, out io.Writer) error {
+func run(args []string, out, progress io.Writer) error {
 	fs := flag.NewFlagSet("twinfit", flag.ContinueOnError)
 	which := fs.String("fit", "", "what to fit: hopper (EfficiencyHopper on the E2B 8K/16K rows), e2b (EfficiencyE2BH200NVL on every row), rtx3090 (ProfileRTX3090)")
 	var s fit.Search
@@ -56,6 +56,7 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	s.Progress = func(n int, best float64) { fmt.Fprintf(progress, "twinfit: %d evaluations, best score %.4f\n", n, best) }
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

@@ -25,6 +25,25 @@ type Search struct {
 	// Levels, when set, simulates only these concurrency levels of a
 	// matrix (a quick look; a fit for a profile uses the published ones).
 	Levels []int
+	// Progress, when set, is told every 25 evaluations how many ran and
+	// the best score so far.
+	Progress func(evals int, best float64)
+}
+
+// watch wraps a score so that Progress hears of it.
+func (s Search) watch(score func([]float64) float64) func([]float64) float64 {
+	if s.Progress == nil {
+		return score
+	}
+	n, best := 0, math.Inf(1)
+	return func(v []float64) float64 {
+		x := score(v)
+		n, best = n+1, min(best, x)
+		if n%25 == 0 {
+			s.Progress(n, best)
+		}
+		return x
+	}
 }
 
 func (s Search) or(restarts, iters int, margin float64) Search {
@@ -95,7 +114,7 @@ func RTX3090(rec stub.RTX3090Receipt, s Search) Result {
 	}
 	score := func(v []float64) float64 { return Score(stub.RTX3090Figures(fromVec(v), rec), s.Margin) }
 	x := toVec(stub.ProfileRTX3090())
-	best := NelderMead(score, x, s.Restarts, s.Iterations)
+	best := NelderMead(s.watch(score), x, s.Restarts, s.Iterations)
 	q := fromVec(best)
 	consts := ""
 	for i, name := range []string{"StepBase", "StepPerToken", "StepPerSeq", "StepPerImage", "FrontendBase", "FrontendImageMiss", "FrontendPerInflight", "IngestBase"} {
