@@ -56,7 +56,9 @@ func run(args []string, out, progress io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	s.Progress = func(n int, best float64) { fmt.Fprintf(progress, "twinfit: %d evaluations, best score %.4f\n", n, best) }
+	s.Progress = func(n int, best float64) {
+		fmt.Fprintf(progress, "twinfit: %d evaluations, best score %.4f\n", n, best)
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
