@@ -75,7 +75,7 @@ func TestLineChartStructure(t *testing.T) {
 			{Name: "baseline", Points: []Point{{X: 1, Y: 60}, {X: 4, Y: 90}, {X: 16, Y: 125}, {X: 32, Y: 87}}},
 			// NaN and a non-positive x on a log axis are left out, not drawn
 			// at a made-up place.
-			{Name: "candidate \"slow\"", Dashed: true, Points: []Point{{X: 1, Y: 55}, {X: 4, Y: math.NaN()}, {X: 0, Y: 3}, {X: 16, Y: 70}, {X: 32, Y: 75}}},
+			{Name: "candidate \"slow\"", Points: []Point{{X: 1, Y: 55}, {X: 4, Y: math.NaN()}, {X: 0, Y: 3}, {X: 16, Y: 70}, {X: 32, Y: 75}}},
 			{Name: "empty"},
 		},
 	}
@@ -92,9 +92,17 @@ func TestLineChartStructure(t *testing.T) {
 		require.Len(t, lines, 1, "one polyline per series")
 		pts := strings.Fields(lines[0].attr("points"))
 		require.Len(t, pts, wantPoints[i], "series %s", s.attr("data-series"))
-		require.Len(t, s.all(class("point")), wantPoints[i])
 	}
-	require.Equal(t, "6 4", series[1].all(tag("polyline"))[0].attr("stroke-dasharray"))
+	marks := root.all(class("marks"))
+	require.Len(t, marks, 3)
+	for i, m := range marks {
+		// Drawn last and in reverse, so the first series' marks are on top.
+		s := len(marks) - 1 - i
+		require.Equal(t, ch.Series[s].Name, m.attr("data-series"))
+		require.Len(t, m.all(class("point")), wantPoints[s])
+	}
+	require.Empty(t, series[0].all(tag("polyline"))[0].attr("stroke-dasharray"), "the first series is solid")
+	require.Equal(t, "7 4", series[1].all(tag("polyline"))[0].attr("stroke-dasharray"))
 
 	require.Equal(t, []string{"judgments/s", "concurrency"}, texts(root.all(class("axis-label"))))
 	// Log x: one tick per level, evenly spaced by log2.
