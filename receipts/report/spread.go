@@ -22,9 +22,9 @@ var (
 	figImages = figure{"images/s", func(r *receipts.Receipt) (float64, bool) {
 		return r.Throughput.ImagesPerSecond, true
 	}}
-	figP50 = figure{"p50-sec", latency(func(r *receipts.Receipt) float64 { return r.Throughput.Latency.P50 })}
-	figP95 = figure{"p95-sec", latency(func(r *receipts.Receipt) float64 { return r.Throughput.Latency.P95 })}
-	figP99 = figure{"p99-sec", latency(func(r *receipts.Receipt) float64 { return r.Throughput.Latency.P99 })}
+	figP50    = figure{"p50-sec", latency(func(r *receipts.Receipt) float64 { return r.Throughput.Latency.P50 })}
+	figP95    = figure{"p95-sec", latency(func(r *receipts.Receipt) float64 { return r.Throughput.Latency.P95 })}
+	figP99    = figure{"p99-sec", latency(func(r *receipts.Receipt) float64 { return r.Throughput.Latency.P99 })}
 	figPrefix = figure{"prefix-hit-ratio", func(r *receipts.Receipt) (float64, bool) {
 		v := hit(r, false)
 		return deref(v), v != nil
