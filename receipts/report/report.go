@@ -473,21 +473,26 @@ func runFields() []runField {
 		of("harness", func(x fact) string { return x.harness }),
 		of("run ids", func(x fact) string { return x.runID }),
 		{"sets × levels", setsText},
+		{"token points", tokenPointsText},
 	}
 }
 
 func receiptsText(r *Run) string {
-	s := fmt.Sprintf("%d in %s", len(r.Entries), r.ReceiptDir)
-	if n := len(r.Passes); n > 0 {
-		s += fmt.Sprintf(" (pass 1; %d more passes in pass2…)", n)
+	var parts []string
+	if n := len(r.Entries); n > 0 {
+		p := fmt.Sprintf("%d judgment receipts", n)
+		if m := len(r.Passes); m > 0 {
+			p += fmt.Sprintf(" (pass 1; %d more passes in pass2…)", m)
+		}
+		parts = append(parts, p)
 	}
 	if n := len(r.Tokens); n > 0 {
-		s += fmt.Sprintf("; %d token-throughput points", n)
+		parts = append(parts, fmt.Sprintf("%d token-throughput points", n))
 	}
 	if n := len(r.Matrices); n > 0 {
-		s += fmt.Sprintf("; %d speed matrices", n)
+		parts = append(parts, fmt.Sprintf("%d speed matrices", n))
 	}
-	return s
+	return "in " + r.ReceiptDir + ": " + strings.Join(parts, "; ")
 }
 
 func setsText(r *Run) string {
@@ -512,8 +517,28 @@ func setsText(r *Run) string {
 	return strings.Join(s, "; ")
 }
 
+// tokenPointsText lists a run's token points as workload, output tokens
+// and levels.
+func tokenPointsText(r *Run) string {
+	var s []string
+	for _, g := range (&builder{base: r}).tokenGroups() {
+		var cs []string
+		for _, t := range r.tokensOf(g) {
+			cs = append(cs, strconv.Itoa(t.Point.Concurrency))
+		}
+		s = append(s, fmt.Sprintf("%s ×%d tokens c=%s", g.workload, g.output, strings.Join(cs, ",")))
+	}
+	if len(s) == 0 {
+		return "—"
+	}
+	return strings.Join(s, "; ")
+}
+
 func (b *builder) runsSection() Section {
-	s := Section{ID: "runs", Title: "Runs and targets", Tables: []Table{b.whatRan(), b.identityDigests()}}
+	s := Section{ID: "runs", Title: "Runs and targets", Tables: []Table{b.whatRan()}}
+	if len(b.sets()) > 0 {
+		s.Tables = append(s.Tables, b.identityDigests())
+	}
 	for _, r := range b.runs() {
 		if ts := timeScale(r); ts > 1 {
 			s.Notes = append(s.Notes, fmt.Sprintf("The %s ran on a twin time-scaled ×%s: its judgments/s are %s times what the modelled hardware would do and its latencies 1/%s; compare such figures only with runs of the same scale.", r.Label, num(ts), num(ts), num(ts)))

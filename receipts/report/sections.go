@@ -79,9 +79,9 @@ func (b *builder) setSection(set string) Section {
 	note := b.scaleNote()
 	const x = "concurrency (judgments in flight)"
 	thr := b.curveChart(LineChart{Title: set + ": throughput", Note: note, XLabel: x, YLabel: "judgments/s (median of the passes)", LogX: true},
-		cs, []curveFig{{fig: figJPS, format: func(v float64) string { return num(v) + " judgments/s" }}})
+		cs, []curveFig{{fig: figJPS, format: num, unit: " judgments/s"}})
 	lat := b.curveChart(LineChart{Title: set + ": p95 latency of a judgment", Note: note, XLabel: x, YLabel: "p95 latency (s, median)", LogX: true},
-		cs, []curveFig{{fig: figP95, format: func(v float64) string { return num(v) + " s" }}})
+		cs, []curveFig{{fig: figP95, format: num, unit: " s"}})
 	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 	hits := b.curveChart(LineChart{Title: set + ": cache hit rates", XLabel: x, YLabel: "hit rate", LogX: true, YMax: 1, YPercent: true},
 		cs, []curveFig{{name: " prefix", fig: figPrefix, format: pct}, {name: " mm", fig: figMM, format: pct, light: true}})
@@ -107,6 +107,7 @@ type curveFig struct {
 	name   string
 	fig    figure
 	format func(float64) string
+	unit   string
 	light  bool
 }
 
@@ -123,7 +124,7 @@ func (b *builder) curveChart(ch LineChart, cs []curve, figs []curveFig) LineChar
 			for _, r := range c.pts {
 				k := Key{Set: r.Set, Arm: c.arm, C: r.Pins.Concurrency}
 				if sp, ok := b.spread(c.run, k, f.fig); ok {
-					s.Points = append(s.Points, sp.point(k.C, f.format))
+					s.Points = append(s.Points, sp.point(k.C, f.format, f.unit))
 					ns = append(ns, sp.N)
 				}
 			}

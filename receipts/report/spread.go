@@ -84,10 +84,10 @@ func (b *builder) spread(r *Run, k Key, f figure) (Spread, bool) {
 
 // point is a chart point of a spread: the median, the min–max bar, and
 // hover text naming both and where they came from.
-func (sp Spread) point(c int, format func(float64) string) Point {
-	tip := fmt.Sprintf("c=%d: %s", c, format(sp.Median))
+func (sp Spread) point(c int, format func(float64) string, unit string) Point {
+	tip := fmt.Sprintf("c=%d: %s%s", c, format(sp.Median), unit)
 	if sp.N > 1 {
-		tip = fmt.Sprintf("c=%d: median %s, min–max %s–%s over %d passes (%s)", c, format(sp.Median), format(sp.Min), format(sp.Max), sp.N, sp.From)
+		tip = fmt.Sprintf("c=%d: median %s%s, min–max %s–%s over %d passes (%s)", c, format(sp.Median), unit, format(sp.Min), format(sp.Max), sp.N, sp.From)
 	}
 	return Point{X: float64(c), Y: sp.Median, Lo: sp.Min, Hi: sp.Max, Tip: tip}
 }

@@ -113,7 +113,7 @@ func (b *builder) tokensSection() (Section, bool) {
 func (b *builder) tokenCharts(g tokenGroup, note string) []Chart {
 	name := fmt.Sprintf("%s, %d output tokens", g.workload, g.output)
 	agg := LineChart{Title: "aggregate output tok/s: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "output tok/s", LogX: true}
-	tpot := LineChart{Title: "batch time per token (the published mean_tpot_ms): " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "batch ms per token", LogX: true}
+	tpot := LineChart{Title: "batch ms per token (mean_tpot_ms): " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "batch ms per token", LogX: true}
 	for i, r := range b.runs() {
 		col := palette[i%len(palette)]
 		sa, st := Series{Name: r.Label, Color: col}, Series{Name: r.Label, Color: col}

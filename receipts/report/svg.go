@@ -66,7 +66,8 @@ func (m HeatMap) SVG() []byte {
 	if m.Width > 0 && len(m.Cols) > 0 {
 		cellW = max(40, (float64(m.Width)-rowLabelW-16)/float64(len(m.Cols)))
 	}
-	w := rowLabelW + cellW*float64(len(m.Cols)) + 16
+	// Wide enough for the colour legend's "not measured" too.
+	w := max(rowLabelW+cellW*float64(len(m.Cols))+16, rowLabelW+350)
 	gridTop := top + colLabelH
 	h := gridTop + cellH*float64(len(m.Rows)) + 56
 	scale := func(v float64) float64 { return v }
@@ -214,15 +215,15 @@ func niceTicks(lo, hi float64) []float64 {
 }
 
 // intTicks are 4–6 ticks on whole numbers from 0 to at least top
-// (counts): steps of 1, 2, 5 × 10^k, never 2.5.
+// (counts): a round step, 2 where it would be 2.5.
 func intTicks(top float64) []float64 {
 	top = max(top, 1)
 	step := niceStep(top / 4)
 	switch {
 	case step < 1:
 		step = 1
-	case step != math.Trunc(step):
-		step *= 2
+	default:
+		step = math.Floor(step) // 2.5 → 2
 	}
 	return niceTicksStep(0, top, step)
 }
