@@ -22,14 +22,9 @@ const MaxFuncLines = 80
 // length then: each is to be split along its steps. A listed function may
 // not grow; one that fits now is noted (take it off the list).
 var longKnown = map[string]int{
-	"bench/decode/tokenstest/server.go chat":       139,
-	"bench/scrape/diff.go Diff":                    90,
-	"bench/scrape/histogram.go histogram":          81,
 	"cmd/vetbench/compare.go runCompare":           108,
 	"cmd/vetbench/report.go runReport":             89,
 	"cmd/vetbench/roofline.go runRoofline":         130,
-	"fixtures/faces/draw.go DrawFace":              99,
-	"judgments/score.go Candidates":                82,
 	"receipts/answers/compare.go Compare":          124,
 	"receipts/internal/jsontree/jsontree.go check": 98,
 	"receipts/internal/jsontree/parse.go object":   81,

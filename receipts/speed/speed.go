@@ -99,10 +99,38 @@ func Load(r io.Reader, name string) (*Samples, error) {
 		return nil, fmt.Errorf("%s: malformed benchmark lines:\n  %s", name, strings.Join(bad, "\n  "))
 	}
 	s.units = rd.Units()
+	legacyDispatch(s.config)
 	if len(s.names) == 0 {
 		return nil, fmt.Errorf("%s: no benchmark results", name)
 	}
 	return s, nil
+}
+
+// legacyDispatch reads an output's older "fan-out: on|off" line as the
+// dispatch it stated (fan-out, in-order), unless the output says its
+// dispatch itself: outputs from before the typevet dispatch compare with
+// newer ones, and a typevet run is refused against either.
+func legacyDispatch(config map[string][]string) {
+	old, ok := config[KeyFanOut]
+	if !ok {
+		return
+	}
+	delete(config, KeyFanOut)
+	if _, ok := config[KeyDispatch]; ok {
+		return
+	}
+	for _, v := range old {
+		d := v // an unknown value stays itself, and differs
+		switch v {
+		case "on":
+			d = "fan-out"
+		case "off":
+			d = "in-order"
+		}
+		if !slices.Contains(config[KeyDispatch], d) {
+			config[KeyDispatch] = append(config[KeyDispatch], d)
+		}
+	}
 }
 
 // ErrCut is an output that ends before its run did.
