@@ -135,10 +135,16 @@ func (c BarChart) yAxis(b *svgBuilder, yticks []float64, ypos func(float64) floa
 	b.raw(`</g>`)
 }
 
-// bar draws one stacked bar: its segments with their counts inside when
-// there is room, the total above, the group's letter below.
+// bar draws one stacked bar: its segments (with their counts inside when
+// there are several and room), the total above, the group's letter below.
 func (c BarChart) bar(b *svgBuilder, bar Bar, gi int, x, bw, y0 float64, ypos func(float64) float64) {
 	b.f(`<g class="bar" data-category="%s" data-group="%s"><title>%s</title>`, esc(bar.Category), esc(bar.Group), esc(bar.Tip))
+	parts := 0
+	for i := range c.Stack {
+		if bar.value(i) > 0 {
+			parts++
+		}
+	}
 	base := 0.0
 	for i, k := range c.Stack {
 		v := bar.value(i)
@@ -148,7 +154,8 @@ func (c BarChart) bar(b *svgBuilder, bar Bar, gi int, x, bw, y0 float64, ypos fu
 		yt, yb := ypos(base+v), ypos(base)
 		b.f(`<rect class="segment" data-kind="%s" data-value="%s" x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"/>`,
 			esc(k.Name), num(v), n(x+1), n(yt), n(bw-2), n(yb-yt), esc(k.Color))
-		if yb-yt >= 13 {
+		// A segment's own count when the total above does not say it.
+		if parts > 1 && yb-yt >= 13 {
 			b.f(`<text x="%s" y="%s" text-anchor="middle" fill="%s">%s</text>`, n(x+bw/2), n((yt+yb)/2+3.5), inkFor(k.Color), num(v))
 		}
 		base += v
