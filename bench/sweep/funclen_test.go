@@ -24,11 +24,8 @@ const MaxFuncLines = 80
 var longKnown = map[string]int{
 	"cmd/vetbench/compare.go runCompare":      108,
 	"cmd/vetbench/roofline.go runRoofline":    130,
-	"receipts/matrix/validate.go validate":    104,
-	"receipts/quality/quality.go Compute":     139,
 	"receipts/roofline/config.go ParseConfig": 122,
 	"receipts/roofline/config.go readMoE":     97,
-	"receipts/speed/speed.go Decide":          84,
 	"receipts/typevet/typevet.go pins":        88,
 	"receipts/typevet/typevet.go server":      98,
 	"receipts/typevet/typevet.go throughput":  88,
