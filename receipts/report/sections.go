@@ -360,7 +360,7 @@ func (b *builder) gateSection() (Section, bool) {
 	default:
 		ban.Title = fmt.Sprintf("PASS: %d gated metrics, none worse by more than %.1f%%", g.Gated, 100*g.Policy.Margin)
 	}
-	s.Notes = append(s.Notes, "The gate is over every run in the two "+BenchName+" files; the curves above are of the receipts, one pass per point.")
+	s.Notes = append(s.Notes, "The gate is over every run in the two "+BenchName+" files; the curves above draw the same medians, with the runs' min–max.")
 	if sn := b.scaleNote(); sn != "" {
 		s.Notes = append(s.Notes, "Figures of a "+sn+".")
 	}
