@@ -148,7 +148,10 @@ func (b *builder) spreadNote(cs []curve) string {
 				continue
 			}
 			from := fmt.Sprintf("%d -count passes in %s, the medians vetbench gate compares", sp.N, BenchName)
-			if sp.From != BenchName {
+			switch {
+			case sp.N == 1:
+				from = "one pass, no spread (run with -count N to see one)"
+			case sp.From != BenchName:
 				from = fmt.Sprintf("%d passes' receipts", sp.N)
 			}
 			parts = append(parts, r.Label+": "+from)
