@@ -137,7 +137,7 @@ func (b *builder) curveChart(ch LineChart, cs []curve, figs []curveFig) LineChar
 
 // spreadNote says what the curves' points and bars are, per run.
 func (b *builder) spreadNote(cs []curve) string {
-	var parts []string
+	var labels, froms []string
 	for _, r := range b.runs() {
 		for _, c := range cs {
 			if c.run != r || len(c.pts) == 0 {
@@ -154,9 +154,16 @@ func (b *builder) spreadNote(cs []curve) string {
 			case sp.From != BenchName:
 				from = fmt.Sprintf("%d passes' receipts", sp.N)
 			}
-			parts = append(parts, r.Label+": "+from)
+			labels, froms = append(labels, r.Label), append(froms, from)
 			break
 		}
+	}
+	parts := []string{}
+	for i := range labels {
+		parts = append(parts, labels[i]+": "+froms[i])
+	}
+	if len(froms) == 2 && froms[0] == froms[1] {
+		parts = []string{"both runs: " + froms[0]}
 	}
 	return "Curves: the median of the passes at each level, bars their min–max (" + strings.Join(parts, "; ") + "). Answers are compared on the first pass (receipts/)."
 }
