@@ -309,6 +309,9 @@ func BuildBinary(ctx context.Context, moduleDir, out string) error {
 // moduleRoot finds the module root with `go env GOMOD`.
 func moduleRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if errors.Is(err, exec.ErrNotFound) {
+		return "", fmt.Errorf("no go command to build cmd/vllmstub with: %w", err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}

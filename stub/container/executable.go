@@ -114,7 +114,10 @@ func (o options) placeExecutable(ctx context.Context, dir string) (name string, 
 	module := o.moduleDir
 	if module == "" {
 		if module, err = moduleRoot(ctx); err != nil {
-			return "", nil, errors.Join(ownWhy, err)
+			if ownWhy != nil {
+				return "", nil, fmt.Errorf("%w; %w", ownWhy, err)
+			}
+			return "", nil, err
 		}
 	}
 	return "vllmstub", nil, BuildBinary(ctx, module, filepath.Join(dir, "vllmstub"))

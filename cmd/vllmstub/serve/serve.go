@@ -24,6 +24,16 @@ import (
 	"github.com/vetbench/vetbench/stub"
 )
 
+// usageText says what the command does, between its usage line and its
+// flags.
+const usageText = `Serves the vLLM twin (package stub) over HTTP until Ctrl-C or SIGTERM, then
+shuts down gracefully: vllm serve's flags where they mean the same thing
+(MODEL first, as vllm serve takes it), plus the twin's own. -model-config
+and -gpu serve a first-principles profile. VLLM_SERVER_DEV_MODE=1 mounts
+the cache reset endpoints. Exit status: 0 after a shutdown (vetbench twin:
+130, as for any vetbench command interrupted), 2 bad flags, profile or
+address.`
+
 // runOpts are the parsed flags: the twin's own (stub.Config.BindFlags)
 // and vllm serve's that build the profile.
 type runOpts struct {
@@ -55,6 +65,10 @@ func parse(prog string, args []string, stderr io.Writer) (runOpts, error) {
 	var o runOpts
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s [MODEL] [flags]\n\n%s\n\nflags:\n", prog, usageText)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.host, "host", "0.0.0.0", "address to listen on (vllm serve --host)")
 	fs.StringVar(&o.port, "port", "8000", "port to listen on (vllm serve --port)")
 	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "context length (default: the profile's)")
