@@ -88,7 +88,7 @@ func (s *Session) newClientAt(base, model string, m judgments.Mode) *judgments.C
 		judgments.WithRequestTimeout(s.Options.RequestTimeout),
 		judgments.WithControlTimeout(s.Options.controlDeadline()),
 		judgments.WithRequestIDPrefix(s.idPrefix),
-		judgments.WithFanOut(s.Options.FanOut),
+		judgments.WithDispatch(s.Options.Dispatch),
 	)
 }
 

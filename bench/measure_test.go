@@ -354,31 +354,37 @@ func controlID(t *testing.T, q judgments.Question, label string) int {
 	return 0
 }
 
-// A fan-out session sends a judgment's questions at once; its receipt says
-// so (the sequential one says sequential), the server saw the same
-// requests, and the answers compare equal under the near-tie policy.
-func TestMeasureFanOut(t *testing.T) {
+// A fan-out session sends a judgment's questions at once, a typevet one
+// tokenizes every control before each judgment; each receipt says how (the
+// in-order one says sequential), the server saw the same scoring requests
+// (the tokenize calls are no vLLM requests: reconciliation holds), and the
+// answers compare equal under the near-tie policy.
+func TestMeasureDispatch(t *testing.T) {
 	s := getSuite(t)
 	set := firstCases(s.set(t, "checks"), 12)
 	recs := map[receipts.Dispatch]*receipts.Receipt{}
-	for _, on := range []bool{false, true} {
+	for _, d := range judgments.Dispatches() {
 		cfg := testConfig()
-		cfg.FanOut = on
+		cfg.Dispatch = d
 		sess := inProcess(t, set, cfg, stub.Config{})
-		require.Equal(t, on, sess.Client.FanOut())
+		require.Equal(t, d, sess.Client.Dispatch())
 		rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4})
 		require.NoError(t, err)
 		require.Equal(t, 12*4, rec.Throughput.Requests)
 		require.True(t, rec.Checks.Reconciliation.OK, rec.Checks.Reconciliation.Detail)
 		recs[rec.Pins.QuestionDispatch] = rec
 	}
-	require.Len(t, recs, 2)
-	seq, fan := recs[receipts.DispatchSequential], recs[receipts.DispatchFanOut]
+	require.Len(t, recs, 3)
+	seq := recs[receipts.DispatchSequential]
 	require.NotNil(t, seq)
-	require.NotNil(t, fan)
-	require.Equal(t, seq.Identity.Digest, fan.Identity.Digest, "fan-out is no part of the answers' identity")
-	rep, err := answers.Compare(seq, fan, answers.DefaultPolicy())
-	require.NoError(t, err)
-	require.True(t, rep.Passed, "%v", rep.Failures)
-	require.Equal(t, 12*4, rep.AnswersCompared)
+	for _, d := range []receipts.Dispatch{receipts.DispatchFanOut, receipts.DispatchTypevet} {
+		other := recs[d]
+		require.NotNil(t, other, d)
+		require.NoError(t, other.Validate())
+		require.Equal(t, seq.Identity.Digest, other.Identity.Digest, "the dispatch is no part of the answers' identity")
+		rep, err := answers.Compare(seq, other, answers.DefaultPolicy())
+		require.NoError(t, err)
+		require.True(t, rep.Passed, "%v", rep.Failures)
+		require.Equal(t, 12*4, rep.AnswersCompared)
+	}
 }

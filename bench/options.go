@@ -18,8 +18,8 @@ type Options struct {
 	Mode            judgments.Mode
 	TopLogprobs     int
 	ScoringFallback bool
-	// FanOut sends the questions of one judgment at once.
-	FanOut bool
+	// Dispatch is how a judgment's requests are sent ("": in order).
+	Dispatch judgments.Dispatch
 	// RequestTimeout bounds each judgment request; ControlTimeout each
 	// probe, cache reset, /metrics scrape and health check (0: 10 s).
 	RequestTimeout, ControlTimeout time.Duration

@@ -130,7 +130,7 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 			ScoringFallback:  s.Fallback,
 			Controls:         s.Controls,
 			Concurrency:      c,
-			QuestionDispatch: dispatch(s.Client.FanOut()),
+			QuestionDispatch: dispatch(s.Client.Dispatch()),
 			Fixture: receipts.FixturePins{
 				Dataset:     s.Set.Pins.Dataset,
 				Source:      s.Set.Pins.Source,
@@ -159,10 +159,14 @@ func (s *Session) receipt(c int) *receipts.Receipt {
 	return rec
 }
 
-// dispatch is how the session's client sends a judgment's questions.
-func dispatch(fanOut bool) receipts.Dispatch {
-	if fanOut {
+// dispatch is how the session's client sends a judgment's requests, as
+// receipts name it.
+func dispatch(d judgments.Dispatch) receipts.Dispatch {
+	switch d {
+	case judgments.DispatchFanOut:
 		return receipts.DispatchFanOut
+	case judgments.DispatchTypevet:
+		return receipts.DispatchTypevet
 	}
 	return receipts.DispatchSequential
 }
@@ -172,7 +176,7 @@ func dispatch(fanOut bool) receipts.Dispatch {
 // with fan-out. The transport keeps an idle connection for each.
 func InFlight(o Options, set fixtures.Set) int {
 	n := max(o.InFlight, 1)
-	if o.FanOut {
+	if o.Dispatch == judgments.DispatchFanOut {
 		n *= max(len(set.Spec.Questions), 1)
 	}
 	return n

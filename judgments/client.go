@@ -99,7 +99,7 @@ type Client struct {
 	control     time.Duration // bounds /tokenize; 0: timeout
 	secret      Secret        // the key, redacted from what servers send
 	idPrefix    string
-	fanOut      bool
+	dispatch    Dispatch
 
 	mu       sync.Mutex
 	controls Controls // tokenize cache: one /tokenize per control per client
@@ -137,10 +137,6 @@ func WithControlTimeout(d time.Duration) ClientOption { return func(c *Client) {
 // WithRequestIDPrefix sets the X-Request-Id prefix (see RequestID).
 func WithRequestIDPrefix(p string) ClientOption { return func(c *Client) { c.idPrefix = p } }
 
-// WithFanOut sends the questions of one judgment at once instead of one
-// after another (see Judge). Off by default, as typevet asks them.
-func WithFanOut(on bool) ClientOption { return func(c *Client) { c.fanOut = on } }
-
 // DefaultIdleConnsPerHost is the default transport's idle connections per
 // host: at least one per request in flight, so that no request at the
 // levels vetbench runs (up to 64 judgments, each up to 4 questions at
@@ -162,6 +158,7 @@ func NewClient(baseURL string, opts ...ClientOption) *Client {
 		mode:        ModeTokenIDs,
 		topLogprobs: DefaultTopLogprobs,
 		idPrefix:    "vetbench",
+		dispatch:    DispatchInOrder,
 		controls:    Controls{},
 	}
 	for _, o := range opts {
@@ -172,9 +169,6 @@ func NewClient(baseURL string, opts ...ClientOption) *Client {
 	c.wire = newWire(c.model, c.mode, c.topLogprobs)
 	return c
 }
-
-// FanOut says whether the client sends a judgment's questions at once.
-func (c *Client) FanOut() bool { return c.fanOut }
 
 // Mode is the client's scoring mode.
 func (c *Client) Mode() Mode { return c.mode }
@@ -393,7 +387,10 @@ type Judgment struct {
 	Item         string
 	Answers      []Answer
 	PromptTokens int
-	Requests     int
+	// Requests counts the scoring requests sent; Tokenizes the /tokenize
+	// requests sent for the judgment (the typevet dispatch's, 0 otherwise).
+	Requests  int
+	Tokenizes int
 }
 
 // JudgeError is a failed judgment: which item, which question, and why.
@@ -411,15 +408,22 @@ func (e *JudgeError) Unwrap() error { return e.Err }
 
 // Judge asks every question of spec about it, each as its own request
 // carrying all the images: one after another, the first failure ending the
-// judgment, or, with WithFanOut, all at once. Either way Answers are in
-// question order and hold the answers before the first question (in
-// order) that failed, whose error is the one returned; Requests counts the
-// questions asked (with fan-out, all of them).
+// judgment, or, with WithFanOut, all at once; with DispatchTypevet each
+// control is tokenized anew first (tokenizeControls). Either way Answers
+// are in question order and hold the answers before the first question
+// (in order) that failed, whose error is the one returned; Requests counts
+// the questions asked (with fan-out, all of them).
 func (c *Client) Judge(ctx context.Context, spec Spec, controls Controls, it Item) (Judgment, error) {
-	if c.fanOut && len(spec.Questions) > 1 {
+	if c.dispatch == DispatchFanOut && len(spec.Questions) > 1 {
 		return c.judgeAtOnce(ctx, spec, controls, it)
 	}
 	j := Judgment{Item: it.ID, Answers: make([]Answer, 0, len(spec.Questions))}
+	if c.dispatch == DispatchTypevet {
+		var err error
+		if j.Tokenizes, err = c.tokenizeControls(ctx, spec, controls, it.ID); err != nil {
+			return j, err
+		}
+	}
 	for _, q := range spec.Questions {
 		a, err := c.ask(ctx, it, q, controls)
 		j.Requests++

@@ -114,8 +114,13 @@ type Dispatch string
 const (
 	// DispatchSequential: one after another, as typevet asks them.
 	DispatchSequential Dispatch = "sequential"
-	// DispatchFanOut: all at once (VETBENCH_FANOUT).
+	// DispatchFanOut: all at once (VETBENCH_DISPATCH=fan-out).
 	DispatchFanOut Dispatch = "fan_out"
+	// DispatchTypevet: as typevet's client sends them: every control
+	// tokenized anew before each judgment (one /tokenize each), then the
+	// questions one after another (VETBENCH_DISPATCH=typevet). Receipts
+	// imported from typevet carry it.
+	DispatchTypevet Dispatch = "typevet"
 )
 
 // ServedModel is one entry of /v1/models.

@@ -127,9 +127,9 @@ func (r *Receipt) validatePins(p *Problems) {
 		p.Add("pins.concurrency", "%d is below 1", pins.Concurrency)
 	}
 	switch pins.QuestionDispatch {
-	case "", DispatchSequential, DispatchFanOut:
+	case "", DispatchSequential, DispatchFanOut, DispatchTypevet:
 	default:
-		p.Add("pins.question_dispatch", "%q: want %s or %s", pins.QuestionDispatch, DispatchSequential, DispatchFanOut)
+		p.Add("pins.question_dispatch", "%q: want %s, %s or %s", pins.QuestionDispatch, DispatchSequential, DispatchFanOut, DispatchTypevet)
 	}
 	for i, s := range pins.Served {
 		if s.ID == "" {

@@ -31,73 +31,17 @@ import (
 // only compared, never summed. Hit rates are Δhits/Δqueries, nil when there
 // were no queries.
 func Diff(before, after Snapshot) receipts.Server {
-	var why []string
-	if before.Err != nil {
-		why = append(why, "before reading: "+before.Err.Error())
-	} else if before.Families == nil {
-		why = append(why, "before reading: not taken")
+	if srv, ok := unreadable(before, after); ok {
+		return srv
 	}
-	if after.Err != nil {
-		why = append(why, "after reading: "+after.Err.Error())
-	} else if after.Families == nil {
-		why = append(why, "after reading: not taken")
-	}
-	if len(why) > 0 {
-		return receipts.Server{Status: "unknown: scrape failed: " + strings.Join(why, "; "), Problems: why}
-	}
-	for _, s := range []struct {
-		which string
-		snap  Snapshot
-	}{{"before", before}, {"after", after}} {
-		if !hasVLLM(s.snap) {
-			why = append(why, fmt.Sprintf("%s reading (%s) has no vllm: metrics", s.which, s.snap.URL))
-		}
-	}
-	if len(why) > 0 {
-		return receipts.Server{Status: "unknown: not a vLLM /metrics page: " + strings.Join(why, "; "), Problems: why}
-	}
-
 	d := &differ{before: before, after: after}
 	srv := receipts.Server{Gauges: d.gauges()}
 	d.checkRestart()
 
-	counters := map[string]float64{}
-	var success, queries, hits []seriesDelta
-	for _, spec := range counterSpecs() {
-		deltas, ok := d.counter(spec)
-		if !ok {
-			continue
-		}
-		counters[spec.key] = sum(deltas)
-		switch spec.key {
-		case RequestSuccess:
-			success = deltas
-		case PrefixCacheQueries:
-			queries = deltas
-		case PrefixCacheHits:
-			hits = deltas
-		}
-	}
-	extra := map[string]float64{}
-	for _, spec := range externalSpecs() {
-		if deltas, ok := d.counter(spec); ok {
-			extra[spec.key] = sum(deltas)
-		}
-	}
-	for reason, v := range groupBy(success, "finished_reason") {
-		if reason != "" {
-			extra[ExtraRequestSuccessPrefix+reason] = v
-		}
-	}
-	if rate := d.hitRate(extra, ExtraExternalHits, ExtraExternalQueries, "external prefix cache"); rate != nil {
-		extra[ExtraExternalHitRate] = *rate
-	}
-	histograms := map[string]receipts.Histogram{}
-	for _, spec := range histogramSpecs() {
-		if h, ok := d.histogram(spec); ok {
-			histograms[spec.key] = h
-		}
-	}
+	// The figures are read in this order so that Problems keep it.
+	counters, success, queries, hits := d.counters()
+	extra := d.extra(success)
+	histograms := d.histograms()
 
 	d.dropNonFinite(&srv)
 	srv.Problems = d.problems
@@ -119,6 +63,90 @@ func Diff(before, after Snapshot) receipts.Server {
 		srv.Status = fmt.Sprintf("partial: %d problem(s), see problems", n)
 	}
 	return srv
+}
+
+// unreadable is the receipt of a window with no deltas at all, because a
+// reading failed or is not a vLLM page; ok false when both are usable.
+func unreadable(before, after Snapshot) (receipts.Server, bool) {
+	var why []string
+	if before.Err != nil {
+		why = append(why, "before reading: "+before.Err.Error())
+	} else if before.Families == nil {
+		why = append(why, "before reading: not taken")
+	}
+	if after.Err != nil {
+		why = append(why, "after reading: "+after.Err.Error())
+	} else if after.Families == nil {
+		why = append(why, "after reading: not taken")
+	}
+	if len(why) > 0 {
+		return receipts.Server{Status: "unknown: scrape failed: " + strings.Join(why, "; "), Problems: why}, true
+	}
+	for _, s := range []struct {
+		which string
+		snap  Snapshot
+	}{{"before", before}, {"after", after}} {
+		if !hasVLLM(s.snap) {
+			why = append(why, fmt.Sprintf("%s reading (%s) has no vllm: metrics", s.which, s.snap.URL))
+		}
+	}
+	if len(why) > 0 {
+		return receipts.Server{Status: "unknown: not a vLLM /metrics page: " + strings.Join(why, "; "), Problems: why}, true
+	}
+	return receipts.Server{}, false
+}
+
+// counters are the summed deltas of the vLLM counters, and the per-series
+// deltas of the three that the per-engine figures split by label.
+func (d *differ) counters() (counters map[string]float64, success, queries, hits []seriesDelta) {
+	counters = map[string]float64{}
+	for _, spec := range counterSpecs() {
+		deltas, ok := d.counter(spec)
+		if !ok {
+			continue
+		}
+		counters[spec.key] = sum(deltas)
+		switch spec.key {
+		case RequestSuccess:
+			success = deltas
+		case PrefixCacheQueries:
+			queries = deltas
+		case PrefixCacheHits:
+			hits = deltas
+		}
+	}
+	return counters, success, queries, hits
+}
+
+// extra are the figures outside the fixed counter set: the external
+// prefix cache (and its hit rate) and requests by finished_reason.
+func (d *differ) extra(success []seriesDelta) map[string]float64 {
+	extra := map[string]float64{}
+	for _, spec := range externalSpecs() {
+		if deltas, ok := d.counter(spec); ok {
+			extra[spec.key] = sum(deltas)
+		}
+	}
+	for reason, v := range groupBy(success, "finished_reason") {
+		if reason != "" {
+			extra[ExtraRequestSuccessPrefix+reason] = v
+		}
+	}
+	if rate := d.hitRate(extra, ExtraExternalHits, ExtraExternalQueries, "external prefix cache"); rate != nil {
+		extra[ExtraExternalHitRate] = *rate
+	}
+	return extra
+}
+
+// histograms are the window's histogram deltas, by key.
+func (d *differ) histograms() map[string]receipts.Histogram {
+	histograms := map[string]receipts.Histogram{}
+	for _, spec := range histogramSpecs() {
+		if h, ok := d.histogram(spec); ok {
+			histograms[spec.key] = h
+		}
+	}
+	return histograms
 }
 
 type differ struct {

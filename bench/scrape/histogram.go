@@ -29,64 +29,72 @@ func (h histPoint) edges() []float64 {
 // histogram computes one histogram's window delta. It reports false when the
 // histogram is optional and absent from both readings.
 func (d *differ) histogram(spec histogramSpec) (receipts.Histogram, bool) {
-	unknown := func(format string, args ...any) (receipts.Histogram, bool) {
-		msg := fmt.Sprintf(format, args...)
-		d.problemf("%s", msg)
-		return receipts.Histogram{Status: "unknown: " + msg}, true
-	}
 	fb, fa := d.before.Families[spec.name], d.after.Families[spec.name]
 	switch {
 	case fb == nil && fa == nil:
 		if spec.optional {
 			return receipts.Histogram{}, false
 		}
-		return unknown("%s absent from both readings", spec.name)
+		return d.unknownHist("%s absent from both readings", spec.name), true
 	case fb == nil:
-		return unknown("%s present only in the after reading", spec.name)
+		return d.unknownHist("%s present only in the after reading", spec.name), true
 	case fa == nil:
-		return unknown("%s present only in the before reading", spec.name)
+		return d.unknownHist("%s present only in the before reading", spec.name), true
 	}
 	sb, err := histSeries(fb)
 	if err != nil {
-		return unknown("before reading: %v", err)
+		return d.unknownHist("before reading: %v", err), true
 	}
 	sa, err := histSeries(fa)
 	if err != nil {
-		return unknown("after reading: %v", err)
+		return d.unknownHist("after reading: %v", err), true
 	}
-	createdB, createdA := createdSeries(d.before, spec.name), createdSeries(d.after, spec.name)
+	agg, failed := d.histSum(spec.name, sb, sa)
+	if failed != nil {
+		return *failed, true
+	}
+	return d.histFigures(spec.name, agg), true
+}
 
-	var agg *histPoint
+// unknownHist is a histogram left out, with the problem that says why.
+func (d *differ) unknownHist(format string, args ...any) receipts.Histogram {
+	msg := fmt.Sprintf(format, args...)
+	d.problemf("%s", msg)
+	return receipts.Histogram{Status: "unknown: " + msg}
+}
+
+// histSum is the window delta of every series of a histogram, summed; a
+// series that cannot be differenced (present once, edges changed,
+// recreated, counts backwards) leaves the whole histogram out: failed is
+// then what the receipt holds for it.
+func (d *differ) histSum(name string, sb, sa map[string]histPoint) (agg *histPoint, failed *receipts.Histogram) {
+	fail := func(h receipts.Histogram) (*histPoint, *receipts.Histogram) { return nil, &h }
+	createdB, createdA := createdSeries(d.before, name), createdSeries(d.after, name)
 	for _, k := range unionKeys(sb, sa) {
 		pb, inB := sb[k]
 		pa, inA := sa[k]
 		switch {
 		case !inA:
-			return unknown("%s%s present only in the before reading", spec.name, k)
+			return fail(d.unknownHist("%s%s present only in the before reading", name, k))
 		case !inB:
-			return unknown("%s%s present only in the after reading: its counts before the window are unknown", spec.name, k)
+			return fail(d.unknownHist("%s%s present only in the after reading: its counts before the window are unknown", name, k))
 		case !slices.Equal(pb.edges(), pa.edges()):
-			return unknown("%s%s bucket edges changed between readings (%s before, %s after)", spec.name, k, edgeList(pb.edges()), edgeList(pa.edges()))
+			return fail(d.unknownHist("%s%s bucket edges changed between readings (%s before, %s after)", name, k, edgeList(pb.edges()), edgeList(pa.edges())))
 		}
-		if !d.sameCreated(createdB, createdA, spec.name, k) {
-			return receipts.Histogram{Status: "unknown: series recreated"}, true
+		if !d.sameCreated(createdB, createdA, name, k) {
+			return fail(receipts.Histogram{Status: "unknown: series recreated"})
 		}
-		delta := histPoint{count: pa.count - pb.count, sum: pa.sum - pb.sum, buckets: make([]bucket, len(pa.buckets))}
-		backwards := delta.count < 0
-		for i := range pa.buckets {
-			delta.buckets[i] = bucket{upper: pa.buckets[i].upper, cum: pa.buckets[i].cum - pb.buckets[i].cum}
-			backwards = backwards || delta.buckets[i].cum < 0
-		}
+		delta, backwards := pa.minus(pb)
 		if backwards {
-			d.resetf("%s%s counts went backwards (count %s before, %s after): counters were reset", spec.name, k, num(pb.count), num(pa.count))
-			return receipts.Histogram{Status: "unknown: counters reset"}, true
+			d.resetf("%s%s counts went backwards (count %s before, %s after): counters were reset", name, k, num(pb.count), num(pa.count))
+			return fail(receipts.Histogram{Status: "unknown: counters reset"})
 		}
 		if agg == nil {
 			agg = &delta
 			continue
 		}
 		if !slices.Equal(agg.edges(), delta.edges()) {
-			return unknown("%s series have different bucket edges (%s and %s%s)", spec.name, edgeList(agg.edges()), k, edgeList(delta.edges()))
+			return fail(d.unknownHist("%s series have different bucket edges (%s and %s%s)", name, edgeList(agg.edges()), k, edgeList(delta.edges())))
 		}
 		agg.count += delta.count
 		agg.sum += delta.sum
@@ -95,19 +103,37 @@ func (d *differ) histogram(spec histogramSpec) (receipts.Histogram, bool) {
 		}
 	}
 	if agg == nil {
-		return unknown("%s has no series", spec.name)
+		return fail(d.unknownHist("%s has no series", name))
 	}
+	return agg, nil
+}
+
+// minus is the change from b to a, series of the same edges; backwards
+// when the count or any bucket fell (a reset counter).
+func (a histPoint) minus(b histPoint) (delta histPoint, backwards bool) {
+	delta = histPoint{count: a.count - b.count, sum: a.sum - b.sum, buckets: make([]bucket, len(a.buckets))}
+	backwards = delta.count < 0
+	for i := range a.buckets {
+		delta.buckets[i] = bucket{upper: a.buckets[i].upper, cum: a.buckets[i].cum - b.buckets[i].cum}
+		backwards = backwards || delta.buckets[i].cum < 0
+	}
+	return delta, backwards
+}
+
+// histFigures are the count, sum and quantiles of a summed window delta
+// that adds up.
+func (d *differ) histFigures(name string, agg *histPoint) receipts.Histogram {
 	if err := agg.check(); err != nil {
-		return unknown("%s window delta: %v", spec.name, err)
+		return d.unknownHist("%s window delta: %v", name, err)
 	}
 	h := receipts.Histogram{Status: StatusOK, Count: agg.count, Sum: agg.sum}
 	if agg.count == 0 {
 		h.Status = StatusEmpty
-		return h, true
+		return h
 	}
 	h.UpperBound = quantiles(agg.buckets, agg.count, upperBoundQuantile)
 	h.Interpolated = quantiles(agg.buckets, agg.count, interpolatedQuantile)
-	return h, true
+	return h
 }
 
 // check refuses a delta whose buckets are not cumulative or do not add up to

@@ -17,18 +17,11 @@ import (
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
-}
-
 // SpeedConfig is what a run on ep measures, keyed as receipts/speed names
 // the configuration lines a benchmark output carries (speed.ConfigLines):
 // the target kind, the model asked and its served root, the server build
 // (from /version), the twin's profile, time scale, slowdown and faults,
-// the scoring mode, whether a judgment's questions fan out, the token benchmark's and the matrix's settings, and
+// the scoring mode, how a judgment's requests are dispatched, the token benchmark's and the matrix's settings, and
 // the slice digest of each set measured (none for a token run). A failed
 // probe returns what is known and the error.
 func SpeedConfig(ctx context.Context, ep bench.Endpoint, cfg config.Config, sets []fixtures.Set) (map[string]string, error) {
@@ -36,7 +29,7 @@ func SpeedConfig(ctx context.Context, ep bench.Endpoint, cfg config.Config, sets
 	out := map[string]string{
 		speed.KeyHarness:     bench.HarnessVersion,
 		speed.KeyScoring:     string(cfg.Mode),
-		speed.KeyFanOut:      onOff(cfg.FanOut),
+		speed.KeyDispatch:    string(cfg.Dispatch),
 		speed.KeyServerFlags: cfg.ServerFlags,
 		speed.KeyTokens:      fmt.Sprintf("output=%d", cfg.Tokens.OutputTokens),
 		speed.KeyMatrix:      fmt.Sprintf("duration=%s output=%d targeting=%s", cfg.Matrix.Duration, cfg.Matrix.OutputTokens, cfg.Matrix.Targeting),

@@ -15,7 +15,7 @@ func SessionOptions(cfg config.Config) bench.Options {
 		inFlight = max(cfg.OpenLoop.MaxConcurrency, 1)
 	}
 	return bench.Options{
-		Mode: cfg.Mode, TopLogprobs: cfg.TopLogprobs, ScoringFallback: cfg.ScoringFallback, FanOut: cfg.FanOut,
+		Mode: cfg.Mode, TopLogprobs: cfg.TopLogprobs, ScoringFallback: cfg.ScoringFallback, Dispatch: cfg.Dispatch,
 		RequestTimeout: cfg.RequestTimeout, ControlTimeout: cfg.ControlDeadline(),
 		ContinueOnError: cfg.ContinueOnError, MaxFailed: cfg.MaxFailed, InFlight: inFlight,
 		Burstiness: cfg.OpenLoop.Shape(), Seed: cfg.OpenLoop.Seed,

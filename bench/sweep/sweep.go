@@ -137,7 +137,7 @@ func Open(ctx context.Context, cfg config.Config, dir *rundir.Dir, o Options) (*
 func (r *Run) newTransport(ctx context.Context) (*http.Transport, error) {
 	o := SessionOptions(r.Config)
 	n := max(o.InFlight, slices.Max(append([]int{1}, r.Config.Tokens.Levels...)), slices.Max(append([]int{1}, r.Config.Matrix.Levels...)))
-	if o.FanOut {
+	if o.Dispatch == judgments.DispatchFanOut {
 		for _, name := range r.Config.Sets {
 			set, err := r.Set(ctx, name)
 			if err != nil {

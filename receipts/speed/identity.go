@@ -25,7 +25,10 @@ const (
 	KeyHarness     = "harness"      // vetbench's harness version
 	KeyLoad        = "load"         // an open loop's arrival process (rates are in the names); absent: closed loop
 	KeySLO         = "slo"          // the stated latency target and goodput; absent: none
-	KeyFanOut      = "fan-out"      // a judgment's questions sent at once (on) or in order (off)
+	KeyDispatch    = "dispatch"     // how a judgment's requests are sent: in-order, fan-out or typevet
+	// KeyFanOut is the dispatch's older line (on: fan-out, off: in-order);
+	// Load reads it as KeyDispatch, so older outputs compare.
+	KeyFanOut = "fan-out"
 
 	// Changes: what a candidate changes on purpose. Listed when they
 	// differ, never refused: gating a vLLM upgrade compares two builds.
@@ -44,7 +47,7 @@ const (
 // IdentityKeys are refused when they differ; ChangeKeys are listed. Keys of
 // neither list (goos, cpu, pkg, …) are ignored, as benchstat is told to.
 var (
-	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness, KeyLoad, KeySLO, KeyFanOut}
+	IdentityKeys = []string{KeyTarget, KeyModel, KeyServedRoot, KeyTwinProfile, KeyTimeScale, KeyScoring, KeyFixture, KeyTokens, KeyMatrix, KeyHarness, KeyLoad, KeySLO, KeyDispatch}
 	ChangeKeys   = []string{KeyServerBuild, KeyServerFlags, KeySlowdown, KeyTwinFaults, KeyEndpoints}
 )
 

@@ -62,19 +62,53 @@ func TestGateRefusesAnotherIdentity(t *testing.T) {
 	require.Contains(t, b.String(), "identity differs (allowed): twin-profile: fast → h100-gemma4-31b")
 }
 
-// Question fan-out changes what a judgment's latency is: two runs that
-// differ in it are two experiments, refused like two twin profiles.
-func TestGateRefusesFanOutAgainstInOrder(t *testing.T) {
+// The dispatch changes what a judgment's latency is: two runs that differ
+// in it are two experiments, refused like two twin profiles, unless drift
+// is allowed. Outputs from before the typevet dispatch say "fan-out: on"
+// or "off": they are read as fan-out and in-order, so they compare with
+// newer outputs of the same dispatch and are refused against a typevet run.
+func TestGateRefusesMixedDispatch(t *testing.T) {
 	t.Parallel()
-	off, on := twin("fast"), twin("fast")
-	off[speed.KeyFanOut], on[speed.KeyFanOut] = "off", "on"
-	rep := speed.Decide(withConfig(t, 11, base, off), withConfig(t, 12, base, on), speed.DefaultPolicy())
-	require.True(t, rep.NoVerdict())
-	require.Equal(t, []string{"fan-out: off → on"}, rep.Identity.Differs)
-	// Positive control: the same setting on both sides goes to the statistics.
-	rep = speed.Decide(withConfig(t, 11, base, on), withConfig(t, 12, base, on), speed.DefaultPolicy())
-	require.Empty(t, rep.Identity.Differs)
-	require.True(t, rep.Passed, "%v", rep.Problems)
+	// side is an output whose configuration states dispatch d, or, for
+	// "fan-out: on|off", the older line instead (ConfigLines no longer
+	// writes it).
+	side := func(seed uint64, d string) *speed.Samples {
+		cfg := twin("fast")
+		head := ""
+		if v, ok := strings.CutPrefix(d, "fan-out: "); ok {
+			head = speed.KeyFanOut + ": " + v + "\n"
+		} else {
+			cfg[speed.KeyDispatch] = d
+		}
+		out := head + strings.Join(speed.ConfigLines(cfg), "\n") + "\n" + benchOutput(rand.New(rand.NewPCG(seed, 9)), base, 10, "x")
+		sm, err := speed.Load(strings.NewReader(out), "gen")
+		require.NoError(t, err)
+		return sm
+	}
+	for _, tc := range []struct{ base, cand, differs string }{
+		{"in-order", "fan-out", "dispatch: in-order → fan-out"},
+		{"in-order", "typevet", "dispatch: in-order → typevet"},
+		{"fan-out: off", "typevet", "dispatch: in-order → typevet"},
+		{"fan-out: on", "typevet", "dispatch: fan-out → typevet"},
+		{"fan-out: off", "fan-out: on", "dispatch: in-order → fan-out"},
+	} {
+		rep := speed.Decide(side(11, tc.base), side(12, tc.cand), speed.DefaultPolicy())
+		require.True(t, rep.NoVerdict(), tc.differs)
+		require.Equal(t, []string{tc.differs}, rep.Identity.Differs)
+		p := speed.DefaultPolicy()
+		p.AllowIdentityDrift = true
+		rep = speed.Decide(side(11, tc.base), side(12, tc.cand), p)
+		require.False(t, rep.NoVerdict(), "-allow-identity-drift compares them: %v", rep.Problems)
+	}
+	// Positive controls: the same dispatch on both sides, and an older
+	// output's "fan-out: off" against a newer in-order one, go to the
+	// statistics.
+	for _, pair := range [][2]string{{"typevet", "typevet"}, {"fan-out: off", "in-order"}, {"fan-out: on", "fan-out"}} {
+		rep := speed.Decide(side(11, pair[0]), side(12, pair[1]), speed.DefaultPolicy())
+		require.Empty(t, rep.Identity.Differs, pair)
+		require.Empty(t, rep.Identity.Unverified, pair)
+		require.True(t, rep.Passed, "%v", rep.Problems)
+	}
 }
 
 func TestGateSameIdentityGoesToTheStatistics(t *testing.T) {

@@ -216,9 +216,9 @@ func (im *importer) run() (*receipts.Receipt, error) {
 	}
 	rc.Identity.Upstream["backend"] = backend
 	rc.Pins.Model = model
-	// typevet on vLLM always asks for the candidates by token id
-	// (logprob_token_ids); it records no token ids.
-	rc.Pins.ScoringMode = string(judgments.ModeTokenIDs)
+	// typevet on vLLM asks for the candidates by token id (recording no ids),
+	// tokenizing every control anew before each judgment: the typevet dispatch.
+	rc.Pins.ScoringMode, rc.Pins.QuestionDispatch = string(judgments.ModeTokenIDs), receipts.DispatchTypevet
 	wall, err := top.num("wall_seconds")
 	if err != nil {
 		return nil, err

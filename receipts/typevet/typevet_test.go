@@ -86,6 +86,7 @@ func TestImportEveryReceipt(t *testing.T) {
 			wantC = *want.Pins.Concurrency
 		}
 		require.Equal(t, wantC, r.Pins.Concurrency, name)
+		require.Equal(t, receipts.DispatchTypevet, r.Pins.QuestionDispatch, "typevet's client: a baseline for -dispatch typevet")
 		// Every item, every answer: the Noul is the file's confidence,
 		// the verdict the file's verdict, the level the file's level.
 		for i, it := range items {

@@ -58,6 +58,12 @@ type Config struct {
 	// answer before the stream, or -1 for an error object after the first
 	// token.
 	Fail func(r Request) int
+	// Hostile, when set, names how a request's stream misbehaves after
+	// its role chunk, none of which ever goes quiet: "endless" (a token
+	// every TokenDelay past max_tokens, no finish, no usage chunk, no
+	// [DONE]), "ping" (a ": ping" comment every 100 ms forever), "flood"
+	// (4 KB content chunks as fast as they are read); "" a normal stream.
+	Hostile func(r Request) string
 	// CharsPerToken is how prompt text is counted (default 4); each image
 	// adds ImageTokens (default 256); the chat template adds 10.
 	CharsPerToken, ImageTokens int
@@ -205,39 +211,16 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]any{"count": n, "max_model_len": s.cfg.MaxModelLen, "tokens": make([]int, n)})
 }
 
+// chat serves one streamed chat completion in vLLM's steps: read and
+// record the request, refuse what vLLM would refuse (or the test injects),
+// wait for a running slot, then stream the tokens.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	var b wireBody
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&b); err != nil {
-		writeError(w, 400, err.Error())
+	b, req, ok := s.readChat(w, r)
+	if !ok {
 		return
 	}
-	text, images, err := b.read()
-	if err != nil {
-		writeError(w, 400, err.Error())
-		return
-	}
-	if !b.Stream {
-		writeError(w, 400, "the fake streams only")
-		return
-	}
-	s.mu.Lock()
-	s.seq++
-	req := Request{Seq: s.seq, Text: text, Images: images, MaxTokens: b.MaxTokens, IgnoreEOS: b.IgnoreEOS,
-		Temperature: b.Temperature, Prompt: s.Count(text, len(images))}
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
-
-	if req.Prompt+b.MaxTokens > s.cfg.MaxModelLen {
-		writeError(w, 400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion).",
-			s.cfg.MaxModelLen, req.Prompt+b.MaxTokens, req.Prompt, b.MaxTokens))
-		return
-	}
-	fail := 0
-	if s.cfg.Fail != nil {
-		fail = s.cfg.Fail(req)
-	}
-	if fail > 0 {
-		writeError(w, fail, "injected failure")
+	fail, ok := s.admit(w, b, req)
+	if !ok {
 		return
 	}
 	n := b.MaxTokens
@@ -245,8 +228,63 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		n = min(s.cfg.Tokens(req), b.MaxTokens)
 	}
 	loop := s.cfg.Loop != nil && s.cfg.Loop(req)
+	if !s.acquire(r) {
+		return
+	}
+	defer s.release()
+	s.stream(w, r, req, b.MaxTokens, n, loop, fail)
+}
 
-	// Queue: wait for a running slot, counted as waiting meanwhile.
+// readChat decodes a chat body and records it as the next Request; a body
+// the fake cannot read is answered 400 (ok false). Only streams are served:
+// the benchmarks this fake tests never ask for anything else.
+func (s *Server) readChat(w http.ResponseWriter, r *http.Request) (b wireBody, req Request, ok bool) {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&b); err != nil {
+		writeError(w, 400, err.Error())
+		return b, req, false
+	}
+	text, images, err := b.read()
+	if err != nil {
+		writeError(w, 400, err.Error())
+		return b, req, false
+	}
+	if !b.Stream {
+		writeError(w, 400, "the fake streams only")
+		return b, req, false
+	}
+	s.mu.Lock()
+	s.seq++
+	req = Request{Seq: s.seq, Text: text, Images: images, MaxTokens: b.MaxTokens, IgnoreEOS: b.IgnoreEOS,
+		Temperature: b.Temperature, Prompt: s.Count(text, len(images))}
+	s.requests = append(s.requests, req)
+	s.mu.Unlock()
+	return b, req, true
+}
+
+// admit answers, before any stream, what vLLM refuses (a prompt plus
+// max_tokens over the context, in vLLM's words) and an injected HTTP
+// failure; ok false when it answered. fail < 0 is an error the stream
+// sends after its first token.
+func (s *Server) admit(w http.ResponseWriter, b wireBody, req Request) (fail int, ok bool) {
+	if req.Prompt+b.MaxTokens > s.cfg.MaxModelLen {
+		writeError(w, 400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion).",
+			s.cfg.MaxModelLen, req.Prompt+b.MaxTokens, req.Prompt, b.MaxTokens))
+		return 0, false
+	}
+	if s.cfg.Fail != nil {
+		fail = s.cfg.Fail(req)
+	}
+	if fail > 0 {
+		writeError(w, fail, "injected failure")
+		return fail, false
+	}
+	return fail, true
+}
+
+// acquire waits for a running slot (when MaxRunning bounds them), counted
+// as waiting meanwhile so /metrics shows the queue, then counts the
+// request as running; false when the client left while it waited.
+func (s *Server) acquire(r *http.Request) bool {
 	if s.slots != nil {
 		select {
 		case s.slots <- struct{}{}:
@@ -263,62 +301,109 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 				s.mu.Lock()
 				s.waiting--
 				s.mu.Unlock()
-				return
+				return false
 			}
 		}
 	}
 	s.mu.Lock()
 	s.running++
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.running--
-		s.mu.Unlock()
-		if s.slots != nil {
-			<-s.slots
-		}
-	}()
+	return true
+}
 
+// release ends what acquire began.
+func (s *Server) release() {
+	s.mu.Lock()
+	s.running--
+	s.mu.Unlock()
+	if s.slots != nil {
+		<-s.slots
+	}
+}
+
+// sse writes one request's stream in vLLM's chunk shape.
+type sse struct {
+	w      http.ResponseWriter
+	fl     http.Flusher
+	r      *http.Request
+	id     string
+	model  string
+	prompt int
+}
+
+// send writes one data line; false when the client is gone, so the
+// stream stops at once as vLLM's does.
+func (e sse) send(v any) bool {
+	data, _ := json.Marshal(v)
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", data); err != nil {
+		return false
+	}
+	e.fl.Flush()
+	return e.r.Context().Err() == nil
+}
+
+// hostile streams mode (Config.Hostile) until the client goes away.
+func (s *Server) hostile(e sse, mode string) {
+	big := strings.Repeat("x", 4<<10)
+	for k := 1; e.r.Context().Err() == nil; k++ {
+		switch mode {
+		case "endless":
+			if d := s.cfg.TokenDelay; d > 0 {
+				time.Sleep(d)
+			}
+			if !e.send(e.chunk(choice(map[string]any{"content": Word(1, k)}, nil), k)) {
+				return
+			}
+		case "ping":
+			time.Sleep(100 * time.Millisecond)
+			if _, err := io.WriteString(e.w, ": ping\n\n"); err != nil {
+				return
+			}
+			e.fl.Flush()
+		case "flood":
+			if !e.send(e.chunk(choice(map[string]any{"content": big}, nil), k)) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// chunk is a chat.completion.chunk with continuous usage after k tokens.
+func (e sse) chunk(choices any, k int) map[string]any {
+	usage := map[string]any{"prompt_tokens": e.prompt, "total_tokens": e.prompt + k, "completion_tokens": k}
+	return map[string]any{"id": e.id, "object": "chat.completion.chunk", "created": 1, "model": e.model, "choices": choices, "usage": usage}
+}
+
+// choice is the one choice of a chunk.
+func choice(delta map[string]any, finish any) []map[string]any {
+	return []map[string]any{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
+}
+
+// stream sends the role chunk, n token chunks (the last with its finish
+// reason: "length" at max_tokens, "stop" when shorter), the usage-only
+// chunk and [DONE]; fail < 0 sends an error object after the first token
+// instead, as vLLM does when the engine dies mid-stream.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, maxTokens, n int, loop bool, fail int) {
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(200)
-	fl := w.(http.Flusher)
-	id := fmt.Sprintf("chatcmpl-%d", req.Seq)
-	send := func(v any) bool {
-		data, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
-			return false
-		}
-		fl.Flush()
-		return r.Context().Err() == nil
+	e := sse{w: w, fl: w.(http.Flusher), r: r, id: fmt.Sprintf("chatcmpl-%d", req.Seq), model: s.cfg.Model, prompt: req.Prompt}
+	if !e.send(e.chunk(choice(map[string]any{"role": "assistant", "content": ""}, nil), 0)) {
+		return
 	}
-	usage := func(k int) map[string]any {
-		return map[string]any{"prompt_tokens": req.Prompt, "total_tokens": req.Prompt + k, "completion_tokens": k}
-	}
-	choice := func(delta map[string]any, finish any) []map[string]any {
-		return []map[string]any{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
-	}
-	chunk := func(choices any, k int) map[string]any {
-		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": s.cfg.Model, "choices": choices, "usage": usage(k)}
-	}
-	if !send(chunk(choice(map[string]any{"role": "assistant", "content": ""}, nil), 0)) {
+	if s.cfg.Hostile != nil && s.cfg.Hostile(req) != "" {
+		s.hostile(e, s.cfg.Hostile(req))
 		return
 	}
 	for k := 1; k <= n; k++ {
-		d := s.cfg.TokenDelay
-		if k == 1 {
-			d = s.cfg.FirstDelay
-		}
-		if d > 0 {
-			select {
-			case <-time.After(d):
-			case <-r.Context().Done():
-				return
-			}
+		if !s.delay(r, k) {
+			return
 		}
 		var finish any
 		if k == n {
 			finish = "length"
-			if n < b.MaxTokens {
+			if n < maxTokens {
 				finish = "stop"
 			}
 		}
@@ -326,23 +411,41 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		if loop {
 			text = "duct"
 		}
-		if !send(chunk(choice(map[string]any{"content": text}, finish), k)) {
+		if !e.send(e.chunk(choice(map[string]any{"content": text}, finish), k)) {
 			return
 		}
 		s.mu.Lock()
 		s.gen++
 		s.mu.Unlock()
 		if k == 1 && fail < 0 {
-			send(map[string]any{"error": map[string]any{"message": "injected error", "type": "InternalServerError", "param": nil, "code": 500}})
-			send("[DONE]")
+			e.send(map[string]any{"error": map[string]any{"message": "injected error", "type": "InternalServerError", "param": nil, "code": 500}})
+			e.send("[DONE]")
 			return
 		}
 	}
-	if !send(chunk([]any{}, n)) {
+	if !e.send(e.chunk([]any{}, n)) {
 		return
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
-	fl.Flush()
+	e.fl.Flush()
+}
+
+// delay waits before token k (FirstDelay before the first, TokenDelay
+// after); false when the client left meanwhile.
+func (s *Server) delay(r *http.Request, k int) bool {
+	d := s.cfg.TokenDelay
+	if k == 1 {
+		d = s.cfg.FirstDelay
+	}
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // Word is the fake's k-th token of request seq: a word that never forms

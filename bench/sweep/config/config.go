@@ -42,10 +42,10 @@ type Config struct {
 	// ContinueOnError records a failed judgment and goes on instead of
 	// stopping the run at it.
 	ContinueOnError bool
-	// FanOut sends the questions of one judgment at once instead of one
-	// after another (judgments.WithFanOut); receipts and the speed
-	// identity say which.
-	FanOut bool
+	// Dispatch is how a judgment's requests are sent: in order, its
+	// questions at once (fan-out), or as typevet's client sends them
+	// (judgments.Dispatch); receipts and the speed identity say which.
+	Dispatch judgments.Dispatch
 	// MaxFailed is the share of a point's judgments (0..1) that may fail
 	// with the point still passing; 0, the default, accepts none.
 	MaxFailed float64
@@ -83,6 +83,8 @@ type Config struct {
 	// test matrix (see tokens.go).
 	Tokens Tokens
 	Matrix Matrix
+	// Stream bounds each stream of both (see stream.go).
+	Stream Stream
 	// OpenLoop is the open-loop load (rates instead of levels), SLO the
 	// stated latency target and goodput (see load.go).
 	OpenLoop OpenLoop
@@ -153,9 +155,11 @@ func Default() Config {
 		Warmup:         DefaultWarmup,
 		RequestTimeout: DefaultRequestTimeout,
 		Mode:           judgments.ModeTokenIDs,
+		Dispatch:       judgments.DispatchInOrder,
 		TopLogprobs:    judgments.DefaultTopLogprobs,
 		Tokens:         defaultTokens(),
 		Matrix:         defaultMatrix(),
+		Stream:         defaultStream(),
 	}
 }
 

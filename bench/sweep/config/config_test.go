@@ -70,6 +70,7 @@ func TestEnv(t *testing.T) {
 		EnvFixtureSeed:     "7",
 		EnvFixtureSize:     "30",
 		EnvTypevetIDs:      "true",
+		EnvDispatch:        " typevet ",
 		"VETBENCH_UNKNOWN": "ignored",
 	})))
 	require.NoError(t, err)
@@ -84,6 +85,7 @@ func TestEnv(t *testing.T) {
 		RequestTimeout:  90 * time.Second,
 		ControlTimeout:  3 * time.Second,
 		ContinueOnError: true,
+		Dispatch:        judgments.DispatchTypevet,
 		MaxFailed:       0.05,
 		Mode:            judgments.ModeTopLogprobs,
 		TopLogprobs:     5,
@@ -96,6 +98,7 @@ func TestEnv(t *testing.T) {
 		GPUHourlyUSD:    2.49,
 		Tokens:          Default().Tokens,
 		Matrix:          Default().Matrix,
+		Stream:          Default().Stream,
 	}, c)
 }
 
@@ -288,6 +291,7 @@ typevet_ids = true
 		Target:          Target{Endpoint: "http://gpu-box:8000", Model: "google/gemma-4-31B-it"},
 		Twin:            Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1.2, Faults: []string{"http500:every=3", "nan:match=r01"}, Replicas: 1},
 		Sets:            []string{"checks", "faces"},
+		Dispatch:        judgments.DispatchInOrder,
 		Fixtures:        sets.Options{Seed: 7, Size: 3, LFWDir: "/data/lfw", TypevetIDs: true},
 		Levels:          []int{1, 16},
 		Arms:            []receipts.Arm{receipts.ArmCold, receipts.ArmWarm},
@@ -304,6 +308,7 @@ typevet_ids = true
 		GPUHourlyUSD:    2.49,
 		Tokens:          Default().Tokens,
 		Matrix:          Default().Matrix,
+		Stream:          Default().Stream,
 	}, c)
 
 	// The environment overrides the file, the flags override both; -config
@@ -467,11 +472,13 @@ func TestREADMERunFile(t *testing.T) {
 	}
 }
 
-// Fan-out is off unless said: a run file turns it on, the environment
-// over it, a bare -fan-out over both; settings.toml keeps it.
-func TestFanOut(t *testing.T) {
-	require.False(t, Default().FanOut)
-	path := writeRunFile(t, "fan_out = true\n")
+// The dispatch is in order unless said: a run file sets it, the
+// environment over it, a flag over both (defaults < file < environment <
+// flags); settings.toml keeps it. fan_out, its older spelling, still sets
+// fan-out (true) or in-order (false) in its layer.
+func TestDispatch(t *testing.T) {
+	require.Equal(t, judgments.DispatchInOrder, Default().Dispatch)
+	path := writeRunFile(t, "dispatch = \"typevet\"\n")
 	load := func(environ map[string]string, args ...string) Config {
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -481,15 +488,25 @@ func TestFanOut(t *testing.T) {
 		require.NoError(t, err)
 		return c
 	}
-	require.True(t, load(map[string]string{EnvConfig: path}).FanOut, "the file")
-	require.False(t, load(map[string]string{EnvConfig: path, EnvFanOut: "0"}).FanOut, "the environment over the file")
-	require.True(t, load(map[string]string{EnvConfig: path, EnvFanOut: "0"}, "-fan-out").FanOut, "the flag over both")
-	require.False(t, load(map[string]string{EnvFanOut: "1"}, "-fan-out=false").FanOut)
+	require.Equal(t, judgments.DispatchTypevet, load(map[string]string{EnvConfig: path}).Dispatch, "the file")
+	require.Equal(t, judgments.DispatchFanOut, load(map[string]string{EnvConfig: path, EnvDispatch: "fan-out"}).Dispatch, "the environment over the file")
+	require.Equal(t, judgments.DispatchInOrder, load(map[string]string{EnvConfig: path, EnvDispatch: "fan-out"}, "-dispatch", "in-order").Dispatch, "the flag over both")
+	require.Equal(t, judgments.DispatchTypevet, load(nil, "-dispatch=typevet").Dispatch)
+	// The older spelling.
+	require.Equal(t, judgments.DispatchFanOut, load(map[string]string{EnvConfig: writeRunFile(t, "fan_out = true\n")}).Dispatch)
+	require.Equal(t, judgments.DispatchInOrder, load(map[string]string{EnvConfig: path, EnvFanOut: "0"}).Dispatch, "the environment over the file")
+	require.Equal(t, judgments.DispatchFanOut, load(map[string]string{EnvFanOut: "0"}, "-fan-out").Dispatch, "a bare flag over the environment")
 
 	_, err := Load(Env(env(map[string]string{EnvFanOut: "sometimes"})))
 	require.ErrorContains(t, err, `VETBENCH_FANOUT="sometimes": want true or false`)
+	_, err = Load(Env(env(map[string]string{EnvDispatch: "fanout"})))
+	require.ErrorContains(t, err, `VETBENCH_DISPATCH="fanout": want in-order, fan-out or typevet`)
 
-	var b strings.Builder
-	require.NoError(t, WriteSettings(&b, load(map[string]string{EnvFanOut: "1"})))
-	require.Contains(t, b.String(), "\nfan_out = true\n")
+	for _, d := range judgments.Dispatches() {
+		var b strings.Builder
+		require.NoError(t, WriteSettings(&b, load(map[string]string{EnvDispatch: string(d)})))
+		require.Contains(t, b.String(), "\ndispatch = \""+string(d)+"\"\n")
+		require.NotContains(t, b.String(), "fan_out")
+		require.Equal(t, d, load(map[string]string{EnvConfig: writeRunFile(t, b.String())}).Dispatch, "settings.toml reads back")
+	}
 }

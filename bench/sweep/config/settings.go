@@ -48,7 +48,8 @@ const (
 	EnvTypevetIDs      = "VETBENCH_TYPEVET_IDS"
 	EnvForce           = "VETBENCH_FORCE"
 	EnvConfig          = "VETBENCH_CONFIG"
-	EnvFanOut          = "VETBENCH_FANOUT"
+	EnvFanOut          = "VETBENCH_FANOUT" // VETBENCH_DISPATCH's older spelling
+	EnvDispatch        = "VETBENCH_DISPATCH"
 )
 
 // setting is one configuration value: where it may come from, the one
@@ -270,16 +271,31 @@ func settings() []setting {
 			c.ContinueOnError = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.ContinueOnError) }},
+		{env: EnvDispatch, flag: "dispatch", key: "dispatch", def: string(judgments.DispatchInOrder),
+			usage: "how a judgment's requests are sent: in-order, fan-out (its questions at once) or typevet (every control tokenized anew first, as typevet's client does) (" + EnvDispatch + ")",
+			set: func(c *Config, v string) error {
+				d, err := judgments.ParseDispatch(v)
+				if err != nil {
+					return errors.New("want in-order, fan-out or typevet")
+				}
+				c.Dispatch = d
+				return nil
+			}, show: func(c *Config) string { return tomlString(string(c.Dispatch)) }},
+		// fan_out is dispatch's older spelling: true is fan-out, false in
+		// order; settings.toml writes dispatch.
 		{env: EnvFanOut, flag: "fan-out", key: "fan_out", boolean: true,
-			usage: "send the questions of a judgment at once instead of one after another (" + EnvFanOut + ")",
+			usage: "send the questions of a judgment at once: -dispatch fan-out (" + EnvFanOut + ")",
 			set: func(c *Config, v string) error {
 				b, err := strconv.ParseBool(strings.TrimSpace(v))
 				if err != nil {
 					return errors.New("want true or false (1 or 0)")
 				}
-				c.FanOut = b
+				c.Dispatch = judgments.DispatchInOrder
+				if b {
+					c.Dispatch = judgments.DispatchFanOut
+				}
 				return nil
-			}, show: func(c *Config) string { return strconv.FormatBool(c.FanOut) }},
+			}},
 		{env: EnvMaxFailed, flag: "max-failed", key: "max_failed", usage: "accepted `share` of failed judgments per point, 0..1 or a percentage (" + EnvMaxFailed + ", default 0)", def: "0",
 			set: func(c *Config, v string) error {
 				v = strings.TrimSpace(v)
@@ -361,7 +377,7 @@ func settings() []setting {
 			c.Fixtures.TypevetIDs = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.Fixtures.TypevetIDs) }},
-	}, append(append(tokenSettings(), matrixSettings()...), loadSettings()...)...)
+	}, append(append(append(tokenSettings(), matrixSettings()...), streamSettings()...), loadSettings()...)...)
 }
 
 // text sets a string field, trimmed.
