@@ -28,10 +28,6 @@ var longKnown = map[string]int{
 	"receipts/report/svg.go SVG":              126,
 	"receipts/roofline/config.go ParseConfig": 122,
 	"receipts/roofline/config.go readMoE":     97,
-	"receipts/typevet/typevet.go pins":        88,
-	"receipts/typevet/typevet.go server":      98,
-	"receipts/typevet/typevet.go throughput":  88,
-	"receipts/validate.go validateAnswer":     111,
 }
 
 // funcLen is one function of the tree: where, its name, its lines, and
