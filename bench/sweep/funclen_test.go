@@ -22,10 +22,6 @@ const MaxFuncLines = 80
 // length then: each is to be split along its steps. A listed function may
 // not grow; one that fits now is noted (take it off the list).
 var longKnown = map[string]int{
-	"cmd/vetbench/report.go runReport":        89,
-	"receipts/report/report.go runsSection":   144,
-	"receipts/report/stream.go tokensSection": 82,
-	"receipts/report/svg.go SVG":              126,
 	"receipts/roofline/config.go ParseConfig": 122,
 	"receipts/roofline/config.go readMoE":     97,
 }
