@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os/exec"
 	"strings"
 	"time"
@@ -16,60 +14,8 @@ import (
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/progress"
-	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
-
-const gateUsage = `usage: vetbench gate [flags] BASELINE CANDIDATE
-       vetbench gate -run [flags] BASELINE CANDIDATE
-
-Compares the speed of a candidate with a baseline's. BASELINE and
-CANDIDATE are files of "go test -bench" output (several runs each, e.g.
--count 10; a run directory's bench.txt). With -run, each may instead be a
-target to benchmark now, in this process (no Go toolchain or source tree
-needed): an endpoint URL (a live vLLM) or "inprocess" (the twin in this
-process). The sets, levels and arms are the configuration's (-sets,
--levels, -arms, -config and the VETBENCH_* variables, as for vetbench run);
-runs of two targets are interleaved (A B B A A B …) so drift of the
-machine hits both alike. Each side is a run directory of its own
-(baseline/ and candidate/: receipts of every run, bench.txt,
-settings.toml) under a new out/runs/<time>-<id>, or under -out.
-
-For every benchmark × unit with a known direction (Unit <u> better=higher
-or better=lower lines; sec/op, B/op, allocs/op built in) the gate fails
-when the candidate's median is worse by more than -margin and a
-Mann-Whitney U test gives p < -alpha, held family-wise across the gated
-metrics (Holm), so an unchanged candidate fails at most -alpha of the
-time however many metrics there are. The go tool benchstat tables are
-shown for reading; the decision does not parse them.
-
-Outputs carry configuration lines saying what they measured (model,
-served root, target kind, twin profile, time scale, fixture, token and
-matrix settings, identity digest). When any of these differ the gate
-refuses to compare (exit 2) and lists what differs, unless
--allow-identity-drift; what a candidate changes on purpose (server build,
-server flags, twin slowdown and faults) is listed and compared.
-
-With -min-goodput S (a stated SLO: the runs had VETBENCH_SLO set, so
-their lines carry the goodput metric) a candidate benchmark whose median
-goodput is below S fails whatever the baseline did; no goodput metric in
-the candidate leaves the gate without a verdict.
-
-A benchmark the candidate lacks (an output cut short, a point that did
-not run) leaves the gate without a verdict; a failure count (failed-items)
-the candidate has and the baseline never recorded fails. With -run, a
-candidate run with a point that did not pass (failed judgments beyond
-VETBENCH_MAX_FAILED, a stop, a server that went down) fails the gate
-whatever the statistics say; a baseline run that does cannot be
-compared. A server found down ends the runs.
-
-Exit status: 0 pass, 1 the candidate is slower or failed, 2 could not
-decide (bad input, identity differs, too few runs, nothing to gate), 130
-interrupted. With -json a failure before a decision is a vetbench.error/v1
-object.
-
-flags:
-`
 
 // execFunc runs name with args in the current directory (go tool
 // benchstat); env nil inherits the environment.
@@ -101,14 +47,8 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	}
 	files := pos
 	var runErrs [2]error
-	if !o.run {
-		for i, arg := range pos {
-			// A URL is not a file; its credentials are never echoed.
-			if strings.Contains(arg, "://") {
-				return fail("%s: %s is a URL: gate reads files of benchmark output (-run measures an endpoint)",
-					sweep.ABNames[i], judgments.RedactURL(arg))
-			}
-		}
+	if err := sweep.CheckFiles(pos); err != nil && !o.run {
+		return fail("%v", err)
 	}
 	if o.run {
 		var err error
@@ -139,12 +79,7 @@ func runGate(ctx context.Context, e *env, args []string) int {
 // parseGate reads gate's flags and its two arguments; ok false with the
 // exit status when they do not make a gate.
 func parseGate(e *env, args []string) (o gateOpts, pos []string, code int, ok bool) {
-	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		io.WriteString(e.stderr, gateUsage)
-		fs.PrintDefaults()
-	}
+	fs := e.flagSet("gate")
 	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
 	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
 	// The run's own settings (-sets, -levels, -arms, -warmup, -out, -force,
@@ -173,60 +108,33 @@ func parseGate(e *env, args []string) (o gateOpts, pos []string, code int, ok bo
 	if o.policy.Validate() != nil {
 		return fail("-margin must be >= 0 and -alpha in (0,1)")
 	}
-	switch {
-	case math.IsNaN(minGoodput) || minGoodput < 0 || minGoodput > 1:
-		return fail("-min-goodput %v: want a share from 0 to 1", minGoodput)
-	case minGoodput > 0:
-		o.policy.Floors = map[string]float64{metrics.Goodput: minGoodput}
+	if err := o.policy.SetFloor(metrics.Goodput, minGoodput); err != nil {
+		return fail("-min-goodput %v", err)
 	}
 	return o, pos, exitPass, true
 }
 
 // decideGate decides, prints the decision and returns the exit status. A
-// run that failed never passes: its output may hold only the points that
-// ran, or lines over failed work.
+// run that failed never passes (speed.Report.AddRuns): its output may
+// hold only the points that ran, or lines over failed work.
 func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Samples, files []string, runErrs [2]error) int {
 	rep := speed.Decide(base, cand, o.policy)
-	refused := len(rep.Identity.Differs) > 0 && !rep.Identity.Allowed
+	refused := rep.Identity.Refused()
 	if o.benchstat && !o.asJSON && !refused {
 		showBenchstat(ctx, e, base, cand, files)
 	}
-	if runErrs[0] != nil {
-		rep.AddProblem(fmt.Sprintf("baseline run failed: %v", runErrs[0]))
-	}
-	if runErrs[1] != nil {
-		rep.AddFailure(fmt.Sprintf("candidate run failed: %v", runErrs[1]))
-	}
+	rep.AddRuns(runErrs[0], runErrs[1])
 	if o.asJSON && refused && runErrs[0] == nil && runErrs[1] == nil {
 		// Not the same experiment: there is no gate report to give, so the
 		// documented error object, with what differs.
 		return failure(e, "gate", true, exitNoVerdict, "identity differs, not the same experiment (-allow-identity-drift compares anyway)",
 			rep.Identity.Differs...)
 	}
-	var err error
-	if o.asJSON {
-		err = writeJSON(e.stdout, rep)
-	} else {
-		err = rep.WriteText(e.stdout)
-	}
-	if err != nil {
+	if err := printReport(e, o.asJSON, rep, rep.WriteText); err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
 		return exitNoVerdict
 	}
-	// A failed baseline run leaves nothing to compare with; a failed
-	// candidate run fails whatever the statistics say (its failures are
-	// the verdict, however few its runs).
-	switch {
-	case runErrs[0] != nil:
-		return exitNoVerdict
-	case runErrs[1] != nil:
-		return exitFail
-	case rep.NoVerdict():
-		return exitNoVerdict
-	case rep.Failed():
-		return exitFail
-	}
-	return exitPass
+	return [...]int{speed.Pass: exitPass, speed.Slower: exitFail, speed.NoVerdict: exitNoVerdict}[rep.Outcome()]
 }
 
 // showBenchstat prints benchstat's tables for the two files. Config keys
@@ -263,12 +171,9 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	if o.count < 1 {
 		return nil, failed, fmt.Errorf("-count %d: want at least 1", o.count)
 	}
-	var sides [2]sweep.Side
-	for i, arg := range []string{a, b} {
-		var err error
-		if sides[i], err = sweep.ParseSide(arg); err != nil {
-			return nil, failed, fmt.Errorf("%s: %w", sweep.ABNames[i], err)
-		}
+	sides, err := sweep.ParseSides(a, b)
+	if err != nil {
+		return nil, failed, err
 	}
 	cfg, err := config.Load(config.Env(e.lookup), o.config)
 	if err != nil {
@@ -301,14 +206,12 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 // run on stderr.
 func measureAB(ctx context.Context, e *env, ab *sweep.AB, prog *progress.Renderer, count int) error {
 	ab.Note = func(msg string) { fmt.Fprintf(e.stderr, "vetbench gate: %s\n", msg) }
-	points := 0
 	for i, r := range ab.Runs {
 		if r != nil {
 			fmt.Fprintln(e.stderr, targetLine(sweep.ABNames[i], r))
-			points += count * len(r.Steps())
 		}
 	}
-	prog.Plan(points)
+	prog.Plan(ab.Points(count))
 	pass := func(p sweep.ABPass) (int, error) {
 		run := ab.Runs[p.Side]
 		prog.SetLabel(p.Label)
