@@ -35,6 +35,7 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -311,3 +312,22 @@ func relGap(a, b float64) float64 {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// ErrLittlesLaw is a point whose L = λW does not hold (see Check).
+var ErrLittlesLaw = errors.New("little's law does not hold")
+
+// Check is the one rule by which a Little's-law check fails its point,
+// for vetbench run, vetbench tokens and go test -bench alike: the mean in
+// flight and throughput × mean latency more than Tolerance (5%) apart.
+// Below it the check passes, whatever the measurement noise of a shared
+// machine; the pool-health figures beside it (the wall clock against the
+// window, idle share, saturation) stay warnings in the receipt, as they
+// leave L = λW intact. what names the check ("repeat 2", "response
+// time"); a nil check passes.
+func Check(what string, ll *receipts.LittlesLaw) error {
+	if ll == nil || !(ll.RelError > Tolerance) {
+		return nil
+	}
+	return fmt.Errorf("%w (%s): mean in flight %.3f, throughput × mean latency %.3f: %.1f%% apart, over the %.0f%% tolerance; the figures do not describe the same judgments or window",
+		ErrLittlesLaw, what, ll.MeanInFlight, ll.Predicted, 100*ll.RelError, 100*Tolerance)
+}

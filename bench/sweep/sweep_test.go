@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/rundir"
@@ -37,6 +38,7 @@ func TestFailed(t *testing.T) {
 		{"failures and down", rec, fmt.Errorf("%w; %w", bench.ErrFailures, bench.ErrServerDown), true},
 		{"down within the accepted share", rec, fmt.Errorf("%w: engine dead", bench.ErrServerDown), false},
 		{"no receipt", nil, bench.ErrStopped, false},
+		{"little's law", rec, fmt.Errorf("%w (service time)", audit.ErrLittlesLaw), true},
 		{"other", rec, errors.New("reset caches: 404"), false},
 	} {
 		require.Equal(t, c.want, sweep.Failed(c.rec, c.err), c.name)

@@ -2,10 +2,12 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/stream"
@@ -80,6 +82,9 @@ type TokenOutcome struct {
 func (r *Run) MeasureTokens(ctx context.Context, tr *decode.Runner, st TokenStep) (TokenOutcome, error) {
 	o := TokenOutcome{TokenStep: st}
 	o.Receipt, o.Err = tr.Measure(ctx, r.TokenPoint(st))
+	if o.Err == nil && o.Receipt != nil {
+		o.Err = TokenLittlesLaw(o.Receipt)
+	}
 	if o.Receipt == nil || r.Dir == nil {
 		return o, nil
 	}
@@ -92,6 +97,17 @@ func (r *Run) MeasureTokens(ctx context.Context, tr *decode.Runner, st TokenStep
 		err = r.Line("Tokens", st.Name(), 1, decode.Metrics(o.Receipt))
 	}
 	return o, err
+}
+
+// TokenLittlesLaw is a token point's error when a repeat breaks Little's
+// law by audit.Check, the one rule vetbench tokens (MeasureTokens) and
+// BenchmarkTokens both apply; nil when every repeat holds.
+func TokenLittlesLaw(rec *tokens.Receipt) error {
+	var errs []error
+	for i, run := range rec.Runs {
+		errs = append(errs, audit.Check(fmt.Sprintf("repeat %d", i+1), run.LittlesLaw))
+	}
+	return errors.Join(errs...)
 }
 
 // WriteTokens writes a token receipt into the run directory.
