@@ -40,7 +40,10 @@ func BenchmarkTokens(b *testing.B) {
 				}
 				if err != nil {
 					if rec != nil {
+						// Its line too, failed-requests and all, as vetbench
+						// tokens writes it (bench.txt is never left empty).
 						path, werr := s.run.WriteTokens(rec)
+						s.line(b, "Tokens", st.Name(), 1, decode.Metrics(rec))
 						b.Fatalf("%v (receipt %s, %v)", err, path, werr)
 					}
 					b.Fatal(err)

@@ -75,9 +75,9 @@ type TokenOutcome struct {
 }
 
 // MeasureTokens measures st with tr and writes its receipt
-// (receipts/tokens_<workload>_c<N>.json, then receipts/pass<k>) and, when
-// the point passed, its benchmark line, as go test prints none for a
-// failed benchmark. The error is the run's (a receipt or line that could
+// (receipts/tokens_<workload>_c<N>.json, then receipts/pass<k>) and its
+// benchmark line, a failed point's included (its failed-requests count
+// says so, and the run's bench.txt ends FAIL), as a judgments point's. The error is the run's (a receipt or line that could
 // not be written); the point's is the outcome's.
 func (r *Run) MeasureTokens(ctx context.Context, tr *decode.Runner, st TokenStep) (TokenOutcome, error) {
 	o := TokenOutcome{TokenStep: st}
@@ -93,10 +93,11 @@ func (r *Run) MeasureTokens(ctx context.Context, tr *decode.Runner, st TokenStep
 		return o, err
 	}
 	o.Path = path
-	if o.Err == nil {
-		err = r.Line("Tokens", st.Name(), 1, decode.Metrics(o.Receipt))
-	}
-	return o, err
+	// A point that did not pass has its line too, its failed-requests
+	// beside what it measured, as a judgments point has: a run whose
+	// points all failed still says what it measured, and bench.txt ends
+	// FAIL.
+	return o, r.Line("Tokens", st.Name(), 1, decode.Metrics(o.Receipt))
 }
 
 // TokenLittlesLaw is a token point's error when a repeat breaks Little's
