@@ -24,6 +24,8 @@ package main
 
 import (
 	"context"
+	"embed"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,6 +78,31 @@ func (e *env) lookup(k string) string {
 		return os.Getenv(k)
 	}
 	return e.getenv(k)
+}
+
+// usageText holds each command's usage, usage/<command>.txt: what its -h
+// prints before its flags.
+//
+//go:embed usage
+var usageText embed.FS
+
+// flagSet is the flag set of command name: errors on stderr, and on -h its
+// usage text then its flags.
+func (e *env) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		text, _ := usageText.ReadFile("usage/" + name + ".txt")
+		e.stderr.Write(text)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// isSet says whether the flag of that name was given.
+func isSet(fs *flag.FlagSet, name string) (set bool) {
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // commands is the command table; a new subcommand is one more entry and
