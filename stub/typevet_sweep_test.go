@@ -24,9 +24,11 @@ var (
 
 // typevetFitted are the receipts ProfileH100Gemma4 is fitted on
 // (TestFitProfile): the ones stub/testdata held when it was fitted, the six
-// full-set receipts and the signatures subset at c=1, 16 and 32. Every
-// other receipt of the sweep the testdata holds (the c=4 level, the faces
-// and checks subsets) was added after the fit and is a prediction.
+// full-set receipts and the signatures subset at c=1, 16 and 32 (the
+// receipts the project was given). Every other receipt of the sweep the
+// testdata holds — the c=4 level and the faces and checks subsets, nine
+// in all — was copied from typevet's repository only after the constants
+// were frozen (commit 0b1056b), and is a prediction.
 var typevetFitted = map[string]bool{
 	"checks_full_c16": true, "checks_full_c32": true, "faces_full_c16": true, "faces_full_c32": true,
 	"signatures_full_c16": true, "signatures_full_c32": true,
