@@ -17,7 +17,7 @@ BENCH_FLAGS ?= -count 1
 BENCH ?= Judgments
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: bench tokens test calibrate predict variance gate gate-check image vet fmt fuzz vetbench ci-local docs-check
+.PHONY: bench tokens test calibrate predict fit variance gate gate-check image vet fmt fuzz vetbench ci-local docs-check
 
 ## bench: whole suite (3 sets x c=1,4,16,32); Go benchmark lines to stdout,
 ##        progress to stderr; in the run directory (printed): bench.txt,
@@ -60,6 +60,15 @@ calibrate:
 ##          and whether the figure was used to fit (docs/prediction.md)
 predict:
 	$(GO) test ./stub -run '^TestPredictionReport$$' -count 1 -v
+
+## fit: the twin's fitters (cmd/twinfit, package stub/fit) on simulated time:
+##      FIT=hopper (default) fits EfficiencyHopper on the E2B matrix's 8K/16K
+##      rows, FIT=e2b the E2B profile on every row, FIT=rtx3090 the RTX 3090
+##      profile; prints the constants to paste and every figure used to fit
+##      (tens of minutes of CPU for hopper/e2b)
+FIT ?= hopper
+fit:
+	$(GO) run ./cmd/twinfit -fit $(FIT) $(FIT_FLAGS)
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

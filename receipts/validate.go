@@ -395,6 +395,9 @@ func (r *Receipt) validateItems(p *Problems) {
 // It is compared on its label (level) and value only.
 func ValueOnly(a judgments.Answer) bool { return len(a.Probabilities) == 0 }
 
+// validateAnswer checks one answer: its kind and labels, then the label,
+// counts and confidence, then its probabilities (or, for a value-only
+// score, its value) and the figures that follow from them.
 func validateAnswer(p *Problems, path string, a judgments.Answer) {
 	if a.Question == "" {
 		p.Add(path+".question", "empty")
@@ -409,6 +412,48 @@ func validateAnswer(p *Problems, path string, a judgments.Answer) {
 		p.Add(path+".labels", "%d labels, want at least 2", len(a.Labels))
 		return
 	}
+	labels := validateLabels(p, path, a)
+	_, labelOK := labels[a.Label]
+	if !labelOK {
+		p.Add(path+".label", "%q is not one of the labels %v", a.Label, a.Labels)
+	}
+	if a.PromptTokens < 0 {
+		p.Add(path+".prompt_tokens", "negative (%d)", a.PromptTokens)
+	}
+	if bad(a.Confidence) || a.Confidence < 0 || a.Confidence > 1 {
+		p.Add(path+".confidence", "%v is outside [0,1]", a.Confidence)
+	}
+	if ValueOnly(a) {
+		if a.Kind != judgments.Score {
+			p.Add(path+".probabilities", "empty; only a score may be recorded by value alone")
+			return
+		}
+		if hi := float64(len(a.Labels) - 1); bad(a.Value) || a.Value < 0 || a.Value > hi {
+			p.Add(path+".value", "%v is outside [0,%v]", a.Value, hi)
+		}
+		return
+	}
+	sum, top, ok := validateProbabilities(p, path, a, labels)
+	if !ok {
+		return // the figures below would only repeat what is wrong
+	}
+	if math.Abs(sum-1) > SumTolerance {
+		p.Add(path+".probabilities", "sum to %v, not 1 within %g", sum, SumTolerance)
+	}
+	if labelOK && a.Probabilities[a.Label] < top {
+		p.Add(path+".label", "%q (p=%v) is not the argmax of its probabilities (max %v)", a.Label, a.Probabilities[a.Label], top)
+	}
+	if math.Abs(a.Confidence-top) > 1e-9 {
+		p.Add(path+".confidence", "%v, but the top probability is %v", a.Confidence, top)
+	}
+	validateValue(p, path, a, labelOK)
+	validateLogprobs(p, path, a)
+}
+
+// validateLabels checks the labels are distinct and non-empty, and are
+// [false true] for a Noul and "0".."n-1" for a Score; it returns each
+// label's index.
+func validateLabels(p *Problems, path string, a judgments.Answer) map[string]int {
 	labels := map[string]int{}
 	for i, l := range a.Labels {
 		if l == "" {
@@ -432,34 +477,21 @@ func validateAnswer(p *Problems, path string, a judgments.Answer) {
 			}
 		}
 	}
-	_, labelOK := labels[a.Label]
-	if !labelOK {
-		p.Add(path+".label", "%q is not one of the labels %v", a.Label, a.Labels)
-	}
-	if a.PromptTokens < 0 {
-		p.Add(path+".prompt_tokens", "negative (%d)", a.PromptTokens)
-	}
-	if bad(a.Confidence) || a.Confidence < 0 || a.Confidence > 1 {
-		p.Add(path+".confidence", "%v is outside [0,1]", a.Confidence)
-	}
-	if ValueOnly(a) {
-		if a.Kind != judgments.Score {
-			p.Add(path+".probabilities", "empty; only a score may be recorded by value alone")
-			return
-		}
-		if hi := float64(len(a.Labels) - 1); bad(a.Value) || a.Value < 0 || a.Value > hi {
-			p.Add(path+".value", "%v is outside [0,%v]", a.Value, hi)
-		}
-		return
-	}
-	ok := true
+	return labels
+}
+
+// validateProbabilities checks there is one probability in [0,1] per
+// label and none other; it returns their sum and the top one, ok false
+// when any entry is wrong.
+func validateProbabilities(p *Problems, path string, a judgments.Answer, labels map[string]int) (sum, top float64, ok bool) {
+	ok = true
 	for _, l := range a.Labels {
 		if _, has := a.Probabilities[l]; !has {
 			p.Add(path+".probabilities", "no entry for label %q", l)
 			ok = false
 		}
 	}
-	sum, top := 0.0, math.Inf(-1)
+	top = math.Inf(-1)
 	for _, l := range sortedKeys(a.Probabilities) {
 		v := a.Probabilities[l]
 		if _, has := labels[l]; !has {
@@ -474,18 +506,12 @@ func validateAnswer(p *Problems, path string, a judgments.Answer) {
 		sum += v
 		top = max(top, v)
 	}
-	if !ok {
-		return
-	}
-	if math.Abs(sum-1) > SumTolerance {
-		p.Add(path+".probabilities", "sum to %v, not 1 within %g", sum, SumTolerance)
-	}
-	if labelOK && a.Probabilities[a.Label] < top {
-		p.Add(path+".label", "%q (p=%v) is not the argmax of its probabilities (max %v)", a.Label, a.Probabilities[a.Label], top)
-	}
-	if math.Abs(a.Confidence-top) > 1e-9 {
-		p.Add(path+".confidence", "%v, but the top probability is %v", a.Confidence, top)
-	}
+	return sum, top, ok
+}
+
+// validateValue checks the value is what the probabilities make it for
+// the kind: P(true), the winner's probability, or the expected level.
+func validateValue(p *Problems, path string, a judgments.Answer, labelOK bool) {
 	switch a.Kind {
 	case judgments.Noul:
 		if math.Abs(a.Value-a.Probabilities["true"]) > 1e-9 {
@@ -504,11 +530,8 @@ func validateAnswer(p *Problems, path string, a judgments.Answer) {
 			p.Add(path+".value", "%v, but the expected level is %v", a.Value, want)
 		}
 	}
-	validateLogprobs(p, path, a)
 }
 
-// validateLogprobs checks raw logprobs, when recorded, against the
-// probabilities they were turned into (softmax over the candidates).
 func validateLogprobs(p *Problems, path string, a judgments.Answer) {
 	if len(a.Logprobs) == 0 {
 		return

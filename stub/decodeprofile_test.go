@@ -17,14 +17,14 @@ var e2bRuns sync.Map // Efficiency -> *e2bRun
 
 type e2bRun struct {
 	once    sync.Once
-	cells   map[[2]int]*matrixCell
-	prefill map[int]*matrixCell
+	cells   map[[2]int]*MatrixCell
+	prefill map[int]*MatrixCell
 }
 
-func simulateE2B(t testing.TB, eff Efficiency) (map[[2]int]*matrixCell, map[int]*matrixCell) {
+func simulateE2B(t testing.TB, eff Efficiency) (map[[2]int]*MatrixCell, map[int]*MatrixCell) {
 	v, _ := e2bRuns.LoadOrStore(eff, &e2bRun{})
 	r := v.(*e2bRun)
-	r.once.Do(func() { r.cells, r.prefill = runMatrix(e2bProfile(t, eff), e2bMatrixRun) })
+	r.once.Do(func() { r.cells, r.prefill = SimulateMatrix(e2bProfile(t, eff), E2BMatrixRun) })
 	return r.cells, r.prefill
 }
 
@@ -38,7 +38,7 @@ func TestProfileRTX3090(t *testing.T) {
 	for _, r := range loadRTX3090(t).Records {
 		require.Equal(t, r.Repeats*r.Concurrency*r.OutputPerRequest, r.Verified, "the receipt's own count")
 	}
-	g := runTokens(ProfileRTX3090(), rtx3090Run, "text", 4)
+	g := SimulateTokens(ProfileRTX3090(), rtx3090Run, "text", 4)
 	require.Equal(t, g.WantPerRepeat*rtx3090Run.Repeats, g.VerifiedTokens, "every request made its 128 tokens")
 
 	slow := ProfileRTX3090()
@@ -75,11 +75,11 @@ func byFigure(ttft float64) func(figure) float64 {
 // fitted on two rows predicting the rest.
 func TestProfileE2BH200NVL(t *testing.T) {
 	cells, prefill := simulateE2B(t, EfficiencyE2BH200NVL)
-	figs := e2bFigures(t, cells, prefill, e2bMatrixRun.Contexts, allPrefill)
+	figs := e2bFigures(t, cells, prefill, E2BMatrixRun.Contexts, allPrefill)
 	bad := logFiguresBy(t, "gemma-4-E2B-it H200 NVL speed matrix", figs, byFigure(decodeTTFTTolerance))
 	n := 0
 	for _, f := range figs {
-		if f.outside(0.15) {
+		if f.Outside(0.15) {
 			n++
 		}
 	}
@@ -127,11 +127,30 @@ func TestPhysicalHoldout(t *testing.T) {
 const fittedTTFTTolerance = 0.20
 
 // holdoutBound bounds the held-out prediction error of TestPhysicalHoldout
-// (the README's table): throughput and time between tokens extrapolate
-// within a few percent, but two contexts cannot teach the fit how
-// attention's efficiency falls on long prompts (the 128K prefill comes out
-// 40% fast) nor pin the published TTFTs' unevenness.
+// (the README's table): throughput, time between tokens and the long
+// prefills extrapolate within a few percent; the published decode TTFTs'
+// unevenness (one p50 over a few requests each) is what the bound is for.
 const holdoutBound = 0.45
+
+// TestHeldOutPrefill is issue 21's done-when for E2B: the held-out
+// prefill rows (32K–128K, tok/s and TTFT) within ±20% on the Hopper
+// constants fitted on the 8K/16K rows. Attention is most of a long
+// prefill's FLOPs (two thirds at 128K), and vLLM runs Gemma 4's on Triton
+// (roofline.KernelTriton) at FlashAttention-2's class of efficiency. The
+// control: the same constants with attention priced at the FlashAttention
+// share (what the twin did before) miss the 128K row by more than 20%.
+func TestHeldOutPrefill(t *testing.T) {
+	held := []int{32768, 65536, 126912, 131008}
+	cells, prefill := simulateE2B(t, EfficiencyHopper)
+	bad := logFigures(t, "held-out prefill rows", e2bFigures(t, cells, prefill, nil, held), 0.20)
+	require.Empty(t, bad, "the held-out prefills are outside ±20%")
+
+	flash := EfficiencyHopper
+	flash.TritonAttentionShare = 0 // attention at AttentionShare
+	cells, prefill = simulateE2B(t, flash)
+	require.NotEmpty(t, logFigures(t, "attention at the FlashAttention share", e2bFigures(t, cells, prefill, nil, held[2:]), 0.20),
+		"pricing Gemma 4's attention as FlashAttention's still predicts the long prefills: the test cannot fail")
+}
 
 // TestPhysicalKVCapacity: a physical profile's KV capacity is vLLM's
 // (roofline.Shape.KVPlan): 141 GiB × 0.854015 less the weights and the

@@ -16,7 +16,7 @@ import (
 
 // BenchmarkHTTPvsSim holds the twin served over real loopback HTTP (the
 // client in this process, as a benchmark run's) against its own
-// simulation (runTokens, the same engine core on a virtual clock) on the
+// simulation (SimulateTokens, the same engine core on a virtual clock) on the
 // token-throughput method: c unique short text prompts at once, 128
 // ignore-EOS tokens each, a warm-up batch, then 3 timed batches. Network
 // off in both (the simulation has none). It reports HTTP/simulation ratios
@@ -25,7 +25,7 @@ import (
 // measurement of how well modelled time survives a busy machine, so it is
 // opt-in (make calibrate), never part of make test.
 func BenchmarkHTTPvsSim(b *testing.B) {
-	tr := tokensRun{PromptTokens: 32, Output: 128, Repeats: 3}
+	tr := TokensRun{PromptTokens: 32, Output: 128, Repeats: 3}
 	for _, pc := range []struct {
 		name string
 		p    Profile
@@ -36,10 +36,10 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 	} {
 		p := pc.p
 		p.Network, p.NetworkJitter = 0, 0
-		sim := runTokens(p, tr, "text", pc.c)
+		sim := SimulateTokens(p, tr, "text", pc.c)
 		for _, scale := range []float64{1, 10} {
 			b.Run(fmt.Sprintf("%s/c=%d/scale=%g", pc.name, pc.c, scale), func(b *testing.B) {
-				var got tokensPoint
+				var got TokensPoint
 				var missed float64
 				for b.Loop() {
 					got, missed = httpTokens(b, p, scale, tr, pc.c)
@@ -57,7 +57,7 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 // httpTokens runs the token-throughput method against a twin of p served
 // on loopback at the time scale, and returns its figures in model time and
 // the twin's missed deadlines.
-func httpTokens(b *testing.B, p Profile, scale float64, tr tokensRun, c int) (tokensPoint, float64) {
+func httpTokens(b *testing.B, p Profile, scale float64, tr TokensRun, c int) (TokensPoint, float64) {
 	rs, err := Start(Config{Profile: p, TimeScale: scale})
 	require.NoError(b, err)
 	defer rs.Close()
@@ -84,7 +84,7 @@ func httpTokens(b *testing.B, p Profile, scale float64, tr tokensRun, c int) (to
 		return wall * scale, ttft * scale / float64(c), tokens
 	}
 	batch() // warm-up
-	pt := tokensPoint{Workload: "text", C: c}
+	pt := TokensPoint{Workload: "text", C: c}
 	var total int
 	var totalWall, ttft float64
 	for range tr.Repeats {

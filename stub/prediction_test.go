@@ -50,7 +50,7 @@ func TestPredictionReport(t *testing.T) {
 		if r.Fitted {
 			fit = "fit"
 		}
-		fmt.Fprintf(&b, "%-10s %-22s %-18s %12.4g %12.4g %8s  %s\n", r.Source, r.Row, r.Name, r.Got, r.Want, pct(r.rel()), fit)
+		fmt.Fprintf(&b, "%-10s %-22s %-18s %12.4g %12.4g %8s  %s\n", r.Source, r.Row, r.Name, r.Got, r.Want, pct(r.Rel()), fit)
 	}
 	b.WriteString("\nsummary (mean |error|, worst |error|, figures)\n")
 	sum := map[string][3]float64{}
@@ -86,12 +86,14 @@ func TestPredictionReport(t *testing.T) {
 		fmt.Fprintf(&b, "  %-20s mean %5.1f%%  worst %5.1f%%  n=%d (predicted)\n", seg.name, 100*mean, 100*worst, len(figs))
 	}
 	b.WriteString(qwen3Prediction(t))
+	loo, _ := leaveOneOut(t)
+	b.WriteString(loo)
 	t.Log("\n" + b.String())
 	require.Less(t, sum["E2B predicted"][0], 0.10, "E2B held-out rows: mean error")
 	require.Less(t, sum["DeepSeek predicted"][0], predictionBoundDeepSeek, "DeepSeek-V4-Flash: mean error")
 	moved := rows[0]
 	moved.Want *= 1.3
-	require.Greater(t, math.Abs(moved.rel()), math.Abs(rows[0].rel())+0.1, "a figure moved by 30% shows")
+	require.Greater(t, math.Abs(moved.Rel()), math.Abs(rows[0].Rel())+0.1, "a figure moved by 30% shows")
 }
 
 // predictionBoundDeepSeek bounds the DeepSeek prediction's mean error: the
@@ -163,11 +165,16 @@ func loadDeepSeekMatrix(t *testing.T) []deepseekCell {
 // deepseekProfile is DeepSeek-V4-Flash on 4 H200 SXM as published (TP 4,
 // fp8 KV, block 256, 3 draft tokens) on the Hopper constants.
 func deepseekProfile(t *testing.T, acceptance float64) *physical {
+	return deepseekProfileOn(t, EfficiencyHopper, acceptance)
+}
+
+// deepseekProfileOn is deepseekProfile on other constants.
+func deepseekProfileOn(t *testing.T, eff Efficiency, acceptance float64) *physical {
 	cfg, err := roofline.ReadConfig(filepath.Join("..", "receipts", "roofline", "testdata", "deepseek-v4-flash.json"))
 	require.NoError(t, err)
 	hw, err := roofline.LookupGPU("h200-sxm")
 	require.NoError(t, err)
-	p, err := ProfilePhysical("deepseek-ai/DeepSeek-V4-Flash-Vision-Exp", cfg, roofline.Dtypes{KV: roofline.FP8}, hw, EfficiencyHopper,
+	p, err := ProfilePhysical("deepseek-ai/DeepSeek-V4-Flash-Vision-Exp", cfg, roofline.Dtypes{KV: roofline.FP8}, hw, eff,
 		ServeFlags{MaxModelLen: 1 << 20, GPUMemoryUtilization: 0.78331, TensorParallel: 4, BlockSize: 256,
 			Speculative: &roofline.Speculative{Tokens: 3, Acceptance: acceptance}})
 	require.NoError(t, err)
@@ -188,11 +195,14 @@ func decodeStep(c, ctx int) *step {
 // half the 4096-token output) yields TokensPerStep tokens a sequence;
 // a prefill row is its prompt in chunks of 8192 tokens (vLLM's default
 // max_num_batched_tokens). The acceptance is fitted on the 8K c=1 cell.
-func deepseekPredictions(t *testing.T) []predicted {
+func deepseekPredictions(t *testing.T) []predicted { return deepseekPredictionsOn(t, EfficiencyHopper) }
+
+// deepseekPredictionsOn is deepseekPredictions on other constants.
+func deepseekPredictionsOn(t *testing.T, eff Efficiency) []predicted {
 	cells := loadDeepSeekMatrix(t)
 	i := slices.IndexFunc(cells, func(c deepseekCell) bool { return c.phase != "Prefill" && c.label == "8K" && c.c == 1 })
 	require.GreaterOrEqual(t, i, 0)
-	base := deepseekProfile(t, 0.5)
+	base := deepseekProfileOn(t, eff, 0.5)
 	step1 := base.seconds(decodeStep(1, cells[i].ctx+2048))
 	want := step1 / cells[i].tb // tokens per step the 8K c=1 cell implies
 	spec := roofline.Speculative{Tokens: 3}
@@ -209,10 +219,19 @@ func deepseekPredictions(t *testing.T) []predicted {
 		1e3*step1, 1e3*cells[i].tb, want, spec.Acceptance)
 	require.Greater(t, spec.Acceptance, 0.0)
 	require.Less(t, spec.Acceptance, 1.0)
-	m := deepseekProfile(t, spec.Acceptance)
+	out := deepseekFigures(deepseekProfileOn(t, eff, spec.Acceptance), spec, cells)
+	for k := range out {
+		out[k].Fitted = out[k].Row == fmt.Sprintf("Decode %s c=%d", cells[i].label, cells[i].c)
+	}
+	return out
+}
+
+// deepseekFigures prices every Valid cell of the DeepSeek matrix on m at
+// the acceptance of spec.
+func deepseekFigures(m *physical, spec roofline.Speculative, cells []deepseekCell) []predicted {
 	perStep := spec.TokensPerStep()
 	var out []predicted
-	for j, c := range cells {
+	for _, c := range cells {
 		row := fmt.Sprintf("%s %s c=%d", map[bool]string{true: "Prefill", false: "Decode"}[c.phase == "Prefill"], c.label, c.c)
 		if c.status != "Valid" {
 			continue
@@ -226,9 +245,8 @@ func deepseekPredictions(t *testing.T) []predicted {
 			continue
 		}
 		st := m.seconds(decodeStep(c.c, c.ctx+2048))
-		fit := j == i
-		out = append(out, predicted{"DeepSeek", figure{row, "total tok/s", float64(c.c) * perStep / st, c.total}, fit},
-			predicted{"DeepSeek", figure{row, "between tokens s", st / perStep, c.tb}, fit})
+		out = append(out, predicted{"DeepSeek", figure{row, "total tok/s", float64(c.c) * perStep / st, c.total}, false},
+			predicted{"DeepSeek", figure{row, "between tokens s", st / perStep, c.tb}, false})
 	}
 	return out
 }

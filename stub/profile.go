@@ -211,7 +211,7 @@ func ProfileH100Gemma4() Profile {
 // vLLM main on one RTX 3090 24 GB, --max-model-len 1024 --max-num-seqs 32
 // --max-num-batched-tokens 8192 --gpu-memory-utilization 0.96, prefix
 // caching off, one image per prompt. The receipt names no model, so the
-// timings are the fitted formula, not a roofline: fitted (TestFitRTX3090)
+// timings are the fitted formula, not a roofline: fitted (make fit FIT=rtx3090)
 // to its ten points driven as the receipt says (c requests of short
 // unique prompts at once, 128 greedy ignore-EOS tokens each, output ÷
 // batch time over three repeats after a warm-up; each image distinct, of

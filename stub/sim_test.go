@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
@@ -21,9 +20,6 @@ import (
 // it against the receipts for all three sets, calibration_test.go the
 // server itself for checks (on fake time in make test, over real HTTP in
 // make calibrate).
-
-// fixedTime is the _created time of simulated metrics.
-var fixedTime = time.Date(2026, 9, 30, 19, 0, 0, 0, time.UTC)
 
 type simReq struct {
 	p       prompt

@@ -115,6 +115,7 @@ type Runner struct {
 	// stall, serverFlags and hc are the options' (WithStallTimeout,
 	// WithServerFlags, WithHTTPClient).
 	stall       time.Duration
+	budget      stream.Budget
 	serverFlags string
 	hc          *http.Client
 	// afterDo runs after a request returns and before its slot is freed
@@ -132,6 +133,11 @@ func WithClock(now func() time.Time) Option { return func(r *Runner) { r.now = n
 
 // WithStallTimeout fails a stream that sends nothing for d (0: never).
 func WithStallTimeout(d time.Duration) Option { return func(r *Runner) { r.stall = d } }
+
+// WithBudget bounds every stream at b.For(output tokens) after it is sent
+// (default stream.DefaultBudget): past it the request fails as
+// "deadline", however the server keeps it alive.
+func WithBudget(b stream.Budget) Option { return func(r *Runner) { r.budget = b } }
 
 // WithServerFlags are the server's flags as the user states them, pinned
 // in every receipt's identity.
@@ -161,7 +167,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		// over several they would describe none of them.
 		return nil, fmt.Errorf("%w: the token benchmark measures one endpoint, %d given (measure a router URL, or each replica in turn)", bench.ErrSeveralEndpoints, len(ep.Replicas)+1)
 	}
-	r := &Runner{Endpoint: ep, RunID: newRunID(), now: time.Now}
+	r := &Runner{Endpoint: ep, RunID: newRunID(), now: time.Now, budget: stream.DefaultBudget}
 	for _, o := range opts {
 		o(r)
 	}
@@ -203,7 +209,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics: cache configuration unrecorded (%v)", err))
 	}
 	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
-		stream.WithClock(r.now), stream.WithStallTimeout(r.stall))
+		stream.WithClock(r.now), stream.WithStallTimeout(r.stall), stream.WithBudget(r.budget))
 	return r, nil
 }
 

@@ -162,9 +162,10 @@ type Runner struct {
 	chars map[calKey]int
 	// stall and serverFlags are the options' (WithStallTimeout,
 	// WithServerFlags).
-	stall       time.Duration
-	serverFlags string
-	control     time.Duration
+	stall        time.Duration
+	streamBudget stream.Budget
+	serverFlags  string
+	control      time.Duration
 }
 
 // Option configures a Runner.
@@ -172,6 +173,11 @@ type Option func(*Runner)
 
 // WithStallTimeout fails a stream that sends nothing for d (0: never).
 func WithStallTimeout(d time.Duration) Option { return func(r *Runner) { r.stall = d } }
+
+// WithBudget bounds every stream at b.For(its max_tokens) after it is sent
+// (default stream.DefaultBudget): past it the request fails as
+// "deadline" and its cell with it, however the server keeps it alive.
+func WithBudget(b stream.Budget) Option { return func(r *Runner) { r.streamBudget = b } }
 
 // WithServerFlags are the server's flags as the user states them, pinned
 // in the matrix's identity.
@@ -197,7 +203,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		// over several they would describe none of them.
 		return nil, fmt.Errorf("%w: the speed matrix measures one endpoint, %d given (measure a router URL, or each replica in turn)", bench.ErrSeveralEndpoints, len(ep.Replicas)+1)
 	}
-	o := &Runner{}
+	o := &Runner{streamBudget: stream.DefaultBudget}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -246,7 +252,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
 	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(streams),
-		stream.WithStallTimeout(r.stall), stream.WithClock(r.now))
+		stream.WithStallTimeout(r.stall), stream.WithBudget(o.streamBudget), stream.WithClock(r.now))
 	return r, nil
 }
 

@@ -58,6 +58,9 @@ type collector struct {
 	content   strings.Builder
 	reasoning strings.Builder
 	running   int // last running completion_tokens seen
+	// max is the request's max_tokens: more output than it is an error
+	// as it arrives (0: unchecked).
+	max int
 }
 
 func (c *collector) finish() {
@@ -110,7 +113,24 @@ func (c *collector) event(t time.Time, data []byte) (Update, bool, error) {
 			}
 		}
 	}
-	return up, false, nil
+	return up, false, c.overrun(up)
+}
+
+// overrun is ErrLong when the stream brought more than max_tokens: by the
+// server's running or final count, or by text chunks (each carries at
+// least one token), so a server that streams on past what was asked is
+// stopped as it does.
+func (c *collector) overrun(up Update) error {
+	r := c.res
+	switch {
+	case c.max <= 0:
+		return nil
+	case up.Tokens > c.max:
+		return fmt.Errorf("%w: completion_tokens %d, asked %d", ErrLong, up.Tokens, c.max)
+	case r.Chunks > c.max:
+		return fmt.Errorf("%w: %d text chunks, asked %d tokens", ErrLong, r.Chunks, c.max)
+	}
+	return nil
 }
 
 // choices takes a chunk's choices: the record `vllm bench serve` keeps

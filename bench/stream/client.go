@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/vetbench/vetbench/judgments"
@@ -41,6 +40,8 @@ type Client struct {
 	now      func() time.Time
 	stall    time.Duration
 	maxEvent int
+	budget   Budget
+	maxBytes int64
 }
 
 // Option configures a Client.
@@ -67,6 +68,16 @@ func WithStallTimeout(d time.Duration) Option { return func(c *Client) { c.stall
 // DefaultMaxEventBytes).
 func WithMaxEventBytes(n int) Option { return func(c *Client) { c.maxEvent = n } }
 
+// WithBudget bounds every stream at b.For(max_tokens) after it is sent,
+// whatever arrives meanwhile (default DefaultBudget; the zero Budget sets
+// no deadline). Past it the request fails with ErrDeadline.
+func WithBudget(b Budget) Option { return func(c *Client) { c.budget = b } }
+
+// WithMaxStreamBytes bounds the bytes read from one stream, every event
+// and comment included (default StreamBytes(max_tokens)). Past it the
+// request fails with ErrStreamTooLarge.
+func WithMaxStreamBytes(n int64) Option { return func(c *Client) { c.maxBytes = n } }
+
 // New returns a client for the server at baseURL (no trailing /v1).
 func New(baseURL string, opts ...Option) *Client {
 	c := &Client{
@@ -74,6 +85,7 @@ func New(baseURL string, opts ...Option) *Client {
 		http:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}},
 		now:      time.Now,
 		maxEvent: DefaultMaxEventBytes,
+		budget:   DefaultBudget,
 	}
 	for _, o := range opts {
 		o(c)
@@ -96,7 +108,8 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watch := newStallWatch(c.stall, cancel)
+	watch := &watches{stall: newWatch(c.stall, cancel), deadline: newWatch(c.budget.For(r.MaxTokens), cancel),
+		maxTokens: r.MaxTokens}
 	defer watch.stop()
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+Path, bytes.NewReader(body))
@@ -121,7 +134,7 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 		return res
 	}
 	defer resp.Body.Close()
-	watch.touch()
+	watch.stall.touch()
 
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -136,13 +149,17 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 		return res
 	}
 
-	c.read(ctx, watch, &watchedReader{r: resp.Body, w: watch}, res, obs)
+	limit := c.maxBytes
+	if limit <= 0 {
+		limit = StreamBytes(r.MaxTokens)
+	}
+	c.read(ctx, watch, &boundedReader{r: resp.Body, w: watch.stall, max: limit}, res, obs)
 	return res
 }
 
 // read consumes the event stream into res.
-func (c *Client) read(ctx context.Context, watch *stallWatch, body io.Reader, res *Result, obs Observer) {
-	col := &collector{res: res}
+func (c *Client) read(ctx context.Context, watch *watches, body io.Reader, res *Result, obs Observer) {
+	col := &collector{res: res, max: watch.maxTokens}
 	defer col.finish()
 	dec := NewDecoder(body)
 	dec.SetMaxEventBytes(c.maxEvent)
@@ -151,9 +168,9 @@ func (c *Client) read(ctx context.Context, watch *stallWatch, body io.Reader, re
 		t := c.now()
 		res.End = t
 		if err != nil {
-			// Any end other than an oversized event is a cut: EOF, a
-			// truncated event, a reset or unterminated chunked body.
-			if !errors.Is(err, ErrEventTooLong) {
+			// Any end other than an oversized event or stream is a cut:
+			// EOF, a truncated event, a reset or unterminated chunked body.
+			if !errors.Is(err, ErrEventTooLong) && !errors.Is(err, ErrStreamTooLarge) {
 				err = fmt.Errorf("%w after %d tokens: %w", ErrCut, res.OutputTokens, err)
 			}
 			res.Err = c.failure(ctx, watch, err)
@@ -176,11 +193,13 @@ func (c *Client) read(ctx context.Context, watch *stallWatch, body io.Reader, re
 	}
 }
 
-// failure names why a request ended early: the stall watch, the caller's
-// context, or the transport.
-func (c *Client) failure(ctx context.Context, watch *stallWatch, err error) error {
+// failure names why a request ended early: the deadline, the stall watch,
+// the caller's context, or the transport.
+func (c *Client) failure(ctx context.Context, watch *watches, err error) error {
 	switch {
-	case watch.fired():
+	case watch.deadline.fired():
+		return fmt.Errorf("%w: %s for %d tokens (%s): %w", ErrDeadline, c.budget.For(watch.maxTokens), watch.maxTokens, c.budget, err)
+	case watch.stall.fired():
 		return fmt.Errorf("%w: nothing for %s: %w", ErrStalled, c.stall, err)
 	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
 		return fmt.Errorf("%w: %w", ctx.Err(), err)
@@ -224,60 +243,20 @@ func StatusError(resp *http.Response, data []byte) *judgments.StatusError {
 // judgments/errclass that counts and receipts group by, the same words a
 // judgment's failure gets: "" (no error), "canceled", "timeout",
 // "connection_refused", "connection_reset", "http_<status>", … and the
-// stream's own: "stalled", "aborted", "stream_error", "cut", "short",
-// "long", "no_usage", "malformed", "not_stream", "invalid_request";
-// "transport" for another network error.
+// stream's own: "stalled", "deadline", "aborted", "stream_error", "cut",
+// "short", "long", "no_usage", "malformed", "not_stream",
+// "invalid_request", "body_too_large"; "transport" for another network
+// error.
 func ErrorClass(err error) string { return errclass.Of(err) }
 
-// stallWatch cancels a request when nothing arrives for a while.
-type stallWatch struct {
-	d      time.Duration
-	mu     sync.Mutex
-	t      *time.Timer
-	didact bool
+// watches are a request's two timers: the stall watch (reset by every
+// byte) and the deadline (from its budget).
+type watches struct {
+	stall, deadline *watch
+	maxTokens       int
 }
 
-func newStallWatch(d time.Duration, cancel context.CancelFunc) *stallWatch {
-	w := &stallWatch{d: d}
-	if d > 0 {
-		w.t = time.AfterFunc(d, func() {
-			w.mu.Lock()
-			w.didact = true
-			w.mu.Unlock()
-			cancel()
-		})
-	}
-	return w
-}
-
-func (w *stallWatch) touch() {
-	if w.t != nil {
-		w.t.Reset(w.d)
-	}
-}
-
-func (w *stallWatch) stop() {
-	if w.t != nil {
-		w.t.Stop()
-	}
-}
-
-func (w *stallWatch) fired() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.didact
-}
-
-// watchedReader resets the stall watch on every byte that arrives.
-type watchedReader struct {
-	r io.Reader
-	w *stallWatch
-}
-
-func (r *watchedReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if n > 0 {
-		r.w.touch()
-	}
-	return n, err
+func (w *watches) stop() {
+	w.stall.stop()
+	w.deadline.stop()
 }

@@ -22,25 +22,9 @@ const MaxFuncLines = 80
 // length then: each is to be split along its steps. A listed function may
 // not grow; one that fits now is noted (take it off the list).
 var longKnown = map[string]int{
-	"cmd/vetbench/compare.go runCompare":           108,
-	"cmd/vetbench/report.go runReport":             89,
-	"cmd/vetbench/roofline.go runRoofline":         130,
-	"receipts/answers/compare.go Compare":          124,
-	"receipts/internal/jsontree/jsontree.go check": 98,
-	"receipts/internal/jsontree/parse.go object":   81,
-	"receipts/internal/jsontree/parse.go str":      85,
-	"receipts/matrix/validate.go validate":         104,
-	"receipts/quality/quality.go Compute":          139,
-	"receipts/report/report.go runsSection":        144,
-	"receipts/report/stream.go tokensSection":      82,
-	"receipts/report/svg.go SVG":                   126,
-	"receipts/roofline/config.go ParseConfig":      122,
-	"receipts/roofline/config.go readMoE":          97,
-	"receipts/speed/speed.go Decide":               84,
-	"receipts/typevet/typevet.go pins":             88,
-	"receipts/typevet/typevet.go server":           98,
-	"receipts/typevet/typevet.go throughput":       88,
-	"receipts/validate.go validateAnswer":          111,
+	// Hidden behind LineChart.SVG's entry (one key for both) until keys
+	// named the receiver; it grew from 91 meanwhile.
+	"receipts/report/svg.go HeatMap.SVG": 92,
 }
 
 // funcLen is one function of the tree: where, its name, its lines, and
@@ -92,7 +76,7 @@ func fileFuncs(fset *token.FileSet, f *ast.File, name string) []funcLen {
 			}
 			return true
 		})
-		out = append(out, funcLen{where: name + " " + fd.Name.Name, lines: lines(fd), table: 2*biggest > lines(fd)})
+		out = append(out, funcLen{where: name + " " + funcName(fd), lines: lines(fd), table: 2*biggest > lines(fd)})
 	}
 	return out
 }
@@ -119,17 +103,45 @@ func TestFunctionsFitOnAScreen(t *testing.T) {
 	}
 }
 
+// funcName is a function's name, a method's qualified by its receiver's
+// type (HeatMap.SVG): two methods of one name in a file are two entries,
+// so neither hides behind the other's.
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	t := fd.Recv.List[0].Type
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+			continue
+		case *ast.IndexExpr:
+			t = x.X
+			continue
+		case *ast.IndexListExpr:
+			t = x.X
+			continue
+		case *ast.Ident:
+			return x.Name + "." + fd.Name.Name
+		}
+		return fd.Name.Name
+	}
+}
+
 // Positive control: a function one line over is found, one at the limit
 // and a table are not.
 func TestLongFuncsFinds(t *testing.T) {
 	body := func(n int) string { return strings.Repeat("\tx++\n", n) }
-	src := "package p\n\nvar x int\n\nfunc long() {\n" + body(MaxFuncLines-1) + "}\n\nfunc fits() {\n" + body(MaxFuncLines-2) + "}\n\n" +
-		"func table() []int {\n\treturn []int{\n" + strings.Repeat("\t\t1,\n", MaxFuncLines) + "\t}\n}\n"
+	src := "package p\n\nvar x int\n\ntype A struct{}\n\ntype B[T any] struct{}\n\nfunc long() {\n" + body(MaxFuncLines-1) + "}\n\nfunc fits() {\n" + body(MaxFuncLines-2) + "}\n\n" +
+		"func table() []int {\n\treturn []int{\n" + strings.Repeat("\t\t1,\n", MaxFuncLines) + "\t}\n}\n\n" +
+		"func (*A) SVG() {\n" + body(MaxFuncLines-1) + "}\n\nfunc (B[T]) SVG() {\n" + body(MaxFuncLines-1) + "}\n"
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "p.go", src, 0)
 	require.NoError(t, err)
 	got := fileFuncs(fset, f, "p.go")
-	require.Len(t, got, 2)
+	require.Len(t, got, 4)
 	require.Equal(t, funcLen{where: "p.go long", lines: MaxFuncLines + 1}, got[0])
 	require.True(t, got[1].table, "a table is no long function")
+	require.Equal(t, []string{"p.go A.SVG", "p.go B.SVG"}, []string{got[2].where, got[3].where}, "methods of one name are told apart by receiver")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/stream"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
@@ -56,7 +57,8 @@ func TokenPoint(cfg config.Config, workload string, c int) decode.Point {
 // TokenRunner is a token-throughput runner on the run's target (probed
 // now; opts as decode's, e.g. decode.WithSharedPrompts for the pitfall).
 func (r *Run) TokenRunner(ctx context.Context, opts ...decode.Option) (*decode.Runner, error) {
-	base := []decode.Option{decode.WithStallTimeout(r.Config.RequestTimeout), decode.WithServerFlags(r.Config.ServerFlags),
+	base := []decode.Option{decode.WithStallTimeout(r.Config.RequestTimeout), decode.WithBudget(StreamBudget(r.Config)),
+		decode.WithServerFlags(r.Config.ServerFlags),
 		decode.WithHTTPClient(&http.Client{Transport: r.transport}), decode.WithControlTimeout(r.Config.ControlDeadline())}
 	return decode.NewRunner(ctx, r.Target.Endpoint, append(base, opts...)...)
 }
@@ -110,10 +112,17 @@ func (r *Run) WriteTokens(rec *tokens.Receipt) (string, error) {
 // MatrixRunner is a speed-matrix runner on the run's target and the
 // configuration's matrix options.
 func (r *Run) MatrixRunner(ctx context.Context) (*grid.Runner, grid.Options, error) {
-	gr, err := grid.NewRunner(ctx, r.Target.Endpoint, grid.WithStallTimeout(r.Config.RequestTimeout),
+	gr, err := grid.NewRunner(ctx, r.Target.Endpoint, grid.WithStallTimeout(r.Config.RequestTimeout), grid.WithBudget(StreamBudget(r.Config)),
 		grid.WithServerFlags(r.Config.ServerFlags), grid.WithHTTPClient(&http.Client{Transport: r.transport}),
 		grid.WithControlTimeout(r.Config.ControlDeadline()))
 	return gr, MatrixOptions(r.Config.Matrix), err
+}
+
+// StreamBudget is the configuration's deadline rule for every stream of
+// the token benchmark and the matrix: the one place it becomes a
+// stream.Budget.
+func StreamBudget(cfg config.Config) stream.Budget {
+	return stream.Budget{TTFT: cfg.Stream.TTFTBudget, TPOT: cfg.Stream.SlowestTPOT}
 }
 
 // MatrixOptions are the configuration's matrix, with the peer's waits: the

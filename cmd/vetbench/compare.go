@@ -2,38 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
-	"github.com/vetbench/vetbench/receipts/typevet"
 )
-
-const compareUsage = `usage: vetbench compare [flags] BASELINE CANDIDATE
-       vetbench compare [flags] -levels SWEEPDIR
-
-Compares the candidate's answers with the baseline's, item by item and
-question by question. BASELINE and CANDIDATE are receipts (vetbench or
-typevet JSON) or two directories of receipts (sweeps, matched by set and
-concurrency). -levels compares every level of one sweep with its c=1
-receipt.
-
-A moved verdict is a near tie when the baseline's top-1 minus top-2
-probability is below -near-tie; near-tie moves are reported and fail only
-under -policy strict. A confident move fails; so does a Noul whose P(true)
-moved by more than -noul-tol, a missing or failed item, a stopped run.
-
-Exit status: 0 pass, 1 the candidate failed, 2 could not compare. With
--json, a failure to compare writes a vetbench.error/v1 object on stdout.
-
-flags:
-`
 
 // parseInterleaved parses flags that may come before or after the
 // positional arguments (vetbench compare A B -json).
@@ -52,19 +28,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func runCompare(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		io.WriteString(e.stderr, compareUsage)
-		fs.PrintDefaults()
-	}
-	def := answers.DefaultPolicy()
+// runCompare is vetbench compare: answers.ComparePaths (or, with -levels,
+// answers.CompareLevelsDir) under the policy the flags state, printed.
+func runCompare(_ context.Context, e *env, args []string) int {
+	fs := e.flagSet("compare")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema vetbench.compare/v1)")
-	policyName := fs.String("policy", "default", "`name` of the base policy: default, or strict (near-tie moves fail too)")
-	noulTol := fs.Float64("noul-tol", def.NoulTolerance, "largest |ΔP(true)| of a Noul that passes")
-	nearTie := fs.Float64("near-tie", def.NearTieMargin, "baseline top-1 minus top-2 `margin` below which a moved verdict is a near tie")
-	allowDrift := fs.Bool("allow-identity-drift", false, "compare receipts of different setups (model, server, prompts…) and list what differs")
+	policy := comparePolicy(fs)
 	levels := fs.Bool("levels", false, "compare each level of one sweep directory with its c=1 receipt")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -73,87 +42,35 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 		}
 		return failure(e, "compare", wantsJSON(args), exitNoVerdict, err.Error())
 	}
-	fail := func(format string, a ...any) int {
-		return failure(e, "compare", *asJSON, exitNoVerdict, fmt.Sprintf(format, a...))
+	fail := func(err error) int { return failure(e, "compare", *asJSON, exitNoVerdict, err.Error()) }
+	p, err := policy()
+	if err != nil {
+		return fail(err)
 	}
-	var p answers.Policy
-	switch *policyName {
-	case "default":
-		p = answers.DefaultPolicy()
-	case "strict":
-		p = answers.StrictPolicy()
-	default:
-		return fail("unknown policy %q (want default or strict)", *policyName)
-	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "noul-tol":
-			p.NoulTolerance = *noulTol
-		case "near-tie":
-			p.NearTieMargin = *nearTie
-		}
-	})
-	p.AllowIdentityDrift = *allowDrift
-	if err := p.Validate(); err != nil {
-		return fail("%v", err)
-	}
-	if *levels {
-		if len(pos) != 1 {
-			return failure(e, "compare -levels", *asJSON, exitNoVerdict, "want one sweep directory")
-		}
-		rs, err := typevet.ReadDir(pos[0])
-		if err != nil {
-			return fail("%v", err)
-		}
-		rep, err := answers.CompareLevels(rs, p)
-		return finishSweep(e, rep, err, *asJSON)
-	}
-	if len(pos) != 2 {
+	var rep answers.Judged
+	switch {
+	case *levels && len(pos) != 1:
+		return failure(e, "compare -levels", *asJSON, exitNoVerdict, "want one sweep directory")
+	case *levels:
+		rep, err = answers.CompareLevelsDir(pos[0], p)
+	case len(pos) != 2:
 		fs.Usage()
-		return failure(e, "compare", *asJSON, exitNoVerdict, fmt.Sprintf("want BASELINE and CANDIDATE, got %d argument(s)", len(pos)))
+		return fail(fmt.Errorf("want BASELINE and CANDIDATE, got %d argument(s)", len(pos)))
+	default:
+		rep, err = answers.ComparePaths(pos[0], pos[1], p)
 	}
-	bdir, bok := isDir(pos[0])
-	cdir, cok := isDir(pos[1])
-	if bok && cok && bdir != cdir {
-		return fail("BASELINE and CANDIDATE must both be receipts or both be directories")
+	if ie := (*receipts.IdentityError)(nil); errors.As(err, &ie) {
+		details := append(slices.Clone(ie.Differences), "use -allow-identity-drift to compare them anyway")
+		return failure(e, "compare", *asJSON, exitNoVerdict, "identity mismatch: the receipts are not the same experiment:", details...)
 	}
-	if bdir && cdir {
-		base, err := typevet.ReadDir(pos[0])
-		if err != nil {
-			return fail("baseline: %v", err)
-		}
-		cand, err := typevet.ReadDir(pos[1])
-		if err != nil {
-			return fail("candidate: %v", err)
-		}
-		rep, err := answers.CompareSweep(base, cand, p)
-		return finishSweep(e, rep, err, *asJSON)
-	}
-	base, err := typevet.ReadAny(pos[0])
-	if err != nil {
-		return fail("baseline: %v", err)
-	}
-	cand, err := typevet.ReadAny(pos[1])
-	if err != nil {
-		return fail("candidate: %v", err)
-	}
-	rep, err := answers.Compare(base, cand, p)
-	if err != nil {
-		var ie *receipts.IdentityError
-		if errors.As(err, &ie) {
-			details := append(slices.Clone(ie.Differences), "use -allow-identity-drift to compare them anyway")
-			return failure(e, "compare", *asJSON, exitNoVerdict, "identity mismatch: the receipts are not the same experiment:", details...)
-		}
-		return fail("%v", err)
-	}
-	rep.Baseline.File, rep.Candidate.File = pos[0], pos[1]
-	if *asJSON {
-		err = writeJSON(e.stdout, rep)
-	} else {
-		err = rep.WriteText(e.stdout)
+	if err == nil {
+		err = printReport(e, *asJSON, rep, rep.WriteText)
 	}
 	if err != nil {
-		return fail("%v", err)
+		return fail(err)
+	}
+	if s, ok := rep.(*answers.SweepReport); ok && s.Incomparable() {
+		return exitNoVerdict
 	}
 	if rep.Failed() {
 		return exitFail
@@ -161,40 +78,26 @@ func runCompare(ctx context.Context, e *env, args []string) int {
 	return exitPass
 }
 
-func finishSweep(e *env, rep *answers.SweepReport, err error, asJSON bool) int {
-	if err != nil {
-		return failure(e, "compare", asJSON, exitNoVerdict, err.Error())
+// comparePolicy defines the policy flags on fs; the policy they state is
+// read after parsing: the named base, the tolerances given over it.
+func comparePolicy(fs *flag.FlagSet) func() (answers.Policy, error) {
+	def := answers.DefaultPolicy()
+	name := fs.String("policy", "default", "`name` of the base policy: default, or strict (near-tie moves fail too)")
+	noulTol := fs.Float64("noul-tol", def.NoulTolerance, "largest |ΔP(true)| of a Noul that passes")
+	nearTie := fs.Float64("near-tie", def.NearTieMargin, "baseline top-1 minus top-2 `margin` below which a moved verdict is a near tie")
+	allowDrift := fs.Bool("allow-identity-drift", false, "compare receipts of different setups (model, server, prompts…) and list what differs")
+	return func() (answers.Policy, error) {
+		p, err := answers.PolicyNamed(*name)
+		if err != nil {
+			return p, err
+		}
+		if isSet(fs, "noul-tol") {
+			p.NoulTolerance = *noulTol
+		}
+		if isSet(fs, "near-tie") {
+			p.NearTieMargin = *nearTie
+		}
+		p.AllowIdentityDrift = *allowDrift
+		return p, p.Validate()
 	}
-	if asJSON {
-		err = writeJSON(e.stdout, rep)
-	} else {
-		err = rep.WriteText(e.stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench compare: %v\n", err)
-		return exitNoVerdict
-	}
-	switch {
-	case rep.Incomparable():
-		return exitNoVerdict
-	case rep.Failed():
-		return exitFail
-	}
-	return exitPass
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// isDir says whether path is a directory (ok false when it cannot be
-// stat'ed; the reader then reports why).
-func isDir(path string) (dir, ok bool) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return false, false
-	}
-	return st.IsDir(), true
 }

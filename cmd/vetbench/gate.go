@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -19,57 +18,6 @@ import (
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
-
-const gateUsage = `usage: vetbench gate [flags] BASELINE CANDIDATE
-       vetbench gate -run [flags] BASELINE CANDIDATE
-
-Compares the speed of a candidate with a baseline's. BASELINE and
-CANDIDATE are files of "go test -bench" output (several runs each, e.g.
--count 10; a run directory's bench.txt). With -run, each may instead be a
-target to benchmark now, in this process (no Go toolchain or source tree
-needed): an endpoint URL (a live vLLM) or "inprocess" (the twin in this
-process). The sets, levels and arms are the configuration's (-sets,
--levels, -arms, -config and the VETBENCH_* variables, as for vetbench run);
-runs of two targets are interleaved (A B B A A B …) so drift of the
-machine hits both alike. Each side is a run directory of its own
-(baseline/ and candidate/: receipts of every run, bench.txt,
-settings.toml) under a new out/runs/<time>-<id>, or under -out.
-
-For every benchmark × unit with a known direction (Unit <u> better=higher
-or better=lower lines; sec/op, B/op, allocs/op built in) the gate fails
-when the candidate's median is worse by more than -margin and a
-Mann-Whitney U test gives p < -alpha, held family-wise across the gated
-metrics (Holm), so an unchanged candidate fails at most -alpha of the
-time however many metrics there are. The go tool benchstat tables are
-shown for reading; the decision does not parse them.
-
-Outputs carry configuration lines saying what they measured (model,
-served root, target kind, twin profile, time scale, fixture, token and
-matrix settings, identity digest). When any of these differ the gate
-refuses to compare (exit 2) and lists what differs, unless
--allow-identity-drift; what a candidate changes on purpose (server build,
-server flags, twin slowdown and faults) is listed and compared.
-
-With -min-goodput S (a stated SLO: the runs had VETBENCH_SLO set, so
-their lines carry the goodput metric) a candidate benchmark whose median
-goodput is below S fails whatever the baseline did; no goodput metric in
-the candidate leaves the gate without a verdict.
-
-A benchmark the candidate lacks (an output cut short, a point that did
-not run) leaves the gate without a verdict; a failure count (failed-items)
-the candidate has and the baseline never recorded fails. With -run, a
-candidate run with a point that did not pass (failed judgments beyond
-VETBENCH_MAX_FAILED, a stop, a server that went down) fails the gate
-whatever the statistics say; a baseline run that does cannot be
-compared. A server found down ends the runs.
-
-Exit status: 0 pass, 1 the candidate is slower or failed, 2 could not
-decide (bad input, identity differs, too few runs, nothing to gate), 130
-interrupted. With -json a failure before a decision is a vetbench.error/v1
-object.
-
-flags:
-`
 
 // execFunc runs name with args in the current directory (go tool
 // benchstat); env nil inherits the environment.
@@ -139,12 +87,7 @@ func runGate(ctx context.Context, e *env, args []string) int {
 // parseGate reads gate's flags and its two arguments; ok false with the
 // exit status when they do not make a gate.
 func parseGate(e *env, args []string) (o gateOpts, pos []string, code int, ok bool) {
-	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		io.WriteString(e.stderr, gateUsage)
-		fs.PrintDefaults()
-	}
+	fs := e.flagSet("gate")
 	fs.BoolVar(&o.run, "run", false, "benchmark targets now instead of reading files")
 	fs.IntVar(&o.count, "count", 10, "runs per side with -run")
 	// The run's own settings (-sets, -levels, -arms, -warmup, -out, -force,

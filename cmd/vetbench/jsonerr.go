@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
@@ -36,6 +38,22 @@ func failure(e *env, command string, asJSON bool, code int, msg string, details 
 		}
 	}
 	return code
+}
+
+// printReport prints a command's report: as JSON with asJSON, else by
+// writeText.
+func printReport(e *env, asJSON bool, v any, writeText func(io.Writer) error) error {
+	if asJSON {
+		return writeJSON(e.stdout, v)
+	}
+	return writeText(e.stdout)
+}
+
+// writeJSON writes v indented, a newline after it.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // wantsJSON says whether args ask for -json, for failures before (or of)

@@ -24,6 +24,8 @@ package main
 
 import (
 	"context"
+	"embed"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -78,6 +80,31 @@ func (e *env) lookup(k string) string {
 	return e.getenv(k)
 }
 
+// usageText holds each command's usage, usage/<command>.txt: what its -h
+// prints before its flags.
+//
+//go:embed usage
+var usageText embed.FS
+
+// flagSet is the flag set of command name: errors on stderr, and on -h its
+// usage text then its flags.
+func (e *env) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		text, _ := usageText.ReadFile("usage/" + name + ".txt")
+		e.stderr.Write(text)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// isSet says whether the flag of that name was given.
+func isSet(fs *flag.FlagSet, name string) (set bool) {
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // commands is the command table; a new subcommand is one more entry and
 // one more file.
 func commands() map[string]command {
@@ -87,6 +114,7 @@ func commands() map[string]command {
 		"report":   {"write an HTML report and CSV tables of a run, or of a baseline and a candidate run", runReport},
 		"roofline": {"say which ceiling (bandwidth, compute) a model's decode steps are against on a GPU", runRoofline},
 		"run":      {"measure sets at concurrency levels on the configured target; write receipts", runRun},
+		"twin":     {"serve the vLLM twin in the foreground, with vllmstub's flags (docs/twin.md)", runTwin},
 		"tokens":   {"measure token throughput (streamed, fixed-length outputs) on the configured target", runTokens},
 		"matrix":   {"measure the speed matrix (context × concurrency, sustained decode) on the configured target", runMatrix},
 		"version":  {"print the module version, VCS revision and Go version of this build", runVersion},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,45 +14,8 @@ import (
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
-const matrixUsage = `usage: vetbench matrix [flags]
-
-Measures the speed test matrix on the target the environment names
-(VETBENCH_ENDPOINT for a live vLLM, else the twin): per context length a
-prefill row (prompt tokens ÷ TTFT of a cold request), and per concurrency
-C a cell of sustained decode — C streams kept in flight, the window
-opened once nothing waits, C run and every stream has tokens, tokens
-counted inside it from continuous usage. Each cell's prompt starts with a
-tag of its own. Statuses: Valid, Requests queued (a request waited or
-fewer than 0.95·C ran), Looped (an exact periodic tail; the cell is
-cancelled), Failed, Skipped (C × (context + output) exceeds the KV cache
-in vllm:cache_config_info, or the -budget is spent). Before measuring it says what will run: the
-contexts trimmed to the server's max_model_len, the grid, and how long it
-takes (-budget gives the whole matrix a time it must fit). On a
-time-scaled twin every wait and figure is model time. Prints the matrix
-as the published pages show it; -json and -csv write it (atomically; an
-existing file is kept unless -force). -baseline compares it, cell by
-cell, with a published matrix (CSV or the page's table) or an earlier
-one; -candidate compares a saved matrix instead of measuring. Ctrl-C stops
-the cell in flight and writes what was measured.
-
-Exit status: 0 the matrix ran (with -baseline: every status equal, every
-figure within -tolerance); 1 worse: a status changed or a figure is beyond
-the tolerance, no cell could be measured (every cell Failed or Skipped), or
-the run stopped early (what was measured is written); 2 could not
-compare: bad configuration, an unreachable target, an unreadable baseline,
-or a baseline cell the candidate lacks; 130 interrupted (Ctrl-C; what was
-measured is written).
-
-flags:
-`
-
 func runMatrix(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		io.WriteString(e.stderr, matrixUsage)
-		fs.PrintDefaults()
-	}
+	fs := e.flagSet("matrix")
 	flags := config.ScopeFlags(fs, config.ScopeMatrix)
 	jsonPath := fs.String("json", "", "write the matrix as JSON (vetbench.matrix/v1) to `file`")
 	csvPath := fs.String("csv", "", "write the matrix in the published CSV layout to `file`")

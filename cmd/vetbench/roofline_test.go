@@ -121,3 +121,41 @@ func TestRooflineDeploymentJSONContract(t *testing.T) {
 	require.NotContains(t, plain, "per_gpu", "one GPU: no per-GPU share")
 	require.NotContains(t, plain, "speculative")
 }
+
+// TestRooflineUtilisationJSONContract holds the fields docs/roofline.md
+// promises for -receipt -json (vetbench.utilisation/v1), and the error
+// object of a -receipt that cannot be read.
+func TestRooflineUtilisationJSONContract(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := run(t, "roofline", "-config", rl("gemma-3-270m-it.json"), "-gpu", "h200-nvl", "-receipt", publishedMatrix, "-json")
+	require.Equal(t, exitPass, code, stderr)
+	checkGolden(t, filepath.Join("testdata", "roofline_receipt_matrix_json.stdout"), stdout)
+	var r map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	require.Equal(t, "vetbench.utilisation/v1", r["schema"])
+	require.ElementsMatch(t, []string{"schema", "config", "gpu", "points", "above_ceiling"}, keys(r))
+	points := r["points"].([]any)
+	require.NotEmpty(t, points)
+	for _, p := range points {
+		p := p.(map[string]any)
+		for _, k := range []string{"label", "phase", "batch", "context", "measured_tok_s", "ceiling_tok_s", "bound", "share",
+			"ceiling_step_ms", "measured_step_ms", "residual_ms", "above_ceiling"} {
+			require.Contains(t, p, k)
+		}
+	}
+	stdout, _, code = run(t, "roofline", "-config", rl("qwen3-0.6b.json"), "-gpu", "rtx3090", "-receipt", "testdata/nope.json", "-json")
+	require.Equal(t, exitNoVerdict, code)
+	r = nil
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	require.Equal(t, "vetbench.error/v1", r["schema"])
+	require.ElementsMatch(t, []string{"schema", "command", "error", "exit"}, keys(r))
+	require.Equal(t, "roofline", r["command"])
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

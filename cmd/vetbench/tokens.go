@@ -2,75 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
-	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
-const tokensUsage = `usage: vetbench tokens [flags]
-
-Measures token throughput on the target the environment names
-(VETBENCH_ENDPOINT for a live vLLM, else the twin): for each workload and
-level C, C streamed requests at once (a closed batch, the published
-receipts' mode) or, with -num-prompts N, N requests through C refilled
-slots as vllm bench serve --max-concurrency C --num-prompts N sends them
-(-request-rate, -burstiness as its own), each for exactly -output tokens
-(ignore_eos, temperature 0), -repeats times after a warm-up. Every prompt
-starts with a tag of its own, so no request shares a prefix with another.
-Prints one line per point — aggregate tok/s (output tokens ÷ end-to-end
-run time), per-request tok/s, batch ms per token (the published
-"mean_tpot_ms"), then vllm bench serve's median TTFT, TPOT and ITL by its
-definitions, verified tokens — and writes, in a run directory of its own
-(a new out/runs/<time>-<id>, or the -out named, refused when it holds
-results unless -force): receipts/ (one vetbench.tokens/v2 receipt per
-point), bench.txt (benchmark lines with the run's configuration, for
-vetbench gate and benchstat) and settings.toml. -save-result FILE also
-writes the points as vllm bench serve --save-result --save-detailed does
-(one JSON object per point, a line each).
-
--baseline FILE compares with a baseline, point by point: a receipt, a
-directory of receipts, the published token-throughput format, or a vllm
-bench serve --save-result file. Only figures of one definition are
-compared (the published receipt's, vllm bench serve's); a baseline and a
-candidate with none in common are refused. With -candidate DIR|FILE
-nothing is measured: those receipts are compared. A comparison gates:
-exit 1 when a candidate figure is worse than the baseline's by more than
--margin or the candidate had failures, 2 when a baseline point has no
-candidate, an identity field differs or the baseline is not clean.
--pitfall measures each point twice, with prompts that repeat from point
-to point and with unique ones, and prints how much the repeating ladder
-inflates throughput (the cache pitfall).
-
-Exit status: 0 every point ran and verified (and the comparison passed),
-1 a point failed (requests failed or came back short beyond -max-failed)
-or stopped early, or the candidate is worse, 2 bad configuration or input
-(a malformed baseline names the field), the target could not be reached,
-or the comparison could not compare.
-
-flags:
-`
-
 func runTokens(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		io.WriteString(e.stderr, tokensUsage)
-		fs.PrintDefaults()
-	}
+	fs := e.flagSet("tokens")
 	flags := config.ScopeFlags(fs, config.ScopeTokens)
 	baseline := fs.String("baseline", "", "baseline `file` or directory to compare with")
 	candidate := fs.String("candidate", "", "compare these receipts (`file` or directory) with -baseline instead of measuring")
@@ -95,12 +39,12 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	var base []*tokens.Receipt
 	if *baseline != "" {
 		var err error
-		if base, err = readTokenReceipts(*baseline); err != nil {
+		if base, err = tokens.ReadPath(*baseline); err != nil {
 			return fail(exitNoVerdict, fmt.Errorf("baseline: %w", err))
 		}
 	}
 	if *candidate != "" {
-		cand, err := readTokenReceipts(*candidate)
+		cand, err := tokens.ReadPath(*candidate)
 		if err != nil {
 			return fail(exitNoVerdict, fmt.Errorf("candidate: %w", err))
 		}
@@ -250,59 +194,6 @@ func saveServeResult(path string, recs []*tokens.Receipt) error {
 		return fmt.Errorf("-save-result: %w", err)
 	}
 	return nil
-}
-
-// readTokenReceipts reads a baseline or candidate: a file (a receipt or
-// the published format) or a directory of receipts (*.json of schema
-// vetbench.tokens/v2; a v1 receipt is refused with why, other files are
-// left alone, a malformed receipt is an error).
-func readTokenReceipts(path string) ([]*tokens.Receipt, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return tokens.ReadBaseline(path)
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []*tokens.Receipt
-	var total int64
-	for _, en := range entries {
-		if en.IsDir() || filepath.Ext(en.Name()) != ".json" {
-			continue
-		}
-		file := filepath.Join(path, en.Name())
-		data, err := receipts.ReadLimited(file) // regular files, under the cap
-		if err != nil {
-			return nil, err
-		}
-		if total += int64(len(data)); total > receipts.MaxDirBytes {
-			return nil, fmt.Errorf("%s: receipts of more than %d bytes together (%d MiB, the cap on one directory)", path, receipts.MaxDirBytes, receipts.MaxDirBytes>>20)
-		}
-		var probe struct {
-			Schema string `json:"schema"`
-		}
-		if json.Unmarshal(data, &probe) == nil && probe.Schema == tokens.SchemaV1 {
-			// Never skipped in silence: ReadBaseline says why it is refused.
-			return tokens.ReadBaseline(file)
-		}
-		if json.Unmarshal(data, &probe) != nil || probe.Schema != tokens.Schema {
-			continue
-		}
-		r, err := tokens.Decode(data, file)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no %s receipt in the directory", path, tokens.Schema)
-	}
-	slices.SortFunc(out, func(a, b *tokens.Receipt) int { return strings.Compare(a.Key().String(), b.Key().String()) })
-	return out, nil
 }
 
 // runPitfall measures the configured ladder with repeating prompts and

@@ -239,10 +239,26 @@ func Compare(base, cand *receipts.Receipt, p Policy) (*Report, error) {
 		return nil, err
 	}
 	id := receipts.CompareIdentity(base, cand)
-	diff := id.Differences
-	if len(diff) > 0 && !p.AllowIdentityDrift {
-		return nil, &receipts.IdentityError{Differences: diff}
+	if len(id.Differences) > 0 && !p.AllowIdentityDrift {
+		return nil, &receipts.IdentityError{Differences: id.Differences}
 	}
+	rep := newReport(base, cand, p, id)
+	baseIDs := rep.compareItems(base, cand)
+	rep.missing(cand, baseIDs)
+	if rep.ItemsCompared == 0 {
+		rep.fail("no item was compared")
+	}
+	if bo, co := receipts.OffFormatOf(base.Items), receipts.OffFormatOf(cand.Items); bo != nil && co != nil {
+		rep.OffFormat = &OffFormatChange{Baseline: *bo, Candidate: *co}
+	}
+	rep.Passed = len(rep.FailureLines) == 0
+	return rep, nil
+}
+
+// newReport is an empty report of the two receipts (every list non-nil,
+// so the JSON contract holds [] rather than null), failed already for a
+// side that stopped early.
+func newReport(base, cand *receipts.Receipt, p Policy, id receipts.IdentityComparison) *Report {
 	rep := &Report{
 		Schema:    ReportSchema,
 		Set:       base.Set,
@@ -250,10 +266,10 @@ func Compare(base, cand *receipts.Receipt, p Policy) (*Report, error) {
 		Candidate: sideOf(cand),
 		Policy:    p,
 		Identity: IdentityReport{
-			Equal:           len(diff) == 0,
+			Equal:           len(id.Differences) == 0,
 			BaselineDigest:  base.IdentityDigest(),
 			CandidateDigest: cand.IdentityDigest(),
-			Differences:     nonNil(diff),
+			Differences:     nonNil(id.Differences),
 			Unverified:      nonNil(id.Unverified),
 			Unrecorded:      nonNil(id.Unrecorded),
 		},
@@ -273,25 +289,39 @@ func Compare(base, cand *receipts.Receipt, p Policy) (*Report, error) {
 			rep.fail("%s stopped at item %s (%s): %s", s.name, s.st.Item, s.st.Reason, s.st.Message)
 		}
 	}
+	return rep
+}
 
+// summaries are the per-question figures, in the order the baseline
+// first answers each question.
+type summaries struct {
+	by    map[string]*QuestionSummary
+	order []string
+}
+
+// of is a's question's summary, begun on first sight.
+func (s *summaries) of(a judgments.Answer) *QuestionSummary {
+	q, ok := s.by[a.Question]
+	if !ok {
+		q = &QuestionSummary{Question: a.Question, Kind: string(a.Kind)}
+		s.by[a.Question] = q
+		s.order = append(s.order, a.Question)
+	}
+	return q
+}
+
+// compareItems compares every kept baseline item with the candidate's of
+// the same id, in baseline order, noting the ones the candidate lacks; it
+// returns the baseline's kept ids.
+func (r *Report) compareItems(base, cand *receipts.Receipt) (baseIDs map[string]bool) {
 	candItems := map[string]receipts.Item{}
 	for _, it := range cand.Items {
 		if !it.Discarded {
 			candItems[it.ID] = it
 		}
 	}
-	baseIDs := map[string]bool{}
-	questions := map[string]*QuestionSummary{}
-	var order []string
-	summary := func(a judgments.Answer) *QuestionSummary {
-		q, ok := questions[a.Question]
-		if !ok {
-			q = &QuestionSummary{Question: a.Question, Kind: string(a.Kind)}
-			questions[a.Question] = q
-			order = append(order, a.Question)
-		}
-		return q
-	}
+	baseIDs = map[string]bool{}
+	qs := &summaries{by: map[string]*QuestionSummary{}}
 	for _, bi := range base.Items {
 		if bi.Discarded {
 			continue
@@ -299,61 +329,65 @@ func Compare(base, cand *receipts.Receipt, p Policy) (*Report, error) {
 		baseIDs[bi.ID] = true
 		ci, ok := candItems[bi.ID]
 		if !ok {
-			rep.Missing.BaselineOnly = append(rep.Missing.BaselineOnly, bi.ID)
+			r.Missing.BaselineOnly = append(r.Missing.BaselineOnly, bi.ID)
 			continue
 		}
-		if bi.Error != "" || ci.Error != "" {
-			if bi.Error != "" {
-				rep.FailedItems = append(rep.FailedItems, FailedItem{Item: bi.ID, Side: "baseline", Error: bi.Error})
-				rep.fail("item %s: failed in the baseline: %s", bi.ID, bi.Error)
-			}
-			if ci.Error != "" {
-				rep.FailedItems = append(rep.FailedItems, FailedItem{Item: ci.ID, Side: "candidate", Error: ci.Error})
-				rep.fail("item %s: failed in the candidate: %s", ci.ID, ci.Error)
-			}
+		r.compareItem(qs, bi, ci)
+	}
+	for _, q := range qs.order {
+		r.Questions = append(r.Questions, *qs.by[q])
+	}
+	return baseIDs
+}
+
+// compareItem compares one item's answers question by question; an item
+// that failed on either side fails the comparison and is not compared.
+func (r *Report) compareItem(qs *summaries, bi, ci receipts.Item) {
+	if bi.Error != "" || ci.Error != "" {
+		if bi.Error != "" {
+			r.FailedItems = append(r.FailedItems, FailedItem{Item: bi.ID, Side: "baseline", Error: bi.Error})
+			r.fail("item %s: failed in the baseline: %s", bi.ID, bi.Error)
+		}
+		if ci.Error != "" {
+			r.FailedItems = append(r.FailedItems, FailedItem{Item: ci.ID, Side: "candidate", Error: ci.Error})
+			r.fail("item %s: failed in the candidate: %s", ci.ID, ci.Error)
+		}
+		return
+	}
+	r.ItemsCompared++
+	for _, ba := range bi.Answers {
+		ca, ok := ci.Answer(ba.Question)
+		if !ok {
+			r.incomparable(bi.ID, ba.Question, "no answer in the candidate")
 			continue
 		}
-		rep.ItemsCompared++
-		for _, ba := range bi.Answers {
-			ca, ok := ci.Answer(ba.Question)
-			if !ok {
-				rep.incomparable(bi.ID, ba.Question, "no answer in the candidate")
-				continue
-			}
-			if ca.Kind != ba.Kind || !equalStrings(ca.Labels, ba.Labels) {
-				rep.incomparable(bi.ID, ba.Question, fmt.Sprintf("baseline is a %s over %v, candidate a %s over %v", ba.Kind, ba.Labels, ca.Kind, ca.Labels))
-				continue
-			}
-			rep.compareAnswer(summary(ba), bi.ID, ba, ca)
+		if ca.Kind != ba.Kind || !equalStrings(ca.Labels, ba.Labels) {
+			r.incomparable(bi.ID, ba.Question, fmt.Sprintf("baseline is a %s over %v, candidate a %s over %v", ba.Kind, ba.Labels, ca.Kind, ca.Labels))
+			continue
 		}
-		for _, ca := range ci.Answers {
-			if _, ok := bi.Answer(ca.Question); !ok {
-				rep.incomparable(bi.ID, ca.Question, "no answer in the baseline")
-			}
+		r.compareAnswer(qs.of(ba), bi.ID, ba, ca)
+	}
+	for _, ca := range ci.Answers {
+		if _, ok := bi.Answer(ca.Question); !ok {
+			r.incomparable(bi.ID, ca.Question, "no answer in the baseline")
 		}
 	}
+}
+
+// missing notes the candidate's items the baseline lacks, and fails the
+// comparison for items held by one side only.
+func (r *Report) missing(cand *receipts.Receipt, baseIDs map[string]bool) {
 	for _, ci := range cand.Items {
 		if !ci.Discarded && !baseIDs[ci.ID] {
-			rep.Missing.CandidateOnly = append(rep.Missing.CandidateOnly, ci.ID)
+			r.Missing.CandidateOnly = append(r.Missing.CandidateOnly, ci.ID)
 		}
 	}
-	if n := len(rep.Missing.BaselineOnly); n > 0 {
-		rep.fail("%d baseline items missing from the candidate (%s)", n, listSome(rep.Missing.BaselineOnly))
+	if n := len(r.Missing.BaselineOnly); n > 0 {
+		r.fail("%d baseline items missing from the candidate (%s)", n, listSome(r.Missing.BaselineOnly))
 	}
-	if n := len(rep.Missing.CandidateOnly); n > 0 {
-		rep.fail("%d candidate items missing from the baseline (%s)", n, listSome(rep.Missing.CandidateOnly))
+	if n := len(r.Missing.CandidateOnly); n > 0 {
+		r.fail("%d candidate items missing from the baseline (%s)", n, listSome(r.Missing.CandidateOnly))
 	}
-	for _, q := range order {
-		rep.Questions = append(rep.Questions, *questions[q])
-	}
-	if rep.ItemsCompared == 0 {
-		rep.fail("no item was compared")
-	}
-	if bo, co := receipts.OffFormatOf(base.Items), receipts.OffFormatOf(cand.Items); bo != nil && co != nil {
-		rep.OffFormat = &OffFormatChange{Baseline: *bo, Candidate: *co}
-	}
-	rep.Passed = len(rep.FailureLines) == 0
-	return rep, nil
 }
 
 func (r *Report) fail(format string, args ...any) {

@@ -61,6 +61,16 @@ func (m *Matrix) validate(file string) error {
 		p.Add("", "no matrix")
 		return p.Err()
 	}
+	// Problems come in document order: the header, then prefill, then cells.
+	m.validateHeader(p)
+	m.validatePrefill(p)
+	m.validateCells(p)
+	return p.Err()
+}
+
+// validateHeader checks the fields about the whole run: schema, source,
+// times, target, limits, identity digest and how it stopped.
+func (m *Matrix) validateHeader(p *receipts.Problems) {
 	if m.Schema != Schema {
 		p.Add("schema", "%q is not %q", m.Schema, Schema)
 	}
@@ -101,6 +111,11 @@ func (m *Matrix) validate(file string) error {
 			p.Add("stopped.reason", "unknown reason %q (want error, canceled or timeout)", s.Reason)
 		}
 	}
+}
+
+// validatePrefill checks the prefill rows: one per context, each with
+// the figures a valid row stands on.
+func (m *Matrix) validatePrefill(p *receipts.Problems) {
 	seenPrefill := map[string]int{}
 	for i, r := range m.Prefill {
 		path := fmt.Sprintf("prefill[%d]", i)
@@ -124,6 +139,12 @@ func (m *Matrix) validate(file string) error {
 			need(p, path, "ttft_ms", r.TTFTMs != nil)
 		}
 	}
+}
+
+// validateCells checks the cells: one per context and concurrency, each
+// with figures finite and not negative, and the figures its verdict
+// stands on present.
+func (m *Matrix) validateCells(p *receipts.Problems) {
 	seen := map[cellKey]int{}
 	for i, c := range m.Cells {
 		path := fmt.Sprintf("cells[%d]", i)
@@ -157,7 +178,6 @@ func (m *Matrix) validate(file string) error {
 			need(p, path, "measured_seconds", c.MeasuredSeconds != nil)
 		}
 	}
-	return p.Err()
 }
 
 func (m *Matrix) validateContext(p *receipts.Problems, path, label string, tokens int) {

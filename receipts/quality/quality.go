@@ -47,13 +47,7 @@ const eceBins = 10
 // verdict answer or no verdict gold (Unscored says how many).
 func Compute(items []receipts.Item, rules Rules) receipts.Quality {
 	q := receipts.Quality{}
-	type groupTally struct{ right, n int }
-	byGroup := map[string]*groupTally{}
-	var agree, counted, cannotTell, right int
-	nouls := map[string]*noulTally{}
-	var noulOrder []string
-	scores := map[string]map[string][]float64{} // question -> group -> values
-
+	t := tallies{byGroup: map[string]*groupTally{}, nouls: map[string]*noulTally{}, scores: map[string]map[string][]float64{}}
 	for _, it := range items {
 		if it.Error != "" || it.Discarded {
 			continue
@@ -65,94 +59,132 @@ func Compute(items []receipts.Item, rules Rules) receipts.Quality {
 			continue
 		}
 		q.Items++
-		correct := slices.Contains(gold, v.Label)
+		t.verdict(&q, it, v, gold, rules)
+		t.answers(it)
+	}
+	t.verdictFigures(&q)
+	t.noulFigures(&q)
+	t.scoreFigures(&q)
+	return q
+}
+
+// tallies are Compute's counts over the scored items, turned into the
+// quality figures once every item is read.
+type tallies struct {
+	byGroup                           map[string]*groupTally
+	agree, counted, cannotTell, right int
+	nouls                             map[string]*noulTally
+	noulOrder                         []string                        // first-seen order of the Noul questions
+	scores                            map[string]map[string][]float64 // question -> group -> values
+}
+
+type groupTally struct{ right, n int }
+
+// verdict counts one item's verdict: right or wrong, cannot tell, by
+// group (and into q's verdict counts), and its Noul–Choice agreement.
+func (t *tallies) verdict(q *receipts.Quality, it receipts.Item, v judgments.Answer, gold []string, rules Rules) {
+	correct := slices.Contains(gold, v.Label)
+	if correct {
+		t.right++
+	}
+	if v.Label == rules.CannotTell {
+		t.cannotTell++
+	}
+	if it.Group != "" {
+		g := t.byGroup[it.Group]
+		if g == nil {
+			g = &groupTally{}
+			t.byGroup[it.Group] = g
+		}
+		g.n++
 		if correct {
-			right++
+			g.right++
 		}
-		if v.Label == rules.CannotTell {
-			cannotTell++
+		if q.VerdictCounts == nil {
+			q.VerdictCounts = map[string]map[string]int{}
 		}
-		if it.Group != "" {
-			g := byGroup[it.Group]
-			if g == nil {
-				g = &groupTally{}
-				byGroup[it.Group] = g
-			}
-			g.n++
-			if correct {
-				g.right++
-			}
-			if q.VerdictCounts == nil {
-				q.VerdictCounts = map[string]map[string]int{}
-			}
-			if q.VerdictCounts[it.Group] == nil {
-				q.VerdictCounts[it.Group] = map[string]int{}
-			}
-			q.VerdictCounts[it.Group][v.Label]++
+		if q.VerdictCounts[it.Group] == nil {
+			q.VerdictCounts[it.Group] = map[string]int{}
 		}
-		if implied, ok := rules.Agreement[v.Label]; ok {
-			if agrees, known := agreement(it, implied); known {
-				counted++
-				if agrees {
-					agree++
-				}
-			}
-		}
-		for _, a := range it.Answers {
-			switch a.Kind {
-			case judgments.Noul:
-				truth, ok := noulGold(it.Gold[a.Question])
-				if !ok || !inUnit(a.Value) {
-					continue
-				}
-				t := nouls[a.Question]
-				if t == nil {
-					t = &noulTally{accept: map[string][2]int{}}
-					nouls[a.Question] = t
-					noulOrder = append(noulOrder, a.Question)
-				}
-				t.add(a.Value, truth, it.Group)
-			case judgments.Score:
-				if math.IsNaN(a.Value) || math.IsInf(a.Value, 0) {
-					continue
-				}
-				if scores[a.Question] == nil {
-					scores[a.Question] = map[string][]float64{}
-				}
-				scores[a.Question][it.Group] = append(scores[a.Question][it.Group], a.Value)
+		q.VerdictCounts[it.Group][v.Label]++
+	}
+	if implied, ok := rules.Agreement[v.Label]; ok {
+		if agrees, known := agreement(it, implied); known {
+			t.counted++
+			if agrees {
+				t.agree++
 			}
 		}
 	}
+}
+
+// answers gathers one item's Nouls that have a true/false gold and a
+// probability, and its finite Score values, by question.
+func (t *tallies) answers(it receipts.Item) {
+	for _, a := range it.Answers {
+		switch a.Kind {
+		case judgments.Noul:
+			truth, ok := noulGold(it.Gold[a.Question])
+			if !ok || !inUnit(a.Value) {
+				continue
+			}
+			n := t.nouls[a.Question]
+			if n == nil {
+				n = &noulTally{accept: map[string][2]int{}}
+				t.nouls[a.Question] = n
+				t.noulOrder = append(t.noulOrder, a.Question)
+			}
+			n.add(a.Value, truth, it.Group)
+		case judgments.Score:
+			if math.IsNaN(a.Value) || math.IsInf(a.Value, 0) {
+				continue
+			}
+			if t.scores[a.Question] == nil {
+				t.scores[a.Question] = map[string][]float64{}
+			}
+			t.scores[a.Question][it.Group] = append(t.scores[a.Question][it.Group], a.Value)
+		}
+	}
+}
+
+// verdictFigures are accuracy, the cannot-tell rate, accuracy by group
+// and the Noul–Choice agreement.
+func (t *tallies) verdictFigures(q *receipts.Quality) {
 	if q.Items > 0 {
-		q.Accuracy = float64(right) / float64(q.Items)
-		q.CannotTellRate = float64(cannotTell) / float64(q.Items)
+		q.Accuracy = float64(t.right) / float64(q.Items)
+		q.CannotTellRate = float64(t.cannotTell) / float64(q.Items)
 	}
-	if len(byGroup) > 0 {
+	if len(t.byGroup) > 0 {
 		q.AccuracyByGroup = map[string]float64{}
-		for g, t := range byGroup {
-			q.AccuracyByGroup[g] = float64(t.right) / float64(t.n)
+		for g, gt := range t.byGroup {
+			q.AccuracyByGroup[g] = float64(gt.right) / float64(gt.n)
 		}
 	}
-	q.AgreementCounted = counted
-	if counted > 0 {
-		r := float64(agree) / float64(counted)
+	q.AgreementCounted = t.counted
+	if t.counted > 0 {
+		r := float64(t.agree) / float64(t.counted)
 		q.NoulChoiceAgreement = &r
 	}
-	for _, id := range noulOrder {
-		t := nouls[id]
+}
+
+// noulFigures are each Noul's accuracy, ECE, ROC-AUC (when both truths
+// occur) and accept rate by group; maps stay nil when there is nothing.
+func (t *tallies) noulFigures(q *receipts.Quality) {
+	for _, id := range t.noulOrder {
+		n := t.nouls[id]
 		if q.NoulAccuracy == nil {
 			q.NoulAccuracy = map[string]float64{}
 			q.NoulECE = map[string]float64{}
 		}
-		q.NoulAccuracy[id] = float64(t.right) / float64(len(t.values))
-		q.NoulECE[id] = ece(t.values, t.truth)
-		if auc, ok := rocAUC(t.values, t.truth); ok {
+		q.NoulAccuracy[id] = float64(n.right) / float64(len(n.values))
+		q.NoulECE[id] = ece(n.values, n.truth)
+		if auc, ok := rocAUC(n.values, n.truth); ok {
 			if q.NoulROCAUC == nil {
 				q.NoulROCAUC = map[string]float64{}
 			}
 			q.NoulROCAUC[id] = auc
 		}
-		for g, c := range t.accept {
+		for g, c := range n.accept {
 			if g == "" {
 				continue
 			}
@@ -165,9 +197,13 @@ func Compute(items []receipts.Item, rules Rules) receipts.Quality {
 			q.NoulAcceptRateByGroup[id][g] = float64(c[0]) / float64(c[1])
 		}
 	}
-	// One Score question (every set has one) is keyed by group alone;
-	// with several, keys are "<question>/<group>" so none mixes with another.
-	for id, groups := range scores {
+}
+
+// scoreFigures are the mean Score value by group. One Score question
+// (every set has one) is keyed by group alone; with several, keys are
+// "<question>/<group>" so none mixes with another.
+func (t *tallies) scoreFigures(q *receipts.Quality) {
+	for id, groups := range t.scores {
 		for g, vals := range groups {
 			if g == "" {
 				continue
@@ -176,13 +212,12 @@ func Compute(items []receipts.Item, rules Rules) receipts.Quality {
 				q.ScoreMeanByGroup = map[string]float64{}
 			}
 			k := g
-			if len(scores) > 1 {
+			if len(t.scores) > 1 {
 				k = id + "/" + g
 			}
 			q.ScoreMeanByGroup[k] = mean(vals)
 		}
 	}
-	return q
 }
 
 // agreement reports whether every implied Noul is on its side; known is

@@ -254,3 +254,29 @@ func TestRooflineConfigErrors(t *testing.T) {
 	_, err = ReadConfig("testdata/nope.json")
 	require.ErrorContains(t, err, "no such file")
 }
+
+// TestAttentionKernel: Gemma 4's 256- and 512-wide heads force Triton as
+// vLLM does; a uniform 128-wide model runs FlashAttention; MLA its own.
+// The control: the same Gemma 4 config with one head size is FlashAttention.
+func TestAttentionKernel(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want AttentionKernel
+	}{
+		{"gemma-4-e2b-it.json", KernelTriton},
+		{"qwen3-8b.json", KernelFlash},
+		{"deepseek-v4-flash.json", KernelMLA},
+	} {
+		cfg, err := ReadConfig(filepath.Join("testdata", tc.file))
+		require.NoError(t, err, tc.file)
+		s, err := NewShape(cfg, Dtypes{})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, s.AttentionKernel(), tc.file)
+	}
+	cfg, err := ReadConfig(filepath.Join("testdata", "gemma-4-e2b-it.json"))
+	require.NoError(t, err)
+	cfg.GlobalHeadDim = cfg.HeadDim
+	s, err := NewShape(cfg, Dtypes{})
+	require.NoError(t, err)
+	require.Equal(t, KernelFlash, s.AttentionKernel(), "one head size of 256: FlashAttention")
+}

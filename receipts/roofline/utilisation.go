@@ -2,7 +2,10 @@ package roofline
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"strings"
+	"text/tabwriter"
 )
 
 // UtilisationSchema names the JSON form of a UtilisationReport; fields are
@@ -109,4 +112,58 @@ func Utilise(s *Shape, h Hardware, pts []Observed) (*UtilisationReport, error) {
 		rep.Points = append(rep.Points, p)
 	}
 	return rep, nil
+}
+
+// WriteText prints the utilisation table of the run read from receipt
+// (a path and what it held): one row per point, then the notes and the
+// points that beat their ceiling.
+func (u *UtilisationReport) WriteText(w io.Writer, receipt string) error {
+	var b strings.Builder
+	if u.Config != "" {
+		fmt.Fprintf(&b, "config    %s\n", u.Config)
+	}
+	fmt.Fprintf(&b, "receipt   %s, %d points\n", receipt, len(u.Points))
+	g := u.GPU
+	fmt.Fprintf(&b, "gpu       %s: bandwidth %.4g TB/s (%s), compute %.4g TFLOP/s (%s)\n\n",
+		g.Name, g.BandwidthBytesPerS/1e12, g.BandwidthSource, g.FLOPPerS/1e12, g.FLOPsSource)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "point\tphase\tbatch\tcontext\tmeasured tok/s\tceiling tok/s\tbound\tshare\tceiling step ms\tmeasured step ms\tresidual ms\t\n")
+	for _, p := range u.Points {
+		mark := ""
+		if p.AboveCeiling {
+			mark = "  ABOVE CEILING"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.1f\t%s\t%.1f%%\t%.3f\t%.3f\t%.3f\t%s\n", p.Label, p.Phase, p.Batch, p.Context,
+			p.TokS, p.CeilingTokS, p.Bound, 100*p.Share, p.CeilingStepMS, p.MeasuredStepMS, p.ResidualMS, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	u.writeNotes(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeNotes lists each note once with the points it is on, then the
+// count of points above their ceiling.
+func (u *UtilisationReport) writeNotes(b *strings.Builder) {
+	notes := map[string][]string{}
+	var order []string
+	for _, p := range u.Points {
+		for _, n := range p.Notes {
+			if _, ok := notes[n]; !ok {
+				order = append(order, n)
+			}
+			notes[n] = append(notes[n], p.Label)
+		}
+	}
+	if len(order) > 0 {
+		b.WriteString("\n")
+	}
+	for _, n := range order {
+		fmt.Fprintf(b, "note: %s (%s)\n", n, strings.Join(notes[n], ", "))
+	}
+	if u.AboveCeiling > 0 {
+		fmt.Fprintf(b, "\n%d point(s) beat the ceiling: the run measured a cache, not the GPU (or the peaks given are too low)\n", u.AboveCeiling)
+	}
 }

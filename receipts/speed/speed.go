@@ -274,6 +274,28 @@ func (s *Samples) Values(benchmark, unit string) []float64 {
 	return slices.Clone(s.values[benchmark][unit])
 }
 
+// Summary is the gate's summary of one benchmark × unit of s under p, as
+// Decide gives it for that side of the Metric (benchmath's center, the
+// median for a unit without assume=, and its interval); nil when s holds
+// no such values. A report that shows the figure takes it from here, so it
+// is the gate's.
+func (s *Samples) Summary(benchmark, unit string, p Policy) *Summary {
+	vs, ok := s.values[benchmark][unit]
+	if !ok {
+		return nil
+	}
+	return summarize(s.units.GetAssumption(unit), benchmath.NewSample(slices.Clone(vs), &benchmath.Thresholds{CompareAlpha: p.Alpha}), p.Confidence)
+}
+
+// SummarizeValues is Summary of values of a unit without assume= (a
+// figure read from receipts rather than benchmark output); nil for none.
+func SummarizeValues(values []float64, p Policy) *Summary {
+	if len(values) == 0 {
+		return nil
+	}
+	return summarize(benchmath.AssumeNothing, benchmath.NewSample(slices.Clone(values), &benchmath.Thresholds{CompareAlpha: p.Alpha}), p.Confidence)
+}
+
 // VaryingConfig lists, sorted, the file configuration keys (goos, pkg,
 // target…) whose values differ between the two inputs or within one.
 // benchstat splits its tables on such keys and would compare nothing, so
@@ -463,52 +485,75 @@ func Decide(base, cand *Samples, p Policy) *Report {
 	thr := &benchmath.Thresholds{CompareAlpha: p.Alpha}
 	for _, bench := range base.names {
 		for _, unit := range base.unitsO[bench] {
-			m := Metric{Benchmark: bench, Unit: unit}
-			dir, conflict := direction(base.units, cand.units, unit)
-			m.Better = map[int]string{1: "higher", -1: "lower"}[dir]
-			assume := base.units.GetAssumption(unit)
-			bs := benchmath.NewSample(slices.Clone(base.values[bench][unit]), thr)
-			m.Baseline = summarize(assume, bs, p.Confidence)
-			cv, ok := cand.values[bench][unit]
-			switch {
-			case conflict:
-				m.Verdict = DirectionConflict
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: baseline and candidate declare different better= directions", bench, unit))
-			case !ok:
-				// A cut output, or a point that did not run: nothing to
-				// compare it with, so no verdict (not "worse").
-				m.Verdict = Missing
-				if dir != 0 {
-					rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: missing from the candidate (output cut short, or the point did not run)", bench, unit))
-				}
-			default:
-				cs := benchmath.NewSample(slices.Clone(cv), thr)
-				m.Candidate = summarize(assume, cs, p.Confidence)
-				cmp := assume.Compare(bs, cs)
-				pv := cmp.P
-				m.P = &pv
-				for _, w := range cmp.Warnings {
-					m.Warnings = append(m.Warnings, w.Error())
-				}
-				switch {
-				case m.Baseline.Center != 0:
-					d := m.Candidate.Center/m.Baseline.Center - 1
-					m.Delta = &d
-				case m.Candidate.Center == 0:
-					d := 0.0
-					m.Delta = &d
-				}
-				m.dir, m.exact = dir, assume == benchmath.AssumeExact
-			}
-			rep.Metrics = append(rep.Metrics, m)
+			rep.Metrics = append(rep.Metrics, compareMetric(base, cand, bench, unit, thr, p, rep))
 		}
 	}
+	// Verdicts come after every comparison: significance corrects the
+	// p-values over all of them at once.
 	significance(rep.Metrics, p)
 	for i := range rep.Metrics {
 		if m := &rep.Metrics[i]; m.Verdict == "" {
 			judge(m, p, rep)
 		}
 	}
+	newMetrics(base, cand, thr, p, rep)
+	floors(cand, p, thr, rep)
+	if rep.Gated == 0 && len(rep.Problems) == 0 {
+		rep.Problems = append(rep.Problems, "nothing to gate: no benchmark metric with a known direction is present on both sides (declare units with `Unit <unit> better=higher|lower`)")
+	}
+	rep.Passed = len(rep.Failures) == 0 && len(rep.Problems) == 0
+	return rep
+}
+
+// compareMetric compares one baseline metric with the candidate's: its
+// summaries, p-value and delta, or the verdict that it cannot be compared
+// (directions conflict, the candidate lacks it), with a problem where that
+// leaves a gated metric without a verdict.
+func compareMetric(base, cand *Samples, bench, unit string, thr *benchmath.Thresholds, p Policy, rep *Report) Metric {
+	m := Metric{Benchmark: bench, Unit: unit}
+	dir, conflict := direction(base.units, cand.units, unit)
+	m.Better = map[int]string{1: "higher", -1: "lower"}[dir]
+	assume := base.units.GetAssumption(unit)
+	bs := benchmath.NewSample(slices.Clone(base.values[bench][unit]), thr)
+	m.Baseline = summarize(assume, bs, p.Confidence)
+	cv, ok := cand.values[bench][unit]
+	switch {
+	case conflict:
+		m.Verdict = DirectionConflict
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: baseline and candidate declare different better= directions", bench, unit))
+		return m
+	case !ok:
+		// A cut output, or a point that did not run: nothing to
+		// compare it with, so no verdict (not "worse").
+		m.Verdict = Missing
+		if dir != 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: missing from the candidate (output cut short, or the point did not run)", bench, unit))
+		}
+		return m
+	}
+	cs := benchmath.NewSample(slices.Clone(cv), thr)
+	m.Candidate = summarize(assume, cs, p.Confidence)
+	cmp := assume.Compare(bs, cs)
+	pv := cmp.P
+	m.P = &pv
+	for _, w := range cmp.Warnings {
+		m.Warnings = append(m.Warnings, w.Error())
+	}
+	switch {
+	case m.Baseline.Center != 0:
+		d := m.Candidate.Center/m.Baseline.Center - 1
+		m.Delta = &d
+	case m.Candidate.Center == 0:
+		d := 0.0
+		m.Delta = &d
+	}
+	m.dir, m.exact = dir, assume == benchmath.AssumeExact
+	return m
+}
+
+// newMetrics adds the candidate's metrics the baseline never recorded:
+// shown as new, and failed only where they are a count of bad events.
+func newMetrics(base, cand *Samples, thr *benchmath.Thresholds, p Policy, rep *Report) {
 	for _, bench := range cand.names {
 		for _, unit := range cand.unitsO[bench] {
 			if _, ok := base.values[bench][unit]; ok {
@@ -526,12 +571,6 @@ func Decide(base, cand *Samples, p Policy) *Report {
 			rep.Metrics = append(rep.Metrics, m)
 		}
 	}
-	floors(cand, p, thr, rep)
-	if rep.Gated == 0 && len(rep.Problems) == 0 {
-		rep.Problems = append(rep.Problems, "nothing to gate: no benchmark metric with a known direction is present on both sides (declare units with `Unit <unit> better=higher|lower`)")
-	}
-	rep.Passed = len(rep.Failures) == 0 && len(rep.Problems) == 0
-	return rep
 }
 
 // floors holds the candidate to the policy's absolute targets: a

@@ -303,29 +303,44 @@ func (im *importer) pins(wall float64) error {
 	if rc.Pins.ServerBuild, err = server.str("build_info"); err != nil {
 		return err
 	}
-	served, err := server.list("served")
-	if err != nil {
+	if rc.Pins.Served, err = servedModels(server); err != nil {
 		return err
 	}
+	return im.fixtureExtras(p)
+}
+
+// servedModels are the server's /v1/models entries, as typevet pinned them.
+func servedModels(server *object) ([]receipts.ServedModel, error) {
+	served, err := server.list("served")
+	if err != nil {
+		return nil, err
+	}
+	var out []receipts.ServedModel
 	for i := range served.items {
 		s, err := served.obj(i)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var m receipts.ServedModel
 		if m.ID, err = s.str("id"); err != nil {
-			return err
+			return nil, err
 		}
 		if m.Root, err = s.str("root"); err != nil {
-			return err
+			return nil, err
 		}
 		if m.MaxModelLen, err = s.integer("max_model_len"); err != nil {
-			return err
+			return nil, err
 		}
-		rc.Pins.Served = append(rc.Pins.Served, m)
+		out = append(out, m)
 	}
-	// The remaining scalar pins name the slice (archive digests, slice
-	// sizes, generator settings): kept verbatim as fixture extras.
+	return out, nil
+}
+
+// fixtureExtras keeps the remaining scalar pins verbatim as fixture
+// extras: they name the slice (archive digests, slice sizes, generator
+// settings), so two receipts of different slices differ in identity.
+func (im *importer) fixtureExtras(p *object) error {
+	rc := im.rc
 	skip := map[string]bool{"dataset": true, "finished_utc": true, "concurrency": true, "model_revision": true, "server": true, im.lay.seed: true, im.lay.slice: true}
 	for _, k := range p.o.Keys {
 		if skip[k] {
@@ -560,25 +575,7 @@ func (im *importer) throughput(wall float64) error {
 		return err
 	}
 	if !ok {
-		// typevet 0.4.0 receipts predate the concurrency pool: one
-		// judgment at a time, no throughput block. The figures below are
-		// derived from wall_seconds and the items' latencies.
-		if rc.Pins.Concurrency == 0 {
-			rc.Pins.Concurrency = 1
-		}
-		rc.Warnings = append(rc.Warnings, "typevet receipt has no throughput block: concurrency taken as 1 (typevet 0.4.0 ran one judgment at a time); rates and percentiles derived from wall_seconds and item latencies")
-		tl := tally.Tally{Concurrency: rc.Pins.Concurrency, WallSeconds: wall}
-		for _, it := range rc.Items {
-			tl.Add(tally.Judgment{LatencySeconds: it.LatencySeconds, Images: im.lay.images,
-				Requests: len(im.lay.questions()), PromptTokens: it.InputTokens})
-		}
-		*t = tl.Close()
-		if m, ok, err := im.meanLatency(); err != nil {
-			return err
-		} else if ok {
-			t.Latency.Mean = m
-		}
-		return nil
+		return im.derivedThroughput(wall)
 	}
 	if t.Concurrency, err = tb.integer("concurrency"); err != nil {
 		return err
@@ -606,27 +603,8 @@ func (im *importer) throughput(wall float64) error {
 	if t.Discarded, err = tb.integer("discarded"); err != nil {
 		return err
 	}
-	lat, err := tb.obj("latency_seconds")
-	if err != nil {
+	if err := im.latency(tb, &t.Latency); err != nil {
 		return err
-	}
-	if t.Latency.N, err = lat.integer("n"); err != nil {
-		return err
-	}
-	for _, q := range []struct {
-		key string
-		dst *float64
-	}{{"p50", &t.Latency.P50}, {"p95", &t.Latency.P95}, {"p99", &t.Latency.P99}} {
-		if *q.dst, _, err = lat.optNum(q.key); err != nil {
-			return err
-		}
-	}
-	if m, ok, err := im.meanLatency(); err != nil {
-		return err
-	} else if ok {
-		t.Latency.Mean = m
-	} else {
-		t.Latency.Mean = tally.LatencyOf(latencies(rc.Items)).Mean
 	}
 	sv, ok, err := tb.optObj("server")
 	if err != nil || !ok {
@@ -634,6 +612,58 @@ func (im *importer) throughput(wall float64) error {
 	}
 	rc.Server, err = server(sv)
 	return err
+}
+
+// derivedThroughput stands in for the throughput block typevet 0.4.0
+// receipts lack (they predate the concurrency pool: one judgment at a
+// time): the figures are derived from wall_seconds and the items'
+// latencies, with a warning that says so.
+func (im *importer) derivedThroughput(wall float64) error {
+	rc := im.rc
+	if rc.Pins.Concurrency == 0 {
+		rc.Pins.Concurrency = 1
+	}
+	rc.Warnings = append(rc.Warnings, "typevet receipt has no throughput block: concurrency taken as 1 (typevet 0.4.0 ran one judgment at a time); rates and percentiles derived from wall_seconds and item latencies")
+	tl := tally.Tally{Concurrency: rc.Pins.Concurrency, WallSeconds: wall}
+	for _, it := range rc.Items {
+		tl.Add(tally.Judgment{LatencySeconds: it.LatencySeconds, Images: im.lay.images,
+			Requests: len(im.lay.questions()), PromptTokens: it.InputTokens})
+	}
+	rc.Throughput = tl.Close()
+	if m, ok, err := im.meanLatency(); err != nil {
+		return err
+	} else if ok {
+		rc.Throughput.Latency.Mean = m
+	}
+	return nil
+}
+
+// latency reads the throughput block's latency_seconds; its mean is
+// typevet's unrounded one where recorded, else the items'.
+func (im *importer) latency(tb *object, l *receipts.Latency) error {
+	lat, err := tb.obj("latency_seconds")
+	if err != nil {
+		return err
+	}
+	if l.N, err = lat.integer("n"); err != nil {
+		return err
+	}
+	for _, q := range []struct {
+		key string
+		dst *float64
+	}{{"p50", &l.P50}, {"p95", &l.P95}, {"p99", &l.P99}} {
+		if *q.dst, _, err = lat.optNum(q.key); err != nil {
+			return err
+		}
+	}
+	if m, ok, err := im.meanLatency(); err != nil {
+		return err
+	} else if ok {
+		l.Mean = m
+	} else {
+		l.Mean = tally.LatencyOf(latencies(im.rc.Items)).Mean
+	}
+	return nil
 }
 
 // meanLatency is typevet's unrounded mean from its metrics block.
@@ -654,6 +684,9 @@ func latencies(items []receipts.Item) []float64 {
 	return xs
 }
 
+// server maps typevet's server block: its histograms (as bucket upper
+// bounds), the prefix cache hit rate, counters (with the mm cache hit
+// rate computed from them) and gauges.
 func server(sv *object) (*receipts.Server, error) {
 	s := &receipts.Server{Status: "ok"}
 	for _, name := range []string{"e2e", "queue", "prefill"} {
@@ -672,31 +705,9 @@ func server(sv *object) (*receipts.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		var out receipts.Histogram
-		out.Status = "ok"
-		if out.Count, err = h.num("count"); err != nil {
+		if s.Histograms[name], err = histogram(h); err != nil {
 			return nil, err
 		}
-		if out.Sum, err = h.num("sum"); err != nil {
-			return nil, err
-		}
-		q := &receipts.Quantiles{}
-		for _, p := range []struct {
-			key string
-			dst **float64
-		}{{"p50", &q.P50}, {"p95", &q.P95}, {"p99", &q.P99}} {
-			// A rank beyond the last finite bucket edge is "+Inf": no
-			// estimate, left nil.
-			if x, ok, err := h.optNum(p.key); err != nil {
-				if raw, _ := h.o.Get(p.key); raw != "+Inf" {
-					return nil, err
-				}
-			} else if ok {
-				*p.dst = &x
-			}
-		}
-		out.UpperBound = q
-		s.Histograms[name] = out
 	}
 	if v, ok, err := sv.optNum("prefix_cache_hit_rate"); err != nil {
 		if raw, _ := sv.o.Get("prefix_cache_hit_rate"); !isUnknown(raw) {
@@ -705,52 +716,99 @@ func server(sv *object) (*receipts.Server, error) {
 	} else if ok {
 		s.PrefixCacheHitRate = &v
 	}
-	if c, ok, err := sv.optObj("counters"); err != nil {
+	if err := counters(sv, s); err != nil {
 		return nil, err
-	} else if ok {
-		s.Counters = map[string]float64{}
-		for _, k := range c.o.Keys {
-			v, ok, err := c.optNum(k)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				s.Problems = append(s.Problems, fmt.Sprintf("counter %s: not recorded", k))
-				continue
-			}
-			s.Counters[k] = v
-		}
-		// The mm cache hit rate is the ratio of two recorded counters,
-		// as vetbench's scrape computes it.
-		var err error
-		if s.MMCacheHitRate, err = tally.HitRatio(s.Counters, tally.MMCacheHits, tally.MMCacheQueries); err != nil {
-			s.Problems = append(s.Problems, "mm cache: "+err.Error())
-		}
 	}
-	if g, ok, err := sv.optObj("gauges"); err != nil {
+	if err := gauges(sv, s); err != nil {
 		return nil, err
-	} else if ok {
-		s.Gauges = map[string]receipts.GaugePair{}
-		for _, k := range g.o.Keys {
-			pair, err := g.obj(k)
-			if err != nil {
-				return nil, err
-			}
-			var gp receipts.GaugePair
-			if v, ok, err := pair.optNum("before"); err != nil {
-				return nil, err
-			} else if ok {
-				gp.Before = &v
-			}
-			if v, ok, err := pair.optNum("after"); err != nil {
-				return nil, err
-			} else if ok {
-				gp.After = &v
-			}
-			s.Gauges[k] = gp
-		}
 	}
 	return s, nil
+}
+
+// histogram is one of typevet's histogram summaries: count, sum and the
+// quantiles it read as bucket upper bounds.
+func histogram(h *object) (receipts.Histogram, error) {
+	out := receipts.Histogram{Status: "ok"}
+	var err error
+	if out.Count, err = h.num("count"); err != nil {
+		return receipts.Histogram{}, err
+	}
+	if out.Sum, err = h.num("sum"); err != nil {
+		return receipts.Histogram{}, err
+	}
+	q := &receipts.Quantiles{}
+	for _, p := range []struct {
+		key string
+		dst **float64
+	}{{"p50", &q.P50}, {"p95", &q.P95}, {"p99", &q.P99}} {
+		// A rank beyond the last finite bucket edge is "+Inf": no
+		// estimate, left nil.
+		if x, ok, err := h.optNum(p.key); err != nil {
+			if raw, _ := h.o.Get(p.key); raw != "+Inf" {
+				return receipts.Histogram{}, err
+			}
+		} else if ok {
+			*p.dst = &x
+		}
+	}
+	out.UpperBound = q
+	return out, nil
+}
+
+// counters reads the counter deltas (one not recorded is a problem, not
+// an error) and computes the mm cache hit rate from them.
+func counters(sv *object, s *receipts.Server) error {
+	c, ok, err := sv.optObj("counters")
+	if err != nil || !ok {
+		return err
+	}
+	s.Counters = map[string]float64{}
+	for _, k := range c.o.Keys {
+		v, ok, err := c.optNum(k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.Problems = append(s.Problems, fmt.Sprintf("counter %s: not recorded", k))
+			continue
+		}
+		s.Counters[k] = v
+	}
+	// The mm cache hit rate is the ratio of two recorded counters,
+	// as vetbench's scrape computes it.
+	if s.MMCacheHitRate, err = tally.HitRatio(s.Counters, tally.MMCacheHits, tally.MMCacheQueries); err != nil {
+		s.Problems = append(s.Problems, "mm cache: "+err.Error())
+	}
+	return nil
+}
+
+// gauges reads the gauges' before and after readings; either may be
+// missing.
+func gauges(sv *object, s *receipts.Server) error {
+	g, ok, err := sv.optObj("gauges")
+	if err != nil || !ok {
+		return err
+	}
+	s.Gauges = map[string]receipts.GaugePair{}
+	for _, k := range g.o.Keys {
+		pair, err := g.obj(k)
+		if err != nil {
+			return err
+		}
+		var gp receipts.GaugePair
+		if v, ok, err := pair.optNum("before"); err != nil {
+			return err
+		} else if ok {
+			gp.Before = &v
+		}
+		if v, ok, err := pair.optNum("after"); err != nil {
+			return err
+		} else if ok {
+			gp.After = &v
+		}
+		s.Gauges[k] = gp
+	}
+	return nil
 }
 
 func isUnknown(v any) bool {

@@ -58,6 +58,12 @@ type Config struct {
 	// answer before the stream, or -1 for an error object after the first
 	// token.
 	Fail func(r Request) int
+	// Hostile, when set, names how a request's stream misbehaves after
+	// its role chunk, none of which ever goes quiet: "endless" (a token
+	// every TokenDelay past max_tokens, no finish, no usage chunk, no
+	// [DONE]), "ping" (a ": ping" comment every 100 ms forever), "flood"
+	// (4 KB content chunks as fast as they are read); "" a normal stream.
+	Hostile func(r Request) string
 	// CharsPerToken is how prompt text is counted (default 4); each image
 	// adds ImageTokens (default 256); the chat template adds 10.
 	CharsPerToken, ImageTokens int
@@ -336,6 +342,34 @@ func (e sse) send(v any) bool {
 	return e.r.Context().Err() == nil
 }
 
+// hostile streams mode (Config.Hostile) until the client goes away.
+func (s *Server) hostile(e sse, mode string) {
+	big := strings.Repeat("x", 4<<10)
+	for k := 1; e.r.Context().Err() == nil; k++ {
+		switch mode {
+		case "endless":
+			if d := s.cfg.TokenDelay; d > 0 {
+				time.Sleep(d)
+			}
+			if !e.send(e.chunk(choice(map[string]any{"content": Word(1, k)}, nil), k)) {
+				return
+			}
+		case "ping":
+			time.Sleep(100 * time.Millisecond)
+			if _, err := io.WriteString(e.w, ": ping\n\n"); err != nil {
+				return
+			}
+			e.fl.Flush()
+		case "flood":
+			if !e.send(e.chunk(choice(map[string]any{"content": big}, nil), k)) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
 // chunk is a chat.completion.chunk with continuous usage after k tokens.
 func (e sse) chunk(choices any, k int) map[string]any {
 	usage := map[string]any{"prompt_tokens": e.prompt, "total_tokens": e.prompt + k, "completion_tokens": k}
@@ -356,6 +390,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, max
 	w.WriteHeader(200)
 	e := sse{w: w, fl: w.(http.Flusher), r: r, id: fmt.Sprintf("chatcmpl-%d", req.Seq), model: s.cfg.Model, prompt: req.Prompt}
 	if !e.send(e.chunk(choice(map[string]any{"role": "assistant", "content": ""}, nil), 0)) {
+		return
+	}
+	if s.cfg.Hostile != nil && s.cfg.Hostile(req) != "" {
+		s.hostile(e, s.cfg.Hostile(req))
 		return
 	}
 	for k := 1; k <= n; k++ {

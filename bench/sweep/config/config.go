@@ -83,6 +83,8 @@ type Config struct {
 	// test matrix (see tokens.go).
 	Tokens Tokens
 	Matrix Matrix
+	// Stream bounds each stream of both (see stream.go).
+	Stream Stream
 	// OpenLoop is the open-loop load (rates instead of levels), SLO the
 	// stated latency target and goodput (see load.go).
 	OpenLoop OpenLoop
@@ -157,6 +159,7 @@ func Default() Config {
 		TopLogprobs:    judgments.DefaultTopLogprobs,
 		Tokens:         defaultTokens(),
 		Matrix:         defaultMatrix(),
+		Stream:         defaultStream(),
 	}
 }
 

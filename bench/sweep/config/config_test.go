@@ -98,6 +98,7 @@ func TestEnv(t *testing.T) {
 		GPUHourlyUSD:    2.49,
 		Tokens:          Default().Tokens,
 		Matrix:          Default().Matrix,
+		Stream:          Default().Stream,
 	}, c)
 }
 
@@ -307,6 +308,7 @@ typevet_ids = true
 		GPUHourlyUSD:    2.49,
 		Tokens:          Default().Tokens,
 		Matrix:          Default().Matrix,
+		Stream:          Default().Stream,
 	}, c)
 
 	// The environment overrides the file, the flags override both; -config

@@ -377,7 +377,7 @@ func settings() []setting {
 			c.Fixtures.TypevetIDs = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.Fixtures.TypevetIDs) }},
-	}, append(append(tokenSettings(), matrixSettings()...), loadSettings()...)...)
+	}, append(append(append(tokenSettings(), matrixSettings()...), streamSettings()...), loadSettings()...)...)
 }
 
 // text sets a string field, trimmed.

@@ -202,6 +202,8 @@ func (c *shapeChecker) bad(format string, args ...any) error {
 	return &Error{Path: c.path.String(), Msg: fmt.Sprintf(format, args...)}
 }
 
+// check checks v against t: pointers may be null, slices and maps may
+// be null, nothing else may; containers are walked, scalars compared.
 func (c *shapeChecker) check(v any, t reflect.Type) error {
 	for t.Kind() == reflect.Pointer {
 		if v == nil {
@@ -217,60 +219,92 @@ func (c *shapeChecker) check(v any, t reflect.Type) error {
 		return c.bad("null where %s is required", describe(t))
 	}
 	if t == timeType {
-		s, ok := v.(string)
-		if !ok {
-			return c.bad("want an RFC 3339 time string, got %s", KindOf(v))
-		}
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			return c.bad("not an RFC 3339 time: %q", Clip(s, 64))
-		}
-		return nil
+		return c.checkTime(v)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		obj, ok := v.(*Object)
-		if !ok {
-			return c.bad("want an object, got %s", KindOf(v))
-		}
-		fields, ok := c.fields[t]
-		if !ok {
-			fields = jsonFields(t) // not reachable when the Shape was made
-		}
-		for _, key := range obj.Keys {
-			c.path.Key(key)
-			f, ok := fields[key]
-			if !ok {
-				return c.bad("unknown field")
-			}
-			if err := c.check(obj.Values[key], f.Type); err != nil {
-				return err
-			}
-			c.path.Pop()
-		}
+		return c.checkStruct(v, t)
 	case reflect.Map:
-		obj, ok := v.(*Object)
-		if !ok {
-			return c.bad("want an object, got %s", KindOf(v))
-		}
-		for _, key := range obj.Keys {
-			c.path.Key(key)
-			if err := c.check(obj.Values[key], t.Elem()); err != nil {
-				return err
-			}
-			c.path.Pop()
-		}
+		return c.checkMap(v, t)
 	case reflect.Slice:
-		arr, ok := v.([]any)
+		return c.checkSlice(v, t)
+	}
+	return c.checkScalar(v, t)
+}
+
+// checkTime wants an RFC 3339 string, as time.Time unmarshals.
+func (c *shapeChecker) checkTime(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return c.bad("want an RFC 3339 time string, got %s", KindOf(v))
+	}
+	if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		return c.bad("not an RFC 3339 time: %q", Clip(s, 64))
+	}
+	return nil
+}
+
+// checkStruct wants an object whose every key is one of t's JSON fields
+// (exactly cased: encoding/json would take a miscased one silently).
+func (c *shapeChecker) checkStruct(v any, t reflect.Type) error {
+	obj, ok := v.(*Object)
+	if !ok {
+		return c.bad("want an object, got %s", KindOf(v))
+	}
+	fields, ok := c.fields[t]
+	if !ok {
+		fields = jsonFields(t) // not reachable when the Shape was made
+	}
+	for _, key := range obj.Keys {
+		c.path.Key(key)
+		f, ok := fields[key]
 		if !ok {
-			return c.bad("want an array, got %s", KindOf(v))
+			return c.bad("unknown field")
 		}
-		for i, e := range arr {
-			c.path.Index(i)
-			if err := c.check(e, t.Elem()); err != nil {
-				return err
-			}
-			c.path.Pop()
+		if err := c.check(obj.Values[key], f.Type); err != nil {
+			return err
 		}
+		c.path.Pop()
+	}
+	return nil
+}
+
+// checkMap wants an object whose every value fits t's element type.
+func (c *shapeChecker) checkMap(v any, t reflect.Type) error {
+	obj, ok := v.(*Object)
+	if !ok {
+		return c.bad("want an object, got %s", KindOf(v))
+	}
+	for _, key := range obj.Keys {
+		c.path.Key(key)
+		if err := c.check(obj.Values[key], t.Elem()); err != nil {
+			return err
+		}
+		c.path.Pop()
+	}
+	return nil
+}
+
+// checkSlice wants an array whose every element fits t's element type.
+func (c *shapeChecker) checkSlice(v any, t reflect.Type) error {
+	arr, ok := v.([]any)
+	if !ok {
+		return c.bad("want an array, got %s", KindOf(v))
+	}
+	for i, e := range arr {
+		c.path.Index(i)
+		if err := c.check(e, t.Elem()); err != nil {
+			return err
+		}
+		c.path.Pop()
+	}
+	return nil
+}
+
+// checkScalar wants the JSON kind of a string, bool or number type, and
+// a number that fits it (an integer for an integer type).
+func (c *shapeChecker) checkScalar(v any, t reflect.Type) error {
+	switch t.Kind() {
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			return c.bad("want a string, got %s", KindOf(v))

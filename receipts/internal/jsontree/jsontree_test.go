@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"runtime"
@@ -273,6 +274,28 @@ func TestClip(t *testing.T) {
 func BenchmarkDecode(b *testing.B) {
 	data, err := os.ReadFile("../../golden/faces_c1.golden.json")
 	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeEscaped parses strings the fast path leaves (escapes,
+// surrogate pairs, non-ASCII text): the golden receipts hold none.
+func BenchmarkDecodeEscaped(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i := range 2000 {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		fmt.Fprintf(&sb, `{"k%d":"line\none\t\"quoted\" \u00e9 \ud83d\ude00 caf\u00e9 — naïve %d"}`, i, i)
+	}
+	sb.WriteString("]")
+	data := []byte(sb.String())
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {

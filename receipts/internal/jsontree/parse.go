@@ -138,9 +138,7 @@ func (p *parser) object() (any, error) {
 	kbase, vbase := len(p.keys), len(p.elems)
 	var seen map[string]struct{}
 	fail := func(err error) (any, error) {
-		p.keys = p.keys[:kbase]
-		clear(p.elems[vbase:])
-		p.elems = p.elems[:vbase]
+		p.dropScratch(kbase, vbase)
 		return nil, err
 	}
 	p.ws()
@@ -158,26 +156,7 @@ func (p *parser) object() (any, error) {
 			return fail(err)
 		}
 		p.path.Key(key)
-		keys := p.keys[kbase:]
-		dup := false
-		if seen == nil && len(keys) < 16 {
-			for _, k := range keys {
-				if k == key {
-					dup = true
-					break
-				}
-			}
-		} else {
-			if seen == nil {
-				seen = make(map[string]struct{}, 2*len(keys))
-				for _, k := range keys {
-					seen[k] = struct{}{}
-				}
-			}
-			_, dup = seen[key]
-			seen[key] = struct{}{}
-		}
-		if dup {
+		if duplicate(p.keys[kbase:], key, &seen) {
 			return fail(p.errAt(at, "duplicate key"))
 		}
 		p.ws()
@@ -201,18 +180,53 @@ func (p *parser) object() (any, error) {
 		}
 		if p.pos < len(p.data) && p.data[p.pos] == '}' {
 			p.pos++
-			keys := p.keys[kbase:]
-			obj := &Object{Keys: append([]string(nil), keys...), Values: make(map[string]any, len(keys))}
-			for i, k := range keys {
-				obj.Values[k] = p.elems[vbase+i]
-			}
-			p.keys = p.keys[:kbase]
-			clear(p.elems[vbase:]) // the scratch must not keep the tree alive
-			p.elems = p.elems[:vbase]
-			return obj, nil
+			return p.makeObject(kbase, vbase), nil
 		}
 		return fail(p.syntax("after object key:value pair"))
 	}
+}
+
+// duplicate says key is among keys (the object's so far): a scan while
+// they are few, a map (*seen, made on first need and kept up to date
+// from then on) past 16, so a wide object stays linear.
+func duplicate(keys []string, key string, seen *map[string]struct{}) bool {
+	if *seen == nil && len(keys) < 16 {
+		for _, k := range keys {
+			if k == key {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]struct{}, 2*len(keys))
+		for _, k := range keys {
+			(*seen)[k] = struct{}{}
+		}
+	}
+	_, dup := (*seen)[key]
+	(*seen)[key] = struct{}{}
+	return dup
+}
+
+// makeObject makes the object whose keys and values are on the scratch
+// stacks above kbase and vbase, and pops them.
+func (p *parser) makeObject(kbase, vbase int) *Object {
+	keys := p.keys[kbase:]
+	obj := &Object{Keys: append([]string(nil), keys...), Values: make(map[string]any, len(keys))}
+	for i, k := range keys {
+		obj.Values[k] = p.elems[vbase+i]
+	}
+	p.dropScratch(kbase, vbase)
+	return obj
+}
+
+// dropScratch pops the scratch stacks to kbase and vbase, clearing the
+// values: the scratch must not keep the tree alive.
+func (p *parser) dropScratch(kbase, vbase int) {
+	p.keys = p.keys[:kbase]
+	clear(p.elems[vbase:])
+	p.elems = p.elems[:vbase]
 }
 
 func (p *parser) array() (any, error) {
@@ -323,6 +337,12 @@ func (p *parser) str() (string, error) {
 	}
 	b := make([]byte, p.pos-start, p.pos-start+16)
 	copy(b, p.data[start:p.pos])
+	return p.strSlow(b)
+}
+
+// strSlow reads the rest of a string that holds an escape, a control
+// byte or a non-ASCII byte, appending its text to b.
+func (p *parser) strSlow(b []byte) (string, error) {
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		switch {
@@ -333,52 +353,10 @@ func (p *parser) str() (string, error) {
 			return "", p.syntax("in string literal")
 		case c == '\\':
 			p.pos++
-			if p.pos >= len(p.data) {
-				return "", p.syntax("")
+			var err error
+			if b, err = p.escape(b); err != nil {
+				return "", err
 			}
-			switch e := p.data[p.pos]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				p.pos++
-				r, err := p.hex4()
-				if err != nil {
-					return "", err
-				}
-				if utf16.IsSurrogate(r) {
-					// A pair makes one rune; anything else leaves U+FFFD
-					// and is read on its own.
-					if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-						save := p.pos
-						p.pos += 2
-						r2, err := p.hex4()
-						if err != nil {
-							return "", err
-						}
-						if dec := utf16.DecodeRune(r, r2); dec != unicode.ReplacementChar {
-							b = utf8.AppendRune(b, dec)
-							continue
-						}
-						p.pos = save
-					}
-					r = unicode.ReplacementChar
-				}
-				b = utf8.AppendRune(b, r)
-				continue
-			default:
-				return "", p.syntax("in string escape code")
-			}
-			p.pos++
 		case c < utf8.RuneSelf:
 			b = append(b, c)
 			p.pos++
@@ -389,6 +367,61 @@ func (p *parser) str() (string, error) {
 		}
 	}
 	return "", p.syntax("")
+}
+
+// escape appends what the escape at pos (just past its backslash) stands
+// for, and moves past it.
+func (p *parser) escape(b []byte) ([]byte, error) {
+	if p.pos >= len(p.data) {
+		return b, p.syntax("")
+	}
+	switch e := p.data[p.pos]; e {
+	case '"', '\\', '/':
+		b = append(b, e)
+	case 'b':
+		b = append(b, '\b')
+	case 'f':
+		b = append(b, '\f')
+	case 'n':
+		b = append(b, '\n')
+	case 'r':
+		b = append(b, '\r')
+	case 't':
+		b = append(b, '\t')
+	case 'u':
+		p.pos++
+		return p.unicodeEscape(b)
+	default:
+		return b, p.syntax("in string escape code")
+	}
+	p.pos++
+	return b, nil
+}
+
+// unicodeEscape appends the rune of a \u escape (pos at its hex digits):
+// a surrogate pair makes one rune; a lone surrogate leaves U+FFFD and what
+// follows it is read on its own, as encoding/json does.
+func (p *parser) unicodeEscape(b []byte) ([]byte, error) {
+	r, err := p.hex4()
+	if err != nil {
+		return b, err
+	}
+	if !utf16.IsSurrogate(r) {
+		return utf8.AppendRune(b, r), nil
+	}
+	if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+		save := p.pos
+		p.pos += 2
+		r2, err := p.hex4()
+		if err != nil {
+			return b, err
+		}
+		if dec := utf16.DecodeRune(r, r2); dec != unicode.ReplacementChar {
+			return utf8.AppendRune(b, dec), nil
+		}
+		p.pos = save
+	}
+	return utf8.AppendRune(b, unicode.ReplacementChar), nil
 }
 
 // hex4 reads the four hex digits of a \u escape.

@@ -5,11 +5,25 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"time"
 )
+
+// The simulation API: the engine core, the frontend model and a
+// profile's timing driven on a virtual clock, with no HTTP, goroutines or
+// wall time, so a published figure can be reproduced in milliseconds of
+// CPU whatever the machine is doing. SimulateMatrix runs the speed
+// matrix's method (llm-inference-bench), SimulateTokens the token-
+// throughput receipt's. The twin's tests compare its profiles with
+// published results through them, and cmd/twinfit fits profile constants
+// with them (stub/fit). The HTTP twin runs the same core (engine.run);
+// BenchmarkHTTPvsSim compares the two.
+
+// fixedTime is the _created time of simulated metrics.
+var fixedTime = time.Date(2026, 9, 30, 19, 0, 0, 0, time.UTC)
 
 // decodeSim drives the engine core, the frontend model and a profile's
 // timing on a virtual clock for streaming clients: the fast twin of the
-// whole server for decode workloads, as simServer (sim_test.go) is for
+// whole server for decode workloads, as simServer (sim_test.go, test-only) is for
 // judgments. It follows engine.run step for step: requests reach the
 // scheduler at the first step boundary after they are ready, aborts are
 // applied at boundaries, a step's tokens arrive at its end. The network
@@ -224,9 +238,10 @@ func percentile(xs []float64, q float64) float64 {
 
 // ---- The speed matrix method (method.md §1–§6) ----
 
-// matrixCell is one sustained-decode cell as llm-inference-bench reports
-// it.
-type matrixCell struct {
+// MatrixCell is one cell of a simulated speed matrix as
+// llm-inference-bench reports it: a sustained-decode cell, or a prefill
+// row's scout (PrefillTokS, PrefillTTFT).
+type MatrixCell struct {
 	Context, C                    int
 	TotalTokS, PerRequestTokS     float64
 	TTFT, ITL                     float64 // p50 over the cell's requests, seconds
@@ -239,8 +254,8 @@ type matrixCell struct {
 	warmupTimedOut, readinessSeen bool
 }
 
-// matrixRun is the method's parameters.
-type matrixRun struct {
+// MatrixRun is the speed matrix method's parameters.
+type MatrixRun struct {
 	Contexts    []int // prompt tokens per row
 	Levels      []int
 	MaxTokens   int     // 4096 on the published pages
@@ -248,7 +263,7 @@ type matrixRun struct {
 	PrefillOnly []int   // contexts with a prefill row but no decode row (128K)
 }
 
-// runMatrix runs the speed matrix on a fresh server in the tool's order:
+// SimulateMatrix runs the speed matrix on a fresh simulated server in the tool's order:
 // every context at the first level (whose scouts, cold, are the prefill
 // rows), then the first context at every level, then the rest row by row;
 // 2 s between cells. In a cell every request sends the context's one
@@ -257,10 +272,10 @@ type matrixRun struct {
 // every stream has a token and C run, held for 3 s on 1 s scrapes, and
 // tokens are counted inside it; TTFT and time between tokens are p50
 // over every request of the cell, warm-up included.
-func runMatrix(p Profile, m matrixRun) (cells map[[2]int]*matrixCell, prefill map[int]*matrixCell) {
+func SimulateMatrix(p Profile, m MatrixRun) (cells map[[2]int]*MatrixCell, prefill map[int]*MatrixCell) {
 	s := newDecodeSim(p)
-	cells = map[[2]int]*matrixCell{}
-	prefill = map[int]*matrixCell{}
+	cells = map[[2]int]*MatrixCell{}
+	prefill = map[int]*MatrixCell{}
 	type key = [2]int
 	var order []key
 	for _, ctx := range m.Contexts {
@@ -307,12 +322,12 @@ func runMatrix(p Profile, m matrixRun) (cells map[[2]int]*matrixCell, prefill ma
 	}
 	for _, k := range order {
 		ctx, c := k[0], k[1]
-		cell := &matrixCell{Context: ctx, C: c}
+		cell := &MatrixCell{Context: ctx, C: c}
 		cells[k] = cell
 		cold := prefill[ctx] == nil
 		t := scout(ctx)
 		if cold {
-			prefill[ctx] = &matrixCell{Context: ctx, C: 1, PrefillTTFT: t, PrefillTokS: float64(ctx) / t, prefillMeasured: true}
+			prefill[ctx] = &MatrixCell{Context: ctx, C: 1, PrefillTTFT: t, PrefillTokS: float64(ctx) / t, prefillMeasured: true}
 		}
 		runCell(s, cell, m, promptFor)
 		s.idle()
@@ -320,7 +335,7 @@ func runMatrix(p Profile, m matrixRun) (cells map[[2]int]*matrixCell, prefill ma
 	}
 	for _, ctx := range m.PrefillOnly {
 		t := scout(ctx)
-		prefill[ctx] = &matrixCell{Context: ctx, C: 1, PrefillTTFT: t, PrefillTokS: float64(ctx) / t, prefillMeasured: true}
+		prefill[ctx] = &MatrixCell{Context: ctx, C: 1, PrefillTTFT: t, PrefillTokS: float64(ctx) / t, prefillMeasured: true}
 		s.runUntil(s.now+2, nil)
 	}
 	return cells, prefill
@@ -348,7 +363,7 @@ type mreq struct {
 	finished, cut bool
 }
 
-func runCell(s *decodeSim, cell *matrixCell, m matrixRun, promptFor func(int) (prompt, []uint64)) {
+func runCell(s *decodeSim, cell *MatrixCell, m MatrixRun, promptFor func(int) (prompt, []uint64)) {
 	c := cell.C
 	pr, h := promptFor(cell.Context)
 	reqs := map[*request]*mreq{}
@@ -479,9 +494,9 @@ func runCell(s *decodeSim, cell *matrixCell, m matrixRun, promptFor func(int) (p
 
 // ---- The token-throughput method (token-throughput-rtx3090.json) ----
 
-// tokensPoint is one point of the receipt: aggregate and per-request
+// TokensPoint is one point of the receipt: aggregate and per-request
 // output tok/s and mean batch completion time.
-type tokensPoint struct {
+type TokensPoint struct {
 	Workload                      string
 	C                             int
 	Aggregate, PerRequest, MeanS  float64
@@ -490,22 +505,25 @@ type tokensPoint struct {
 	VerifiedTokens, WantPerRepeat int
 }
 
-// tokensRun is the receipt's method: c requests at once, each a short
+// TokensRun is the receipt's method: c requests at once, each a short
 // unique prompt (and, for one_image, one unique image), output fixed
 // greedy ignore-EOS tokens; a warm-up batch, then repeats batches each
 // timed from send to the last completion; aggregate = output tokens ÷
 // batch time (over all repeats), per request = aggregate ÷ c.
-type tokensRun struct {
+type TokensRun struct {
 	PromptTokens, ImageTokens, Output, Repeats int
 }
 
-func runTokens(p Profile, tr tokensRun, workload string, c int) tokensPoint {
+// SimulateTokens runs one point of the token-throughput method on a fresh
+// simulated server: c requests of workload ("text" or
+// "one_image_per_request") at once.
+func SimulateTokens(p Profile, tr TokensRun, workload string, c int) TokensPoint {
 	s := newDecodeSim(p)
 	images := 0
 	if workload == "one_image_per_request" {
 		images = 1
 	}
-	pt := tokensPoint{Workload: workload, C: c, WantPerRepeat: c * tr.Output}
+	pt := TokensPoint{Workload: workload, C: c, WantPerRepeat: c * tr.Output}
 	seq := 0
 	var ttftSum float64
 	var ttftN int

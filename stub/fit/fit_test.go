@@ -1,0 +1,60 @@
+package fit
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/stub"
+)
+
+// TestNelderMead finds the minimum of a shifted bowl; the control: no
+// steps leave it where it started.
+func TestNelderMead(t *testing.T) {
+	f := func(v []float64) float64 { return (v[0]-1)*(v[0]-1) + 3*(v[1]+2)*(v[1]+2) }
+	x := NelderMead(f, []float64{0, 0}, 2, 200)
+	require.InDelta(t, 1, x[0], 1e-3)
+	require.InDelta(t, -2, x[1], 1e-3)
+	require.LessOrEqual(t, f(NelderMead(f, []float64{0, 0}, 1, 0)), f([]float64{0, 0}), "no steps: the best of the first simplex")
+	require.Greater(t, f(NelderMead(f, []float64{0, 0}, 1, 0)), 1.0, "…which is not the minimum")
+}
+
+// TestScore: a perfect fit scores 0, a 20% miss past a 12% margin far
+// more than a 10% one inside it.
+func TestScore(t *testing.T) {
+	fig := func(got float64) []stub.Figure { return []stub.Figure{{Row: "r", Name: "n", Got: got, Want: 1}} }
+	require.Zero(t, Score(fig(1), 0.12))
+	require.Greater(t, Score(fig(1.2), 0.12), 3*Score(fig(1.1), 0.12))
+	require.Greater(t, Score(fig(math.NaN()), 0.12), 25.0, "a figure the twin cannot give scores as a 5-log miss")
+}
+
+// TestEfficiencyUsesFittedRowsOnly runs a one-step Hopper fit: it scores
+// no worse than its start and uses the 8K and 16K rows and nothing else
+// (what docs/prediction.md calls fitted); the E2B fit uses every row.
+func TestEfficiencyUsesFittedRowsOnly(t *testing.T) {
+	dec, pre, err := stub.ReadE2BMatrix("../testdata/speed-matrix-gemma-4-E2B-h200nvl.csv")
+	require.NoError(t, err)
+	r, err := Efficiency(Hopper, stub.EfficiencyHopper, dec, pre, Search{Restarts: 1, Iterations: 1, Levels: []int{1}})
+	require.NoError(t, err)
+	require.LessOrEqual(t, r.After, r.Before)
+	require.Len(t, r.Used, 2*2+2*4, "prefill tok/s and TTFT at 8K and 16K, four figures of each decode cell (c=1 here)")
+	for _, f := range r.Used {
+		require.True(t, strings.Contains(f.Row, " 8K") || strings.Contains(f.Row, " 16K"), f.Row)
+	}
+	require.Contains(t, r.String(), "TritonAttentionShare:0.35", "the Triton share is held, not searched")
+	_, err = Efficiency("all", stub.EfficiencyHopper, dec, pre, Search{})
+	require.ErrorContains(t, err, "want")
+}
+
+// TestRTX3090Fit runs a one-step fit of the RTX 3090 profile: every
+// point of the receipt used, no worse than the start.
+func TestRTX3090Fit(t *testing.T) {
+	rec, err := stub.ReadRTX3090("../testdata/token-throughput-rtx3090.json")
+	require.NoError(t, err)
+	r := RTX3090(rec, Search{Restarts: 1, Iterations: 1})
+	require.LessOrEqual(t, r.After, r.Before)
+	require.Len(t, r.Used, 3*len(rec.Records))
+	require.Contains(t, r.String(), "StepBase: ")
+}
