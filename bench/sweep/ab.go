@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/vetbench/vetbench/bench/sweep/config"
@@ -175,4 +176,40 @@ func (ab *AB) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ParseSides reads the two sides of an A/B (ParseSide), the error naming
+// the side.
+func ParseSides(a, b string) ([2]Side, error) {
+	var sides [2]Side
+	for i, arg := range []string{a, b} {
+		var err error
+		if sides[i], err = ParseSide(arg); err != nil {
+			return sides, fmt.Errorf("%s: %w", ABNames[i], err)
+		}
+	}
+	return sides, nil
+}
+
+// CheckFiles refuses a URL where files of benchmark output are due (an
+// A/B read, not measured); the URL's credentials are never echoed.
+func CheckFiles(args []string) error {
+	for i, arg := range args {
+		if strings.Contains(arg, "://") {
+			return fmt.Errorf("%s: %s is a URL: gate reads files of benchmark output (-run measures an endpoint)",
+				ABNames[i], judgments.RedactURL(arg))
+		}
+	}
+	return nil
+}
+
+// Points is how many points count passes of every live side measure.
+func (ab *AB) Points(count int) int {
+	n := 0
+	for _, r := range ab.Runs {
+		if r != nil {
+			n += count * len(r.Steps())
+		}
+	}
+	return n
 }

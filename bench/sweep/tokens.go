@@ -132,3 +132,32 @@ func MatrixOptions(m config.Matrix) grid.Options {
 		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
 		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause, Budget: m.Budget}
 }
+
+// Pitfall measures the cache pitfall on a run's target: its two runners,
+// repeating prompts and unique ones.
+type Pitfall struct {
+	run            *Run
+	shared, unique *decode.Runner
+}
+
+// Pitfall opens the two runners of the cache pitfall.
+func (r *Run) Pitfall(ctx context.Context) (*Pitfall, error) {
+	unique, err := r.TokenRunner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := r.TokenRunner(ctx, decode.WithSharedPrompts())
+	if err != nil {
+		return nil, err
+	}
+	return &Pitfall{run: r, shared: shared, unique: unique}, nil
+}
+
+// Measure measures the configured levels of workload with repeating and
+// with unique prompts (decode.CachePitfall). The SLO is left out: the
+// inflation is throughput's, there is no target to miss.
+func (p *Pitfall) Measure(ctx context.Context, workload string) ([]decode.Inflation, error) {
+	base := TokenPoint(p.run.Config, workload, 1)
+	base.SLO = nil
+	return decode.CachePitfall(ctx, p.shared, p.unique, base, p.run.Config.Tokens.Levels)
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 
@@ -23,6 +24,9 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	saveResult := fs.String("save-result", "", "also write the points as vllm bench serve --save-result does, to this new `file`")
 	asJSON := fs.Bool("json", false, "print the receipts (or the comparison) as JSON")
 	if err := fs.Parse(args); err != nil {
+		if wantsJSON(args) && !errors.Is(err, flag.ErrHelp) {
+			return failure(e, "tokens", true, exitNoVerdict, err.Error())
+		}
 		return exitNoVerdict
 	}
 	fail := func(code int, err error) int { return failure(e, "tokens", *asJSON, code, err.Error()) }
@@ -35,7 +39,6 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if math.IsNaN(*margin) || *margin < 0 {
 		return fail(exitNoVerdict, errors.New("-margin must be >= 0"))
 	}
-	out := tokenOutputs{saveResult: *saveResult, margin: *margin}
 	var base []*tokens.Receipt
 	if *baseline != "" {
 		var err error
@@ -48,13 +51,13 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 		if err != nil {
 			return fail(exitNoVerdict, fmt.Errorf("candidate: %w", err))
 		}
-		if err := saveServeResult(out.saveResult, cand); err != nil {
+		if err := saveServeResult(*saveResult, cand); err != nil {
 			return fail(exitNoVerdict, err)
 		}
 		if base == nil {
 			return exitPass
 		}
-		return compareTokens(e, base, cand, *asJSON, exitPass, out.margin)
+		return compareTokens(e, base, cand, *asJSON, exitPass, *margin)
 	}
 
 	cfg, err := config.Load(config.Env(e.lookup), flags)
@@ -64,7 +67,7 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	if *pitfall {
 		return runPitfall(ctx, e, cfg, *asJSON)
 	}
-	return tokenRun(ctx, e, cfg, base, *asJSON, out)
+	return tokenRun(ctx, e, cfg, base, *asJSON, tokenOutputs{saveResult: *saveResult, margin: *margin})
 }
 
 // tokenOutputs are what a run writes and judges besides its receipts: a
@@ -117,9 +120,8 @@ func tokenRun(ctx context.Context, e *env, cfg config.Config, base []*tokens.Rec
 		return code
 	}
 	if asJSON {
-		if err := writeJSON(e.stdout, recs); err != nil {
+		if err := writeJSON(e.stdout, tokens.NewMeasured(recs, code == exitPass)); err != nil {
 			code = fail(exitNoVerdict, err)
-			return code
 		}
 	}
 	return code
@@ -164,14 +166,8 @@ func compareTokens(e *env, base, cand []*tokens.Receipt, asJSON bool, code int, 
 	if err != nil {
 		return failure(e, "tokens", asJSON, exitNoVerdict, err.Error())
 	}
-	v := cmp.Verdict(margin)
-	cmp.Judged = &v
-	if asJSON {
-		err = writeJSON(e.stdout, cmp)
-	} else {
-		err = cmp.WriteText(e.stdout)
-	}
-	if err != nil {
+	v := cmp.Judge(margin)
+	if err := printReport(e, asJSON, cmp, cmp.WriteText); err != nil {
 		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
 		return exitNoVerdict
 	}
@@ -197,43 +193,24 @@ func saveServeResult(path string, recs []*tokens.Receipt) error {
 }
 
 // runPitfall measures the configured ladder with repeating prompts and
-// with unique ones and prints the inflation, per workload.
+// with unique ones (sweep.Pitfall) and prints the inflation, per workload.
 func runPitfall(ctx context.Context, e *env, cfg config.Config, asJSON bool) int {
 	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("tokens", nil, nil, sweep.Tokens))
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
-		return exitNoVerdict
+		return failure(e, "tokens", asJSON, exitNoVerdict, err.Error())
 	}
 	defer run.Close(true)
-	unique, err := run.TokenRunner(ctx)
+	pf, err := run.Pitfall(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
-		return exitNoVerdict
+		return failure(e, "tokens", asJSON, exitNoVerdict, err.Error())
 	}
-	shared, err := run.TokenRunner(ctx, decode.WithSharedPrompts())
-	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench tokens: %v\n", err)
-		return exitNoVerdict
-	}
-	type ladder struct {
-		Workload string         `json:"workload"`
-		Levels   []pitfallLevel `json:"levels"`
-	}
-	var out []ladder
+	rep := decode.NewPitfallReport()
 	for _, w := range cfg.Tokens.Workloads {
-		base := sweep.TokenPoint(cfg, w, 1)
-		base.SLO = nil // the inflation is throughput's; no target to miss
-		ins, err := decode.CachePitfall(ctx, shared, unique, base, cfg.Tokens.Levels)
+		ins, err := pf.Measure(ctx, w)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "vetbench tokens: pitfall %s: %v\n", w, err)
-			return exitFail
+			return failure(e, "tokens", asJSON, exitFail, fmt.Sprintf("pitfall %s: %v", w, err))
 		}
-		l := ladder{Workload: w}
-		for _, in := range ins {
-			l.Levels = append(l.Levels, pitfallLevel{in.Concurrency, in.Shared.Summary.AggregateOutputTokS,
-				in.Unique.Summary.AggregateOutputTokS, in.Rel, in.TTFTRel})
-		}
-		out = append(out, l)
+		rep.Add(w, ins)
 		if !asJSON {
 			fmt.Fprintf(e.stdout, "workload %s: repeating prompts (a warm ladder) against unique prompts\n", w)
 			if err := decode.WriteInflation(e.stdout, ins); err != nil {
@@ -243,17 +220,7 @@ func runPitfall(ctx context.Context, e *env, cfg config.Config, asJSON bool) int
 		}
 	}
 	if asJSON {
-		_ = writeJSON(e.stdout, out)
+		_ = writeJSON(e.stdout, rep)
 	}
 	return exitPass
-}
-
-// pitfallLevel is one level of -pitfall -json.
-type pitfallLevel struct {
-	Concurrency int     `json:"concurrency"`
-	SharedTokS  float64 `json:"shared_tok_s"`
-	UniqueTokS  float64 `json:"unique_tok_s"`
-	// Inflation is shared ÷ unique − 1; TTFTRelative the same for TTFT p50.
-	Inflation    float64 `json:"inflation"`
-	TTFTRelative float64 `json:"ttft_relative"`
 }

@@ -137,7 +137,7 @@ func (b *builder) curveChart(ch LineChart, cs []curve, figs []curveFig) LineChar
 
 // spreadNote says what the curves' points and bars are, per run.
 func (b *builder) spreadNote(cs []curve) string {
-	var parts []string
+	var labels, froms []string
 	for _, r := range b.runs() {
 		for _, c := range cs {
 			if c.run != r || len(c.pts) == 0 {
@@ -148,12 +148,22 @@ func (b *builder) spreadNote(cs []curve) string {
 				continue
 			}
 			from := fmt.Sprintf("%d -count passes in %s, the medians vetbench gate compares", sp.N, BenchName)
-			if sp.From != BenchName {
+			switch {
+			case sp.N == 1:
+				from = "one pass, no spread (run with -count N to see one)"
+			case sp.From != BenchName:
 				from = fmt.Sprintf("%d passes' receipts", sp.N)
 			}
-			parts = append(parts, r.Label+": "+from)
+			labels, froms = append(labels, r.Label), append(froms, from)
 			break
 		}
+	}
+	parts := []string{}
+	for i := range labels {
+		parts = append(parts, labels[i]+": "+froms[i])
+	}
+	if len(froms) == 2 && froms[0] == froms[1] {
+		parts = []string{"both runs: " + froms[0]}
 	}
 	return "Curves: the median of the passes at each level, bars their min–max (" + strings.Join(parts, "; ") + "). Answers are compared on the first pass (receipts/)."
 }
@@ -360,7 +370,7 @@ func (b *builder) gateSection() (Section, bool) {
 	default:
 		ban.Title = fmt.Sprintf("PASS: %d gated metrics, none worse by more than %.1f%%", g.Gated, 100*g.Policy.Margin)
 	}
-	s.Notes = append(s.Notes, "The gate is over every run in the two "+BenchName+" files; the curves above are of the receipts, one pass per point.")
+	s.Notes = append(s.Notes, "The gate is over every run in the two "+BenchName+" files; the curves above draw the same medians, with the runs' min–max.")
 	if sn := b.scaleNote(); sn != "" {
 		s.Notes = append(s.Notes, "Figures of a "+sn+".")
 	}

@@ -94,7 +94,9 @@ func TestSpreadOfPasses(t *testing.T) {
 
 	single, rep := get(10)
 	require.Equal(t, Point{X: 1, Y: 10, Lo: 10, Hi: 10, Tip: "c=1: 10 judgments/s"}, single)
-	pageLacks(t, html(t, rep), `class="spread"`, "one pass, no bar")
+	page = html(t, rep)
+	pageLacks(t, page, `class="spread"`, "one pass, no bar")
+	pageHas(t, page, "run: one pass, no spread")
 }
 
 // TestSpreadIsTheGates: with a bench.txt the point is the gate's median
