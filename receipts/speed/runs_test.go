@@ -59,3 +59,27 @@ func TestRefusedAndFloor(t *testing.T) {
 	require.Equal(t, map[string]float64{"goodput": 0.9}, p.Floors)
 	require.EqualError(t, p.SetFloor("goodput", 1.5), "1.5: want a share from 0 to 1")
 }
+
+func TestLoadPair(t *testing.T) {
+	t.Parallel()
+	const good, nope = "testdata/twin/baseline.txt", "testdata/twin/nope.txt"
+	boom := errors.New("server down")
+	base, cand, err := speed.LoadPair([2]string{good, good}, [2]error{})
+	require.NoError(t, err)
+	require.NotNil(t, base)
+	require.NotNil(t, cand)
+
+	_, _, err = speed.LoadPair([2]string{nope, good}, [2]error{boom, nil})
+	require.ErrorContains(t, err, "baseline: ")
+	require.ErrorIs(t, err, boom, "the run's failure is said with the read error")
+	_, _, err = speed.LoadPair([2]string{good, nope}, [2]error{})
+	require.ErrorContains(t, err, "candidate: ")
+	require.NotErrorIs(t, err, speed.ErrCandidateRun)
+	// A candidate run that failed and left nothing: failed all the same,
+	// unless the baseline's run failed too (then nothing is decided).
+	_, _, err = speed.LoadPair([2]string{good, nope}, [2]error{nil, boom})
+	require.ErrorIs(t, err, speed.ErrCandidateRun)
+	require.ErrorIs(t, err, boom)
+	_, _, err = speed.LoadPair([2]string{good, nope}, [2]error{boom, boom})
+	require.NotErrorIs(t, err, speed.ErrCandidateRun)
+}
