@@ -13,11 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/rundir"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // The one definition of a failed point: measured, and stopped, over its
@@ -38,6 +40,7 @@ func TestFailed(t *testing.T) {
 		{"failures and down", rec, fmt.Errorf("%w; %w", bench.ErrFailures, bench.ErrServerDown), true},
 		{"down within the accepted share", rec, fmt.Errorf("%w: engine dead", bench.ErrServerDown), false},
 		{"no receipt", nil, bench.ErrStopped, false},
+		{"little's law", rec, fmt.Errorf("%w (service time)", audit.ErrLittlesLaw), true},
 		{"other", rec, errors.New("reset caches: 404"), false},
 	} {
 		require.Equal(t, c.want, sweep.Failed(c.rec, c.err), c.name)
@@ -185,4 +188,20 @@ func TestMeasureTokenPass(t *testing.T) {
 	require.Len(t, recs, 2)
 	require.Equal(t, []string{"workload=text/c=1", "workload=text/c=2"}, names)
 	require.NoError(t, run.Close(true))
+}
+
+// A token point fails by the same rule as a judgments point: a repeat
+// whose requests held their slots 2 s past their latency (as decode's
+// Little's-law positive control makes them) fails it, naming the repeat;
+// clean repeats, or a gap under audit.MinUnaccounted, pass.
+func TestTokenLittlesLaw(t *testing.T) {
+	clean := receipts.LittlesLaw{MeanInFlight: 1, Predicted: 1, Samples: 20, WindowSeconds: 10}
+	held := receipts.LittlesLaw{MeanInFlight: 1, Predicted: 1.0 / 3, RelError: 2.0 / 3, Samples: 20, WindowSeconds: 30}
+	noise := receipts.LittlesLaw{MeanInFlight: 1, Predicted: 0.9, RelError: 0.1, Samples: 2000, WindowSeconds: 10}
+	rec := &tokens.Receipt{Runs: []tokens.Run{{LittlesLaw: &clean}, {LittlesLaw: &held}}}
+	err := sweep.TokenLittlesLaw(rec)
+	require.ErrorIs(t, err, audit.ErrLittlesLaw)
+	require.ErrorContains(t, err, "(repeat 2)")
+	require.NotContains(t, err.Error(), "(repeat 1)")
+	require.NoError(t, sweep.TokenLittlesLaw(&tokens.Receipt{Runs: []tokens.Run{{LittlesLaw: &clean}, {LittlesLaw: &noise}, {}}}))
 }
