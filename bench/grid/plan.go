@@ -86,9 +86,12 @@ func (r *Runner) Plan(o Options) (Plan, error) {
 		row := &p.Rows[i]
 		if !o.NoPrefill {
 			p.Prefill++
+			if _, label := askedPrefillContext(*row, r.MaxModelLen); label != "" {
+				p.Prefill++ // the asked context's prefill row (askedPrefill)
+			}
 		}
 		for _, c := range o.Levels {
-			if SkipReason(c, row.Tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen) != "" {
+			if CellSkipReason(c, row.Tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen, r.SharedPrefix) != "" {
 				p.Skipped++
 			} else {
 				row.Cells++
