@@ -436,6 +436,9 @@ type Report struct {
 	// Identity is what the outputs' configuration lines say about
 	// comparing them.
 	Identity IdentityCheck `json:"identity"`
+
+	// baseRunFailed and candRunFailed are set by AddRuns.
+	baseRunFailed, candRunFailed bool
 }
 
 // AddFailure fails the report for a reason found outside the outputs (a
