@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/vetbench/vetbench/bench/metrics"
@@ -136,14 +135,8 @@ func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Sampl
 // else benchstat would split the tables and compare nothing. It is for
 // display only: a failure is a note, never a verdict.
 func showBenchstat(ctx context.Context, e *env, base, cand *speed.Samples, files []string) {
-	ignore := speed.VaryingConfig(base, cand)
-	args := []string{"tool", "benchstat"}
-	if len(ignore) > 0 {
-		args = append(args, "-ignore", strings.Join(ignore, ","))
-	}
-	args = append(args, "baseline="+files[0], "candidate="+files[1])
 	var out, errb bytes.Buffer
-	if err := e.exec(ctx, nil, &out, &errb, "go", args...); err != nil {
+	if err := e.exec(ctx, nil, &out, &errb, "go", speed.BenchstatArgs(base, cand, [2]string(files))...); err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: go tool benchstat unavailable (%v); the decision below does not need it\n%s", err, errb.String())
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Refused says the outputs were not compared: their identity differs and
@@ -84,4 +85,17 @@ func LoadPair(files [2]string, runs [2]error) (base, cand *Samples, err error) {
 		return nil, nil, fmt.Errorf("candidate: %w", errors.Join(err, runs[1]))
 	}
 	return base, cand, nil
+}
+
+// BenchstatArgs are the go command's arguments that show benchstat's
+// tables of the two files (for reading; the decision never parses them).
+// Configuration keys whose values differ between them (target,
+// endpoint…) are ignored, else benchstat would split the tables and
+// compare nothing.
+func BenchstatArgs(base, cand *Samples, files [2]string) []string {
+	args := []string{"tool", "benchstat"}
+	if ignore := VaryingConfig(base, cand); len(ignore) > 0 {
+		args = append(args, "-ignore", strings.Join(ignore, ","))
+	}
+	return append(args, "baseline="+files[0], "candidate="+files[1])
 }

@@ -2,6 +2,7 @@ package speed_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,25 @@ func TestLoadPair(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	_, _, err = speed.LoadPair([2]string{good, nope}, [2]error{boom, boom})
 	require.NotErrorIs(t, err, speed.ErrCandidateRun)
+}
+
+// TestBenchstatArgs: keys that vary between the files are ignored, so
+// benchstat compares the benchmarks instead of splitting its tables.
+func TestBenchstatArgs(t *testing.T) {
+	t.Parallel()
+	const base, slowed = "testdata/twin/baseline.txt", "testdata/twin/slowed.txt"
+	b, s := loadFile(t, base), loadFile(t, slowed)
+	args := speed.BenchstatArgs(b, s, [2]string{base, slowed})
+	require.Equal(t, []string{"tool", "benchstat"}, args[:2])
+	require.Equal(t, []string{"baseline=" + base, "candidate=" + slowed}, args[len(args)-2:])
+	require.NotEmpty(t, speed.VaryingConfig(b, s), "the slowed twin's lines say so")
+	require.Equal(t, []string{"-ignore", strings.Join(speed.VaryingConfig(b, s), ",")}, args[2:4])
+	require.Equal(t, []string{"tool", "benchstat", "baseline=" + base, "candidate=" + base}, speed.BenchstatArgs(b, b, [2]string{base, base}))
+}
+
+func loadFile(t *testing.T, path string) *speed.Samples {
+	t.Helper()
+	s, err := speed.LoadFile(path)
+	require.NoError(t, err)
+	return s
 }
