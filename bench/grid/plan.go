@@ -216,3 +216,14 @@ func plural(n int, word string) string {
 	}
 	return word + "s"
 }
+
+// Summary says, before anything is measured, how the plan runs: on a
+// time-scaled twin that every wait and figure is model time, then the
+// grid and the estimate (the notices are the plan's Notice).
+func (p Plan) Summary(timeScale float64) []string {
+	var out []string
+	if timeScale > 1 {
+		out = append(out, fmt.Sprintf("twin ×%g time scale: every wait (window, hold, timeouts, budget) and every figure is model time", timeScale))
+	}
+	return append(out, fmt.Sprintf("%s; estimate %s", p.Grid(), p.Estimate.Text(p.Cells, p.Prefill, timeScale)))
+}
