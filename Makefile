@@ -129,7 +129,8 @@ FUZZMINIMIZE ?= 200x
 FUZZ_OUT ?= $(or $(OUT),out)/fuzz
 FUZZERS ?= ./receipts:FuzzRead ./receipts/internal/jsontree:FuzzDecode ./receipts/matrix:FuzzMatrixCSV \
 	./bench/scrape:FuzzDiff:2 ./judgments:FuzzScore ./judgments:FuzzDecodeChat ./stub:FuzzTwinDecodeChat:2 ./bench/stream:FuzzSSE \
-	./receipts/speed:FuzzGate
+	./receipts/speed:FuzzGate ./bench/stream:FuzzStreamBudget ./bench/sweep/config:FuzzRunFile ./judgments:FuzzBodies \
+	./bench/scrape:FuzzMetricsBody
 fuzz:
 	@mkdir -p $(FUZZ_OUT)
 	@for t in $(FUZZERS); do \

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/stub"
@@ -128,6 +130,7 @@ func TestLittlesLaw(t *testing.T) {
 	require.InDelta(t, 1, ll.MeanInFlight, 1e-9)
 	require.InDelta(t, 0, ll.RelError, 1e-9)
 	require.InDelta(t, 14*0.010, rec.Throughput.WallSeconds, 1e-9)
+	require.NoError(t, sweep.LittlesLaw(rec), "the rule vetbench run and go test -bench share passes it")
 
 	sess.SetHooks(bench.Hooks{Clock: clock.now, Wrap: wrap, Held: func(int) { clock.advance(5 * time.Millisecond) }})
 	rec, err = sess.Measure(t.Context(), bench.Point{Concurrency: 1})
@@ -137,4 +140,17 @@ func TestLittlesLaw(t *testing.T) {
 	require.InDelta(t, 1.0/3, ll.RelError, 1e-9)
 	require.Contains(t, fmt.Sprint(rec.Warnings), "little's law")
 	require.Contains(t, fmt.Sprint(ll.Problems), "time the latency clock does not see")
+	// 5 ms a judgment is under audit.MinUnaccounted: a warning only. At
+	// 100 ms judgments held 50 ms the point fails by the one rule
+	// (sweep.Run.Measure applies it for vetbench run and BenchmarkJudgments
+	// alike), not only with a warning.
+	require.NoError(t, sweep.LittlesLaw(rec))
+	slow := func(j bench.Judge) bench.Judge { return ticking{j, clock, 100 * time.Millisecond} }
+	sess.SetHooks(bench.Hooks{Clock: clock.now, Wrap: slow, Held: func(int) { clock.advance(50 * time.Millisecond) }})
+	rec, err = sess.Measure(t.Context(), bench.Point{Concurrency: 1})
+	require.NoError(t, err)
+	require.InDelta(t, 1.0/3, rec.Checks.LittlesLaw.RelError, 1e-9)
+	require.ErrorIs(t, sweep.LittlesLaw(rec), audit.ErrLittlesLaw)
+	require.ErrorContains(t, sweep.LittlesLaw(rec), "50ms per item unaccounted")
+	require.True(t, sweep.Failed(rec, sweep.LittlesLaw(rec)), "a failed point, not the run's error")
 }

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/receipts/matrix"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
@@ -21,8 +21,9 @@ import (
 // C streamed requests at once, each for exactly VETBENCH_TOKENS_OUTPUT
 // tokens, VETBENCH_TOKENS_REPEATS times after a warm-up. One op is one
 // point; ns/op is hidden. Every request is verified; failures beyond
-// VETBENCH_TOKENS_MAX_FAILED fail the benchmark. Each point's receipt
-// goes to the run directory (receipts/tokens_<workload>_c<N>.json, then
+// VETBENCH_TOKENS_MAX_FAILED fail the benchmark, as a repeat that breaks
+// Little's law does (audit.Check, the rule vetbench tokens applies). Each
+// point's receipt goes to the run directory (receipts/tokens_<workload>_c<N>.json, then
 // receipts/pass2 …), each result line to its bench.txt as well.
 func BenchmarkTokens(b *testing.B) {
 	s := getSuite(b)
@@ -34,17 +35,18 @@ func BenchmarkTokens(b *testing.B) {
 			var recs []*tokens.Receipt
 			for b.Loop() {
 				rec, err := r.Measure(ctx, p)
+				if err == nil {
+					err = sweep.TokenLittlesLaw(rec)
+				}
 				if err != nil {
 					if rec != nil {
+						// Its line too, failed-requests and all, as vetbench
+						// tokens writes it (bench.txt is never left empty).
 						path, werr := s.run.WriteTokens(rec)
+						s.line(b, "Tokens", st.Name(), 1, decode.Metrics(rec))
 						b.Fatalf("%v (receipt %s, %v)", err, path, werr)
 					}
 					b.Fatal(err)
-				}
-				for i, run := range rec.Runs {
-					if ll := run.LittlesLaw; ll != nil && ll.RelError > audit.Tolerance {
-						b.Errorf("repeat %d: Little's law does not hold: %v", i+1, ll.Problems)
-					}
 				}
 				recs = append(recs, rec)
 			}

@@ -26,9 +26,9 @@ var calibrate = flag.Bool("calibrate", false, "fail a calibration benchmark outs
 // question of each case of typevet's 63-case subset, 32 at a time and not
 // measured (its sweep ran the subset before the full-set receipts, which
 // left the multimodal cache holding the subset's images; the simulator's
-// warm does the same), then the full set with typevet's client behaviour
-// (closed loop, per-judgment tokenize calls, questions one after another)
-// at each level in turn on the same server. Figures are model figures: a
+// warm does the same), then the full set with typevet's client (closed
+// loop, the typevet dispatch: per-judgment tokenize calls, questions one
+// after another) at each level in turn on the same server. Figures are model figures: a
 // run of a twin scale times faster than real time has its rates divided
 // by scale and its latencies multiplied; the server's own figures come
 // from /metrics deltas, already in model seconds.

@@ -197,13 +197,30 @@ func (c *core) schedule(now float64) *step {
 	s := &step{start: now}
 	budget := c.p.MaxNumBatchedTokens
 	enc := c.encoderBudget()
+	c.scheduleRunning(s, &budget, &enc)
+	// Then waiting requests, FCFS, unless this step had to preempt.
+	if s.preempted == 0 {
+		c.admitWaiting(s, now, &budget, &enc)
+	}
+	if s.preempted > 0 {
+		c.m.preempted(s.preempted)
+	}
+	c.m.schedulerState(len(c.running), len(c.waiting), c.usage())
+	if len(s.entries) == 0 {
+		return nil
+	}
+	return s
+}
+
+// scheduleRunning gives the running requests their tokens first, in
+// admission order, preempting the newest while the KV cache is short.
+func (c *core) scheduleRunning(s *step, budget, enc *int) {
 	bs := c.p.BlockSize
-	// Running requests first, in admission order.
-	for i := 0; i < len(c.running) && budget > 0; i++ {
+	for i := 0; i < len(c.running) && *budget > 0; i++ {
 		r := c.running[i]
-		drafts := c.drafts(r, budget)
-		n := min(r.numTokens()-r.numComputed+drafts, budget)
-		n = c.fitEncoder(r, r.numComputed, n, &enc)
+		drafts := c.drafts(r, *budget)
+		n := min(r.numTokens()-r.numComputed+drafts, *budget)
+		n = c.fitEncoder(r, r.numComputed, n, enc)
 		if n <= 0 {
 			continue
 		}
@@ -224,15 +241,21 @@ func (c *core) schedule(now float64) *step {
 		c.encode(s, r, r.numComputed, r.numComputed+n)
 		s.entries = append(s.entries, stepEntry{r, r.numComputed, n, drafts})
 		s.tokens += n
-		budget -= n
+		*budget -= n
 	}
-	// Then waiting requests, FCFS, unless this step had to preempt.
-	for s.preempted == 0 && len(c.waiting) > 0 && len(c.running) < c.p.MaxNumSeqs && budget > 0 {
+}
+
+// admitWaiting admits waiting requests in arrival order (FCFS) while the
+// batch, the token budget, the encoder and the KV cache take them; the
+// first that does not fit stops admission (head-of-line).
+func (c *core) admitWaiting(s *step, now float64, budget, enc *int) {
+	bs := c.p.BlockSize
+	for len(c.waiting) > 0 && len(c.running) < c.p.MaxNumSeqs && *budget > 0 {
 		r := c.waiting[0]
 		hits := c.prefixHits(r)
 		cached := len(hits) * bs
-		n := min(r.numTokens()-cached, budget)
-		if n = c.fitEncoder(r, cached, n, &enc); n <= 0 {
+		n := min(r.numTokens()-cached, *budget)
+		if n = c.fitEncoder(r, cached, n, enc); n <= 0 {
 			break // an image the encoder cannot take this step: wait (FCFS)
 		}
 		evictable := 0
@@ -264,16 +287,8 @@ func (c *core) schedule(now float64) *step {
 		c.running = append(c.running, r)
 		s.entries = append(s.entries, stepEntry{r, cached, n, 0})
 		s.tokens += n
-		budget -= n
+		*budget -= n
 	}
-	if s.preempted > 0 {
-		c.m.preempted(s.preempted)
-	}
-	c.m.schedulerState(len(c.running), len(c.waiting), c.usage())
-	if len(s.entries) == 0 {
-		return nil
-	}
-	return s
 }
 
 // prefixHits is the longest run of cached blocks at the start of r's

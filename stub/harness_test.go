@@ -2,7 +2,6 @@ package stub_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -83,7 +82,10 @@ func closedLoop(ctx context.Context, t testing.TB, cl *judgments.Client, set fix
 	require.NoError(t, err)
 	var j bench.Judge = cl
 	if typevetTokenize {
-		j = typevetJudge{cl}
+		// typevet's client: every control tokenized anew before each
+		// judgment, then the questions in order (typevet-semantics §1.1).
+		j = judgments.NewClient(cl.BaseURL(), judgments.WithModel(cl.Model()), judgments.WithMode(cl.Mode()),
+			judgments.WithHTTPClient(cl.HTTPClient()), judgments.WithDispatch(judgments.DispatchTypevet))
 	}
 	o := bench.Pool{Concurrency: c}.Run(ctx, j, set, ctrl)
 	require.Len(t, o.Results, len(set.Cases), "stopped at %d: %v", o.StopIndex, o.StopErr)
@@ -95,42 +97,6 @@ func closedLoop(ctx context.Context, t testing.TB, cl *judgments.Client, set fix
 	}
 	sort.Float64s(res.Latencies)
 	return res
-}
-
-// typevetJudge sends one uncached POST /tokenize per control of every
-// question before each judgment, as typevet's client does
-// (typevet-semantics §1.1), then judges.
-type typevetJudge struct{ cl *judgments.Client }
-
-func (j typevetJudge) Judge(ctx context.Context, spec judgments.Spec, controls judgments.Controls, it judgments.Item) (judgments.Judgment, error) {
-	for _, q := range spec.Questions {
-		for _, ctl := range q.Controls() {
-			if err := rawTokenize(ctx, j.cl, ctl); err != nil {
-				return judgments.Judgment{}, err
-			}
-		}
-	}
-	return j.cl.Judge(ctx, spec, controls, it)
-}
-
-// rawTokenize is one uncached POST /tokenize, as typevet sends per control.
-func rawTokenize(ctx context.Context, cl *judgments.Client, text string) error {
-	body := fmt.Sprintf(`{"model":%q,"prompt":%q,"add_special_tokens":false}`, cl.Model(), text)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.BaseURL()+"/tokenize", strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := cl.HTTPClient().Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("tokenize: HTTP %d", res.StatusCode)
-	}
-	return nil
 }
 
 // answersByKey indexes judgments' answers by "item|question".

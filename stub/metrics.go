@@ -304,20 +304,7 @@ func (m *metrics) write(w io.Writer) error {
 	}
 	counter("vllm:request_success", "Count of successfully processed requests.", success...)
 	writeSpecMetrics(m.specK, &m.spec, base, counter)
-	for _, f := range histogramFamilies {
-		h := m.hist[f.name]
-		var series []sample
-		cum := 0.0
-		for i, le := range h.bounds {
-			cum += h.counts[i]
-			series = append(series, sample{f.name + "_bucket", base.with("le", pyFloat(le)), cum})
-		}
-		cum += h.counts[len(h.bounds)]
-		series = append(series, sample{f.name + "_bucket", base.with("le", "+Inf"), cum},
-			sample{f.name + "_count", base, h.count}, sample{f.name + "_sum", base, h.sum})
-		family(&b, f.name, f.help, "histogram", series)
-		family(&b, f.name+"_created", f.help, "gauge", []sample{{f.name + "_created", base, m.created}})
-	}
+	m.writeHistograms(&b, base)
 	// The twin's own series (never a vllm: name): engine steps whose
 	// completion ran later than their model-clock deadline by more than
 	// the slack, and by how much in all (model seconds).
@@ -332,6 +319,26 @@ func (m *metrics) write(w io.Writer) error {
 	gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", sample{"vllm:cache_config_info", info, 1})
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeHistograms writes each histogram family as vLLM exposes it:
+// cumulative buckets up to +Inf, _count, _sum and its _created stamp
+// (m.mu held).
+func (m *metrics) writeHistograms(b *strings.Builder, base labels) {
+	for _, f := range histogramFamilies {
+		h := m.hist[f.name]
+		var series []sample
+		cum := 0.0
+		for i, le := range h.bounds {
+			cum += h.counts[i]
+			series = append(series, sample{f.name + "_bucket", base.with("le", pyFloat(le)), cum})
+		}
+		cum += h.counts[len(h.bounds)]
+		series = append(series, sample{f.name + "_bucket", base.with("le", "+Inf"), cum},
+			sample{f.name + "_count", base, h.count}, sample{f.name + "_sum", base, h.sum})
+		family(b, f.name, f.help, "histogram", series)
+		family(b, f.name+"_created", f.help, "gauge", []sample{{f.name + "_created", base, m.created}})
+	}
 }
 
 type labels map[string]string

@@ -43,6 +43,12 @@ type Physical struct {
 	// Eager is --enforce-eager: no CUDA graphs, every kernel launched by
 	// the host (Efficiency.EagerLaunch each).
 	Eager bool `json:",omitempty"`
+	// GEMMShare, when > 0, prices each step as its kernel classes in
+	// sequence (kernels.go: dense linears and routed experts at this share
+	// of peak FLOP/s, attention at the family's), for a deployment whose
+	// weight GEMMs run at a share the family's constants do not know (MXFP4
+	// experts dequantized on Hopper). 0: the family's one-max roofline.
+	GEMMShare float64 `json:",omitempty"`
 }
 
 // Efficiency is the named constants of one GPU family, fitted once
@@ -336,6 +342,7 @@ type physical struct {
 	hw                      roofline.Hardware
 	deploy                  *roofline.Deployment // nil: one GPU, plain decoding
 	bw, fl, at              float64
+	gemm                    float64 // Physical.GEMMShare (0: one-max roofline)
 	fixed, perSeq, perImage float64
 	// draft is the fixed cost of the draft passes of a step with decodes.
 	draft float64
@@ -356,7 +363,7 @@ func (p *Physical) model() *physical {
 		launch = max(launch, e.EagerLaunch.Seconds())
 	}
 	m := &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.attentionShare(shape.AttentionKernel()),
-		fixed: e.StepFixed.Seconds() + float64(shape.Launches())*launch, perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
+		fixed: e.StepFixed.Seconds() + float64(shape.Launches())*launch, perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds(), gemm: p.GEMMShare}
 	if p.TensorParallel > 1 || p.Speculative != nil {
 		m.deploy = &roofline.Deployment{Shape: shape, GPU: p.Hardware, TP: p.TensorParallel, Spec: p.Speculative}
 	}
@@ -391,6 +398,9 @@ func (p *Physical) FixedStep() time.Duration {
 }
 
 func (p *Physical) validate() error {
+	if !(p.GEMMShare >= 0 && p.GEMMShare <= 1) {
+		return fmt.Errorf("gemm share %v: want (0, 1], or 0 for the family's roofline", p.GEMMShare)
+	}
 	if p.Config == nil {
 		return errors.New("physical model without a model config")
 	}
@@ -431,13 +441,13 @@ func (m *physical) seconds(s *step) float64 {
 		if c.Draft.Bytes > 0 {
 			fixed += m.draft
 		}
-		return fixed + m.bounded(c.PerGPU) + m.bounded(c.Draft) + m.deploy.Ceiling(c).CommSeconds + extra
+		return fixed + m.price(c.PerGPU) + m.price(c.Draft) + m.deploy.Ceiling(c).CommSeconds + extra
 	}
 	cost, err := m.shape.Step(parts)
 	if err != nil {
 		return m.fixed // a step always has parts of at least one token
 	}
-	return m.fixed + m.bounded(cost) + extra
+	return m.fixed + m.price(cost) + extra
 }
 
 // bounded is the roofline's two bounds on a cost, each at its achieved

@@ -15,7 +15,7 @@ import (
 // profile's timing on a virtual clock, with a closed-loop client shaped
 // like typevet's pool: c workers, each taking the next item, tokenizing
 // the controls of every question (typevet re-tokenizes per judgment, see
-// typevetTokenizeCalls) and then asking the questions one after another.
+// judgments.TypevetTokenizeCalls) and then asking the questions one after another.
 // It is the fast twin of the whole server: calibration_sim_test.go checks
 // it against the receipts for all three sets, calibration_test.go the
 // server itself for checks (on fake time in make test, over real HTTP in
@@ -66,17 +66,6 @@ func simItems(t testing.TB, set fixtures.Set, p Profile) [][]simReq {
 		}
 	}
 	return out
-}
-
-// typevetTokenizeCalls is how many POST /tokenize typevet sends per
-// judgment before its first question: every control of every question,
-// uncached (typevet-semantics §1.1).
-func typevetTokenizeCalls(spec judgments.Spec) int {
-	n := 0
-	for _, q := range spec.Questions {
-		n += len(q.Options)
-	}
-	return n
 }
 
 type simServer struct {

@@ -363,72 +363,97 @@ type mreq struct {
 	finished, cut bool
 }
 
+// runCell simulates one matrix cell as the tool measures it: C streams
+// kept full (a stream that ends at its length is replaced at once), a
+// warmup until the server is ready, a window of m.Duration, then the
+// cell's figures from what the window saw.
 func runCell(s *decodeSim, cell *MatrixCell, m MatrixRun, promptFor func(int) (prompt, []uint64)) {
-	c := cell.C
 	pr, h := promptFor(cell.Context)
-	reqs := map[*request]*mreq{}
-	var all []*mreq
-	current := make([]*request, c)
-	stopped := false
-	measuring := false
-	var start, end, lastUpdate float64
-	windowTokens := 0
-	var sendNew func(w int)
-	sendNew = func(w int) {
-		r := &request{prompt: pr, hashes: h, maxTokens: m.MaxTokens}
-		r.gen = generation{} // ignore_eos: never EOS
-		mr := &mreq{worker: w, sent: s.now, first: math.NaN()}
-		reqs[r] = mr
-		all = append(all, mr)
-		current[w] = r
-		s.send(r)
-	}
-	s.onToken = func(r *request, at float64) {
-		mr := reqs[r]
-		if mr == nil || mr.cut {
-			return
-		}
-		mr.n++
-		if math.IsNaN(mr.first) {
-			mr.first = at
-		}
-		mr.last = at
-		if measuring && at > start && at <= end {
-			windowTokens++
-			lastUpdate = max(lastUpdate, at)
-		}
-	}
-	s.onDone = func(r *request, at float64) {
-		mr := reqs[r]
-		if mr == nil || mr.cut {
-			return
-		}
-		mr.finished = true
-		if !stopped && r.finishReason == "length" {
-			sendNew(mr.worker)
-		}
-	}
+	r := &cellRun{s: s, cell: cell, m: m, pr: pr, h: h, reqs: map[*request]*mreq{}, current: make([]*request, cell.C)}
+	s.onToken, s.onDone = r.onToken, r.onDone
 	t0 := s.now
-	for w := range c {
-		sendNew(w)
+	for w := range cell.C {
+		r.sendNew(w)
 	}
-	// Readiness on 1 s scrapes: nothing waiting, every stream has a token,
-	// C running; held for 3 s, checked from 2 s in. Timeouts as the tool's.
+	r.warmUp(t0)
+	running, queued := r.measure()
+	r.stop()
+	r.figures(running, queued)
+}
+
+// cellRun is the state of one simulated cell.
+type cellRun struct {
+	s       *decodeSim
+	cell    *MatrixCell
+	m       MatrixRun
+	pr      prompt
+	h       []uint64
+	reqs    map[*request]*mreq
+	all     []*mreq
+	current []*request // each worker's stream
+
+	stopped, measuring     bool
+	start, end, lastUpdate float64
+	windowTokens           int
+}
+
+// sendNew starts worker w's next stream (ignore_eos: it runs to its length).
+func (c *cellRun) sendNew(w int) {
+	r := &request{prompt: c.pr, hashes: c.h, maxTokens: c.m.MaxTokens}
+	r.gen = generation{} // ignore_eos: never EOS
+	mr := &mreq{worker: w, sent: c.s.now, first: math.NaN()}
+	c.reqs[r] = mr
+	c.all = append(c.all, mr)
+	c.current[w] = r
+	c.s.send(r)
+}
+
+// onToken counts a stream's token, and the window's when inside it.
+func (c *cellRun) onToken(r *request, at float64) {
+	mr := c.reqs[r]
+	if mr == nil || mr.cut {
+		return
+	}
+	mr.n++
+	if math.IsNaN(mr.first) {
+		mr.first = at
+	}
+	mr.last = at
+	if c.measuring && at > c.start && at <= c.end {
+		c.windowTokens++
+		c.lastUpdate = max(c.lastUpdate, at)
+	}
+}
+
+// onDone replaces a stream that ran to its length, until the window ends.
+func (c *cellRun) onDone(r *request, at float64) {
+	mr := c.reqs[r]
+	if mr == nil || mr.cut {
+		return
+	}
+	mr.finished = true
+	if !c.stopped && r.finishReason == "length" {
+		c.sendNew(mr.worker)
+	}
+}
+
+// warmUp runs until readiness on 1 s scrapes: nothing waiting, every
+// stream has a token, C running; held for 3 s, checked from 2 s in.
+// Timeouts as the tool's. The window starts where it ends.
+func (c *cellRun) warmUp(t0 float64) {
 	timeout := 60.0
 	switch {
-	case cell.Context > 64*1024:
+	case c.cell.Context > 64*1024:
 		timeout = 180
-	case cell.Context > 32*1024:
+	case c.cell.Context > 32*1024:
 		timeout = 120
 	}
 	holdSince := math.NaN()
-	var running []float64
-	queued := false
 	for tick := t0 + 1; ; tick++ {
-		s.runUntil(tick, nil)
-		ok := len(s.c.waiting) == 0 && len(s.c.running) >= c
-		for _, r := range current {
-			ok = ok && reqs[r].n > 0
+		c.s.runUntil(tick, nil)
+		ok := len(c.s.c.waiting) == 0 && len(c.s.c.running) >= c.cell.C
+		for _, r := range c.current {
+			ok = ok && c.reqs[r].n > 0
 		}
 		if !ok {
 			holdSince = math.NaN()
@@ -436,35 +461,50 @@ func runCell(s *decodeSim, cell *MatrixCell, m MatrixRun, promptFor func(int) (p
 			holdSince = tick
 		}
 		if tick-t0 >= 2 && !math.IsNaN(holdSince) && tick-holdSince >= 3 {
-			cell.readinessSeen = true
-			start = tick
-			break
+			c.cell.readinessSeen = true
+			c.start = tick
+			return
 		}
 		if tick-t0 >= timeout {
-			cell.warmupTimedOut = true
-			start = tick
-			break
+			c.cell.warmupTimedOut = true
+			c.start = tick
+			return
 		}
 	}
-	end = start + m.Duration
-	measuring = true
-	for tick := start + 1; tick <= end; tick++ {
-		s.runUntil(tick, nil)
-		running = append(running, float64(len(s.c.running)))
-		queued = queued || len(s.c.waiting) > 0
+}
+
+// measure runs the window on 1 s scrapes: how many ran at each, and
+// whether any request waited.
+func (c *cellRun) measure() (running []float64, queued bool) {
+	c.end = c.start + c.m.Duration
+	c.measuring = true
+	for tick := c.start + 1; tick <= c.end; tick++ {
+		c.s.runUntil(tick, nil)
+		running = append(running, float64(len(c.s.c.running)))
+		queued = queued || len(c.s.c.waiting) > 0
 	}
-	s.runUntil(end, nil)
-	stopped = true
-	measuring = false
-	for _, r := range current {
-		if mr := reqs[r]; !mr.finished {
+	return running, queued
+}
+
+// stop ends the window: no new streams, the unfinished ones cut.
+func (c *cellRun) stop() {
+	c.s.runUntil(c.end, nil)
+	c.stopped = true
+	c.measuring = false
+	for _, r := range c.current {
+		if mr := c.reqs[r]; !mr.finished {
 			mr.cut = true
-			s.cancel(r)
+			c.s.cancel(r)
 		}
 	}
+}
+
+// figures are the cell's figures: medians over every stream, totals over
+// the window, queued as the tool's verdict says.
+func (c *cellRun) figures(running []float64, queued bool) {
 	var ttft, itl, perReq []float64
-	completed, out := 0, 0
-	for _, mr := range all {
+	completed := 0
+	for _, mr := range c.all {
 		if mr.n > 0 {
 			ttft = append(ttft, mr.first-mr.sent)
 		}
@@ -476,20 +516,20 @@ func runCell(s *decodeSim, cell *MatrixCell, m MatrixRun, promptFor func(int) (p
 		if mr.finished && !mr.cut {
 			completed++
 		}
-		out += mr.n
 	}
 	avg := 0.0
 	for _, r := range running {
 		avg += r / float64(len(running))
 	}
+	cell := c.cell
 	cell.TTFT, cell.ITL = median(ttft), median(itl)
 	cell.PerRequestTokS = median(perReq)
-	cell.Window = lastUpdate - start
+	cell.Window = c.lastUpdate - c.start
 	if cell.Window > 0 {
-		cell.TotalTokS = float64(windowTokens) / cell.Window
+		cell.TotalTokS = float64(c.windowTokens) / cell.Window
 	}
-	cell.AvgRunning, cell.Completed, cell.OutputTokens = avg, completed, windowTokens
-	cell.Queued = queued || (c > 1 && avg < 0.95*float64(c)) || cell.warmupTimedOut
+	cell.AvgRunning, cell.Completed, cell.OutputTokens = avg, completed, c.windowTokens
+	cell.Queued = queued || (cell.C > 1 && avg < 0.95*float64(cell.C)) || cell.warmupTimedOut
 }
 
 // ---- The token-throughput method (token-throughput-rtx3090.json) ----

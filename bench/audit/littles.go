@@ -35,6 +35,7 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -311,3 +312,44 @@ func relGap(a, b float64) float64 {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// ErrLittlesLaw is a point whose L = λW does not hold (see Check).
+var ErrLittlesLaw = errors.New("little's law does not hold")
+
+// MinUnaccounted is the time per judgment or request outside the latency
+// clock below which Check never fails a point, whatever the relative gap:
+// on requests of a few milliseconds (a fake server, a time-scaled twin)
+// one descheduled goroutine on a loaded machine is 5%. Against a real
+// server (judgments of 100 ms and more, streams of seconds) a harness
+// fault Little's law exists to catch is well above it.
+const MinUnaccounted = 10 * time.Millisecond
+
+// Check is the one rule by which a Little's-law check fails its point,
+// for vetbench run, vetbench tokens and go test -bench alike: the mean in
+// flight and throughput × mean latency more than Tolerance (5%) apart,
+// and that gap worth more than MinUnaccounted per item (L − λW over λ:
+// the mean time an item held its slot that its latency does not count).
+// Below either the check passes; the pool-health figures beside it (the
+// wall clock against the window, idle share, saturation) stay warnings in
+// the receipt, as they leave L = λW intact. what names the check
+// ("repeat 2", "response time"); a nil check passes.
+func Check(what string, ll *receipts.LittlesLaw) error {
+	if ll == nil || !(ll.RelError > Tolerance) {
+		return nil
+	}
+	per := Unaccounted(ll)
+	if per <= MinUnaccounted {
+		return nil
+	}
+	return fmt.Errorf("%w (%s): mean in flight %.3f, throughput × mean latency %.3f: %.1f%% apart (over the %.0f%% tolerance), %s per item unaccounted for (over %s); the figures do not describe the same items or window",
+		ErrLittlesLaw, what, ll.MeanInFlight, ll.Predicted, 100*ll.RelError, 100*Tolerance, per.Round(time.Microsecond), MinUnaccounted)
+}
+
+// Unaccounted is the mean time per item that L and λW disagree by:
+// |L − λW| × window ÷ items (a clean window has as many starts as ends,
+// Samples counts both).
+func Unaccounted(ll *receipts.LittlesLaw) time.Duration {
+	items := max(ll.Samples/2, 1)
+	sec := math.Abs(ll.MeanInFlight-ll.Predicted) * ll.WindowSeconds / float64(items)
+	return time.Duration(sec * float64(time.Second))
+}

@@ -72,3 +72,44 @@ func WriteInflation(w io.Writer, ins []Inflation) error {
 	}
 	return tw.Flush()
 }
+
+// PitfallSchema names the JSON form of a PitfallReport (vetbench tokens
+// -pitfall -json); fields are added, never renamed or removed.
+const PitfallSchema = "vetbench.tokens-pitfall/v1"
+
+// PitfallReport is the cache pitfall of every workload measured.
+type PitfallReport struct {
+	Schema    string          `json:"schema"`
+	Workloads []PitfallLadder `json:"workloads"`
+}
+
+// PitfallLadder is one workload's ladder, a level each.
+type PitfallLadder struct {
+	Workload string         `json:"workload"`
+	Levels   []PitfallLevel `json:"levels"`
+}
+
+// PitfallLevel is one level of a ladder.
+type PitfallLevel struct {
+	Concurrency int     `json:"concurrency"`
+	SharedTokS  float64 `json:"shared_tok_s"`
+	UniqueTokS  float64 `json:"unique_tok_s"`
+	// Inflation is shared ÷ unique − 1; TTFTRelative the same for TTFT p50.
+	Inflation    float64 `json:"inflation"`
+	TTFTRelative float64 `json:"ttft_relative"`
+}
+
+// NewPitfallReport is an empty report.
+func NewPitfallReport() *PitfallReport {
+	return &PitfallReport{Schema: PitfallSchema, Workloads: []PitfallLadder{}}
+}
+
+// Add adds a workload's ladder.
+func (r *PitfallReport) Add(workload string, ins []Inflation) {
+	l := PitfallLadder{Workload: workload, Levels: []PitfallLevel{}}
+	for _, in := range ins {
+		l.Levels = append(l.Levels, PitfallLevel{in.Concurrency, in.Shared.Summary.AggregateOutputTokS,
+			in.Unique.Summary.AggregateOutputTokS, in.Rel, in.TTFTRel})
+	}
+	r.Workloads = append(r.Workloads, l)
+}

@@ -1,6 +1,7 @@
 package decode_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -46,4 +47,21 @@ func TestCachePitfallLadders(t *testing.T) {
 
 	_, err = decode.CachePitfall(t.Context(), unique, shared, point(tokens.WorkloadText, 0, 4, 1, 1), []int{1})
 	require.ErrorContains(t, err, "want a shared-prompt runner")
+}
+
+func TestPitfallReport(t *testing.T) {
+	t.Parallel()
+	rec := func(tokS float64) *tokens.Receipt {
+		r := &tokens.Receipt{}
+		r.Summary.AggregateOutputTokS = tokS
+		return r
+	}
+	rep := decode.NewPitfallReport()
+	rep.Add("text", []decode.Inflation{{Concurrency: 4, Shared: rec(150), Unique: rec(100), Rel: 0.5, TTFTRel: -0.25}})
+	rep.Add("one_image", nil)
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"schema":"vetbench.tokens-pitfall/v1","workloads":[
+		{"workload":"text","levels":[{"concurrency":4,"shared_tok_s":150,"unique_tok_s":100,"inflation":0.5,"ttft_relative":-0.25}]},
+		{"workload":"one_image","levels":[]}]}`, string(b))
 }

@@ -98,10 +98,13 @@ func New(baseURL string, opts ...Option) *Client {
 // Result.Err is nil only when the stream ended with [DONE] and no error
 // object. obs, when non-nil, sees each chunk as it arrives.
 func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
-	res := &Result{ID: r.ID}
+	// Sent before the body is built, as vllm bench serve takes its start
+	// before aiohttp serializes the payload: encoding a request with an
+	// image is part of sending it, and a pool slot held meanwhile is
+	// time the latency sees (Little's law).
+	res := &Result{ID: r.ID, Sent: c.now()}
 	body, err := r.Body()
 	if err != nil {
-		res.Sent = c.now()
 		res.End = res.Sent
 		res.Err = fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 		return res
@@ -114,8 +117,7 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+Path, bytes.NewReader(body))
 	if err != nil {
-		res.Sent = c.now()
-		res.End = res.Sent
+		res.End = c.now()
 		res.Err = fmt.Errorf("%s: %w", Path, err)
 		return res
 	}
@@ -126,7 +128,6 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 	}
 	judgments.Authorize(req, c.apiKey)
 
-	res.Sent = c.now()
 	resp, err := c.http.Do(req)
 	if err != nil {
 		res.End = c.now()

@@ -34,7 +34,7 @@ type Point struct {
 // with Err saying why; it is never dropped.
 type Result struct {
 	ID string
-	// Sent is taken just before the request goes out.
+	// Sent is taken as the request starts, before its body is encoded.
 	Sent time.Time
 	// FirstChunk is the arrival of the first chunk with choices, empty
 	// content included (the role chunk): `vllm bench serve`'s TTFT point.

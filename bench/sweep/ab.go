@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/vetbench/vetbench/bench/sweep/config"
@@ -107,6 +108,7 @@ func (ab *AB) Files() [2]string {
 type ABPass struct {
 	Side, K, N, Index int
 	Label             string // "baseline 3/10"
+	Arg               string // the side's argument (Side.Arg)
 }
 
 // Order is the passes of count runs per live side, A B, B A, … (Interleave).
@@ -116,7 +118,8 @@ func (ab *AB) Order(count int) []ABPass {
 	runs := [2]int{}
 	for n, i := range order {
 		runs[i]++
-		out = append(out, ABPass{Side: i, K: runs[i], N: len(order), Index: n + 1, Label: fmt.Sprintf("%s %d/%d", ABNames[i], runs[i], count)})
+		out = append(out, ABPass{Side: i, K: runs[i], N: len(order), Index: n + 1, Label: fmt.Sprintf("%s %d/%d", ABNames[i], runs[i], count),
+			Arg: ab.Sides[i].Arg})
 	}
 	return out
 }
@@ -175,4 +178,78 @@ func (ab *AB) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ParseSides reads the two sides of an A/B (ParseSide), the error naming
+// the side.
+func ParseSides(a, b string) ([2]Side, error) {
+	var sides [2]Side
+	for i, arg := range []string{a, b} {
+		var err error
+		if sides[i], err = ParseSide(arg); err != nil {
+			return sides, fmt.Errorf("%s: %w", ABNames[i], err)
+		}
+	}
+	return sides, nil
+}
+
+// CheckFiles refuses a URL where files of benchmark output are due (an
+// A/B read, not measured); the URL's credentials are never echoed.
+func CheckFiles(args []string) error {
+	for i, arg := range args {
+		if strings.Contains(arg, "://") {
+			return fmt.Errorf("%s: %s is a URL: gate reads files of benchmark output (-run measures an endpoint)",
+				ABNames[i], judgments.RedactURL(arg))
+		}
+	}
+	return nil
+}
+
+// Points is how many points count passes of every live side measure.
+func (ab *AB) Points(count int) int {
+	n := 0
+	for _, r := range ab.Runs {
+		if r != nil {
+			n += count * len(r.Steps())
+		}
+	}
+	return n
+}
+
+// ABConsole is how a measured A/B meets a console (every field but Now
+// and Pass may be nil).
+type ABConsole struct {
+	Now   func() time.Time
+	Note  func(string) // why a side's run failed, as it happens
+	Start func(*AB)    // before the first pass: what each side measures
+	// Pass measures one pass of run (Run.MeasurePass, with whatever the
+	// console prints).
+	Pass func(p ABPass, run *Run) (failed int, err error)
+	Done func(p ABPass, left time.Duration)
+}
+
+// MeasureAB opens the live sides under root (OpenAB), measures count
+// passes of each in the A B, B A … order (Measure) and closes them: the
+// two files to gate and, per side, why a run of it failed (its output is
+// kept; the caller decides what a failed side means).
+func MeasureAB(ctx context.Context, cfg config.Config, sides [2]Side, root *rundir.Dir, o Options, count int, c ABConsole) ([2]string, [2]error, error) {
+	ab, err := OpenAB(ctx, cfg, sides, root, o)
+	if err != nil {
+		return [2]string{}, [2]error{}, err
+	}
+	defer ab.Close(ctx)
+	ab.Note = c.Note
+	files := ab.Files()
+	if c.Start != nil {
+		c.Start(ab)
+	}
+	done := c.Done
+	if done == nil {
+		done = func(ABPass, time.Duration) {}
+	}
+	err = ab.Measure(ctx, count, c.Now, func(p ABPass) (int, error) { return c.Pass(p, ab.Runs[p.Side]) }, done)
+	if cerr := ab.Close(ctx); err == nil {
+		err = cerr
+	}
+	return files, ab.Failed, err
 }

@@ -22,12 +22,9 @@ const MaxFuncLines = 80
 // length then: each is to be split along its steps. A listed function may
 // not grow; one that fits now is noted (take it off the list).
 var longKnown = map[string]int{
-	"cmd/vetbench/report.go runReport":        89,
-	"receipts/report/report.go runsSection":   144,
-	"receipts/report/stream.go tokensSection": 82,
-	"receipts/report/svg.go SVG":              126,
-	"receipts/roofline/config.go ParseConfig": 122,
-	"receipts/roofline/config.go readMoE":     97,
+	// Hidden behind LineChart.SVG's entry (one key for both) until keys
+	// named the receiver; it grew from 91 meanwhile.
+	"receipts/report/svg.go HeatMap.SVG": 92,
 }
 
 // funcLen is one function of the tree: where, its name, its lines, and
@@ -79,18 +76,17 @@ func fileFuncs(fset *token.FileSet, f *ast.File, name string) []funcLen {
 			}
 			return true
 		})
-		out = append(out, funcLen{where: name + " " + fd.Name.Name, lines: lines(fd), table: 2*biggest > lines(fd)})
+		out = append(out, funcLen{where: name + " " + funcName(fd), lines: lines(fd), table: 2*biggest > lines(fd)})
 	}
 	return out
 }
 
-// Functions fit on a screen in bench/, cmd/, receipts/, judgments/ and
-// fixtures/ (the twin's folders, stub/ and cmd/vllmstub, are checked by
-// its own rule as it is split).
+// Functions fit on a screen in every folder of non-test code: bench/,
+// cmd/, receipts/, judgments/, fixtures/ and the twin's stub/.
 func TestFunctionsFitOnAScreen(t *testing.T) {
 	var long, fit []string
-	for _, f := range longFuncs(t, "bench", "cmd", "receipts", "judgments", "fixtures") {
-		if f.table || strings.HasPrefix(f.where, "cmd/vllmstub/") {
+	for _, f := range longFuncs(t, "bench", "cmd", "receipts", "judgments", "fixtures", "stub") {
+		if f.table {
 			continue
 		}
 		fit = append(fit, f.where)
@@ -106,17 +102,45 @@ func TestFunctionsFitOnAScreen(t *testing.T) {
 	}
 }
 
+// funcName is a function's name, a method's qualified by its receiver's
+// type (HeatMap.SVG): two methods of one name in a file are two entries,
+// so neither hides behind the other's.
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	t := fd.Recv.List[0].Type
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+			continue
+		case *ast.IndexExpr:
+			t = x.X
+			continue
+		case *ast.IndexListExpr:
+			t = x.X
+			continue
+		case *ast.Ident:
+			return x.Name + "." + fd.Name.Name
+		}
+		return fd.Name.Name
+	}
+}
+
 // Positive control: a function one line over is found, one at the limit
 // and a table are not.
 func TestLongFuncsFinds(t *testing.T) {
 	body := func(n int) string { return strings.Repeat("\tx++\n", n) }
-	src := "package p\n\nvar x int\n\nfunc long() {\n" + body(MaxFuncLines-1) + "}\n\nfunc fits() {\n" + body(MaxFuncLines-2) + "}\n\n" +
-		"func table() []int {\n\treturn []int{\n" + strings.Repeat("\t\t1,\n", MaxFuncLines) + "\t}\n}\n"
+	src := "package p\n\nvar x int\n\ntype A struct{}\n\ntype B[T any] struct{}\n\nfunc long() {\n" + body(MaxFuncLines-1) + "}\n\nfunc fits() {\n" + body(MaxFuncLines-2) + "}\n\n" +
+		"func table() []int {\n\treturn []int{\n" + strings.Repeat("\t\t1,\n", MaxFuncLines) + "\t}\n}\n\n" +
+		"func (*A) SVG() {\n" + body(MaxFuncLines-1) + "}\n\nfunc (B[T]) SVG() {\n" + body(MaxFuncLines-1) + "}\n"
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "p.go", src, 0)
 	require.NoError(t, err)
 	got := fileFuncs(fset, f, "p.go")
-	require.Len(t, got, 2)
+	require.Len(t, got, 4)
 	require.Equal(t, funcLen{where: "p.go long", lines: MaxFuncLines + 1}, got[0])
 	require.True(t, got[1].table, "a table is no long function")
+	require.Equal(t, []string{"p.go A.SVG", "p.go B.SVG"}, []string{got[2].where, got[3].where}, "methods of one name are told apart by receiver")
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
@@ -60,16 +61,29 @@ type Outcome struct {
 }
 
 // Failed says the point did not pass: it measured, and stopped early, had
-// more failed judgments than the configuration accepts, or missed its
-// SLO. Its receipt and benchmark line are kept: what it measured is seen.
+// more failed judgments than the configuration accepts, missed its SLO,
+// or its figures broke Little's law. Its receipt and benchmark line are kept: what it measured is seen.
 func (o Outcome) Failed() bool { return Failed(o.Receipt, o.Err) }
 
 // Failed is the one definition of a failed point: a receipt, and an error
-// that wraps bench.ErrStopped, bench.ErrFailures or slo.ErrMissed. Any
+// that wraps bench.ErrStopped, bench.ErrFailures, slo.ErrMissed or
+// audit.ErrLittlesLaw. Any
 // other error with a receipt, or an error without one, is not the point's
 // failure but the run's (bad configuration, the server, an interrupt).
 func Failed(rec *receipts.Receipt, err error) bool {
-	return rec != nil && (errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures) || errors.Is(err, slo.ErrMissed))
+	return rec != nil && (errors.Is(err, bench.ErrStopped) || errors.Is(err, bench.ErrFailures) || errors.Is(err, slo.ErrMissed) ||
+		errors.Is(err, audit.ErrLittlesLaw))
+}
+
+// LittlesLaw is the point's error when its Little's-law checks fail by
+// audit.Check, the one rule vetbench run and go test -bench both apply
+// (through Measure); nil when they hold or the receipt has none. A point
+// that failed already is not checked: its failures skew the figures.
+func LittlesLaw(rec *receipts.Receipt) error {
+	if rec.Checks == nil {
+		return nil
+	}
+	return errors.Join(audit.Check("service time", rec.Checks.LittlesLaw), audit.Check("response time", rec.Checks.LittlesLawResponse))
 }
 
 // Measure measures one step once and writes its receipt into the run
@@ -83,6 +97,9 @@ func (r *Run) Measure(ctx context.Context, st Step) (Outcome, error) {
 		return o, err
 	}
 	o.Receipt, o.Err = sess.Measure(ctx, st.Point)
+	if o.Err == nil && o.Receipt != nil {
+		o.Err = LittlesLaw(o.Receipt)
+	}
 	if o.Receipt == nil || r.Dir == nil {
 		return o, nil
 	}
@@ -160,4 +177,44 @@ func (r *Run) step(ctx context.Context, st Step) (Outcome, error) {
 		return o, fmt.Errorf("%s %s: %w", st.Set, st.Point.Describe(), o.Err)
 	}
 	return o, nil
+}
+
+// MeasurePass measures one Pass, handing each outcome to each (to print)
+// before it is counted, and returns how many points did not pass (Failed;
+// none while ctx is done) and what ended the pass early: ErrInterrupted
+// (ctx done, whatever the network said), an error wrapping ErrServerDown,
+// or the run's error, prefixed with label when there is one.
+func (r *Run) MeasurePass(ctx context.Context, label string, each func(Outcome)) (failed int, err error) {
+	for o, err := range r.Pass(ctx) {
+		each(o)
+		if o.Err != nil && ctx.Err() == nil && o.Failed() {
+			failed++
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil || errors.Is(err, ErrInterrupted):
+			return failed, ErrInterrupted
+		case errors.Is(err, ErrServerDown) || label == "":
+			return failed, err
+		default:
+			return failed, fmt.Errorf("%s %w", label, err)
+		}
+	}
+	return failed, nil
+}
+
+// Problem is what went wrong at the outcome's point, for a console line
+// ("" when nothing did or nothing is to be said): interrupted, FAILED
+// (Failed), or the server found down. interrupted says ctx was done.
+func (o Outcome) Problem(interrupted bool) string {
+	switch {
+	case o.Err == nil:
+	case interrupted:
+		return fmt.Sprintf("interrupted: %v", o.Err)
+	case o.Failed():
+		return fmt.Sprintf("FAILED: %v", o.Err)
+	case errors.Is(o.Err, ErrServerDown):
+		return o.Err.Error()
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package sweep_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,11 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/rundir"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // The one definition of a failed point: measured, and stopped, over its
@@ -37,6 +40,7 @@ func TestFailed(t *testing.T) {
 		{"failures and down", rec, fmt.Errorf("%w; %w", bench.ErrFailures, bench.ErrServerDown), true},
 		{"down within the accepted share", rec, fmt.Errorf("%w: engine dead", bench.ErrServerDown), false},
 		{"no receipt", nil, bench.ErrStopped, false},
+		{"little's law", rec, fmt.Errorf("%w (service time)", audit.ErrLittlesLaw), true},
 		{"other", rec, errors.New("reset caches: 404"), false},
 	} {
 		require.Equal(t, c.want, sweep.Failed(c.rec, c.err), c.name)
@@ -137,4 +141,67 @@ func TestScaleFromTarget(t *testing.T) {
 	live, err := sweep.Open(t.Context(), cfg, nil, sweep.Options{})
 	require.NoError(t, err)
 	require.False(t, live.Scale().Scaled(), "a live endpoint beside a stale VETBENCH_STUB_TIME_SCALE")
+}
+
+// MeasurePass counts the failed points, hands every outcome over, and
+// ends with the server found down; labelled, a run's error says its pass.
+func TestMeasurePass(t *testing.T) {
+	cfg := load(t, map[string]string{"VETBENCH_LEVELS": "1,2", "VETBENCH_STUB_FAULTS": "engine-dead:after=13", "VETBENCH_CONTINUE_ON_ERROR": "1"})
+	dir, err := rundir.Open(filepath.Join(t.TempDir(), "run"), "", false, time.Now())
+	require.NoError(t, err)
+	run, err := sweep.Open(t.Context(), cfg, dir, sweep.Options{})
+	require.NoError(t, err)
+	seen := 0
+	failed, err := run.MeasurePass(t.Context(), "baseline 1/2", func(sweep.Outcome) { seen++ })
+	require.Equal(t, 1, seen)
+	require.Equal(t, 1, failed)
+	require.ErrorIs(t, err, sweep.ErrServerDown)
+	require.NoError(t, run.Close(false))
+
+	// Interrupted: whatever the network said, ErrInterrupted, nothing
+	// counted as failed.
+	cfg = load(t, map[string]string{"VETBENCH_LEVELS": "1,2"})
+	run, err = sweep.Open(t.Context(), cfg, nil, sweep.Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	failed, err = run.MeasurePass(ctx, "", func(sweep.Outcome) {})
+	require.Zero(t, failed)
+	require.ErrorIs(t, err, sweep.ErrInterrupted)
+	require.NoError(t, run.Close(false))
+}
+
+// MeasureTokenPass measures every token point in order, a receipt each.
+func TestMeasureTokenPass(t *testing.T) {
+	cfg := load(t, map[string]string{"VETBENCH_TOKENS_WORKLOADS": "text", "VETBENCH_TOKENS_LEVELS": "1,2",
+		"VETBENCH_TOKENS_OUTPUT": "4", "VETBENCH_TOKENS_REPEATS": "1"})
+	dir, err := rundir.Open(filepath.Join(t.TempDir(), "run"), "", false, time.Now())
+	require.NoError(t, err)
+	run, err := sweep.Open(t.Context(), cfg, dir, sweep.Options{Kind: sweep.Tokens})
+	require.NoError(t, err)
+	tr, err := run.TokenRunner(t.Context())
+	require.NoError(t, err)
+	var names []string
+	recs, failed, err := run.MeasureTokenPass(t.Context(), tr, func(o sweep.TokenOutcome) { names = append(names, o.Name()) })
+	require.NoError(t, err)
+	require.Zero(t, failed)
+	require.Len(t, recs, 2)
+	require.Equal(t, []string{"workload=text/c=1", "workload=text/c=2"}, names)
+	require.NoError(t, run.Close(true))
+}
+
+// A token point fails by the same rule as a judgments point: a repeat
+// whose requests held their slots 2 s past their latency (as decode's
+// Little's-law positive control makes them) fails it, naming the repeat;
+// clean repeats, or a gap under audit.MinUnaccounted, pass.
+func TestTokenLittlesLaw(t *testing.T) {
+	clean := receipts.LittlesLaw{MeanInFlight: 1, Predicted: 1, Samples: 20, WindowSeconds: 10}
+	held := receipts.LittlesLaw{MeanInFlight: 1, Predicted: 1.0 / 3, RelError: 2.0 / 3, Samples: 20, WindowSeconds: 30}
+	noise := receipts.LittlesLaw{MeanInFlight: 1, Predicted: 0.9, RelError: 0.1, Samples: 2000, WindowSeconds: 10}
+	rec := &tokens.Receipt{Runs: []tokens.Run{{LittlesLaw: &clean}, {LittlesLaw: &held}}}
+	err := sweep.TokenLittlesLaw(rec)
+	require.ErrorIs(t, err, audit.ErrLittlesLaw)
+	require.ErrorContains(t, err, "(repeat 2)")
+	require.NotContains(t, err.Error(), "(repeat 1)")
+	require.NoError(t, sweep.TokenLittlesLaw(&tokens.Receipt{Runs: []tokens.Run{{LittlesLaw: &clean}, {LittlesLaw: &noise}, {}}}))
 }

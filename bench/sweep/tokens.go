@@ -2,10 +2,12 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/stream"
@@ -73,13 +75,16 @@ type TokenOutcome struct {
 }
 
 // MeasureTokens measures st with tr and writes its receipt
-// (receipts/tokens_<workload>_c<N>.json, then receipts/pass<k>) and, when
-// the point passed, its benchmark line, as go test prints none for a
-// failed benchmark. The error is the run's (a receipt or line that could
+// (receipts/tokens_<workload>_c<N>.json, then receipts/pass<k>) and its
+// benchmark line, a failed point's included (its failed-requests count
+// says so, and the run's bench.txt ends FAIL), as a judgments point's. The error is the run's (a receipt or line that could
 // not be written); the point's is the outcome's.
 func (r *Run) MeasureTokens(ctx context.Context, tr *decode.Runner, st TokenStep) (TokenOutcome, error) {
 	o := TokenOutcome{TokenStep: st}
 	o.Receipt, o.Err = tr.Measure(ctx, r.TokenPoint(st))
+	if o.Err == nil && o.Receipt != nil {
+		o.Err = TokenLittlesLaw(o.Receipt)
+	}
 	if o.Receipt == nil || r.Dir == nil {
 		return o, nil
 	}
@@ -88,10 +93,22 @@ func (r *Run) MeasureTokens(ctx context.Context, tr *decode.Runner, st TokenStep
 		return o, err
 	}
 	o.Path = path
-	if o.Err == nil {
-		err = r.Line("Tokens", st.Name(), 1, decode.Metrics(o.Receipt))
+	// A point that did not pass has its line too, its failed-requests
+	// beside what it measured, as a judgments point has: a run whose
+	// points all failed still says what it measured, and bench.txt ends
+	// FAIL.
+	return o, r.Line("Tokens", st.Name(), 1, decode.Metrics(o.Receipt))
+}
+
+// TokenLittlesLaw is a token point's error when a repeat breaks Little's
+// law by audit.Check, the one rule vetbench tokens (MeasureTokens) and
+// BenchmarkTokens both apply; nil when every repeat holds.
+func TokenLittlesLaw(rec *tokens.Receipt) error {
+	var errs []error
+	for i, run := range rec.Runs {
+		errs = append(errs, audit.Check(fmt.Sprintf("repeat %d", i+1), run.LittlesLaw))
 	}
-	return o, err
+	return errors.Join(errs...)
 }
 
 // WriteTokens writes a token receipt into the run directory.
@@ -131,4 +148,61 @@ func MatrixOptions(m config.Matrix) grid.Options {
 	return grid.Options{Contexts: slices.Clone(m.Contexts), Levels: slices.Clone(m.Levels), Duration: m.Duration,
 		OutputTokens: m.OutputTokens, Targeting: m.Targeting, ReadyTimeout: m.ReadyTimeout, LoopDetection: m.LoopDetection,
 		ScrapeInterval: m.ScrapeInterval, Hold: m.Hold, Pause: m.Pause, Budget: m.Budget}
+}
+
+// Pitfall measures the cache pitfall on a run's target: its two runners,
+// repeating prompts and unique ones.
+type Pitfall struct {
+	run            *Run
+	shared, unique *decode.Runner
+}
+
+// Pitfall opens the two runners of the cache pitfall.
+func (r *Run) Pitfall(ctx context.Context) (*Pitfall, error) {
+	unique, err := r.TokenRunner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := r.TokenRunner(ctx, decode.WithSharedPrompts())
+	if err != nil {
+		return nil, err
+	}
+	return &Pitfall{run: r, shared: shared, unique: unique}, nil
+}
+
+// Measure measures the configured levels of workload with repeating and
+// with unique prompts (decode.CachePitfall). The SLO is left out: the
+// inflation is throughput's, there is no target to miss.
+func (p *Pitfall) Measure(ctx context.Context, workload string) ([]decode.Inflation, error) {
+	base := TokenPoint(p.run.Config, workload, 1)
+	base.SLO = nil
+	return decode.CachePitfall(ctx, p.shared, p.unique, base, p.run.Config.Tokens.Levels)
+}
+
+// MeasureTokenPass measures every token point with tr, in order (each
+// written by MeasureTokens), handing each outcome to each, and returns
+// the receipts, how many points failed (an error with a receipt), and
+// what ended the pass early: ErrInterrupted (ctx done), the run's error
+// (a receipt not written), or the error of a point that measured nothing.
+func (r *Run) MeasureTokenPass(ctx context.Context, tr *decode.Runner, each func(TokenOutcome)) (recs []*tokens.Receipt, failed int, err error) {
+	for _, st := range r.TokenSteps() {
+		if ctx.Err() != nil {
+			return recs, failed, ErrInterrupted
+		}
+		o, err := r.MeasureTokens(ctx, tr, st)
+		if err != nil {
+			return recs, failed, err
+		}
+		each(o)
+		switch {
+		case o.Receipt == nil && o.Err != nil:
+			return recs, failed, o.Err
+		case o.Err != nil:
+			failed++
+		}
+		if o.Receipt != nil {
+			recs = append(recs, o.Receipt)
+		}
+	}
+	return recs, failed, nil
 }

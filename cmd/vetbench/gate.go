@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/bench/sweep/progress"
-	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts/speed"
 )
 
@@ -49,14 +46,8 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	}
 	files := pos
 	var runErrs [2]error
-	if !o.run {
-		for i, arg := range pos {
-			// A URL is not a file; its credentials are never echoed.
-			if strings.Contains(arg, "://") {
-				return fail("%s: %s is a URL: gate reads files of benchmark output (-run measures an endpoint)",
-					sweep.ABNames[i], judgments.RedactURL(arg))
-			}
-		}
+	if err := sweep.CheckFiles(pos); err != nil && !o.run {
+		return fail("%v", err)
 	}
 	if o.run {
 		var err error
@@ -68,18 +59,12 @@ func runGate(ctx context.Context, e *env, args []string) int {
 			return fail("%v", err)
 		}
 	}
-	base, err := speed.LoadFile(files[0])
-	if err != nil {
-		return fail("baseline: %v", errors.Join(err, runErrs[0]))
-	}
-	cand, err := speed.LoadFile(files[1])
-	if err != nil {
-		if runErrs[1] != nil && runErrs[0] == nil {
-			// Nothing of the candidate to read (its server was down from
-			// the start): it failed all the same.
-			return failure(e, "gate", o.asJSON, exitFail, fmt.Sprintf("candidate run failed: %v", errors.Join(runErrs[1], err)))
-		}
-		return fail("candidate: %v", errors.Join(err, runErrs[1]))
+	base, cand, err := speed.LoadPair([2]string(files), runErrs)
+	switch {
+	case errors.Is(err, speed.ErrCandidateRun):
+		return failure(e, "gate", o.asJSON, exitFail, err.Error())
+	case err != nil:
+		return fail("%v", err)
 	}
 	return decideGate(ctx, e, o, base, cand, files, runErrs)
 }
@@ -116,60 +101,33 @@ func parseGate(e *env, args []string) (o gateOpts, pos []string, code int, ok bo
 	if o.policy.Validate() != nil {
 		return fail("-margin must be >= 0 and -alpha in (0,1)")
 	}
-	switch {
-	case math.IsNaN(minGoodput) || minGoodput < 0 || minGoodput > 1:
-		return fail("-min-goodput %v: want a share from 0 to 1", minGoodput)
-	case minGoodput > 0:
-		o.policy.Floors = map[string]float64{metrics.Goodput: minGoodput}
+	if err := o.policy.SetFloor(metrics.Goodput, minGoodput); err != nil {
+		return fail("-min-goodput %v", err)
 	}
 	return o, pos, exitPass, true
 }
 
 // decideGate decides, prints the decision and returns the exit status. A
-// run that failed never passes: its output may hold only the points that
-// ran, or lines over failed work.
+// run that failed never passes (speed.Report.AddRuns): its output may
+// hold only the points that ran, or lines over failed work.
 func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Samples, files []string, runErrs [2]error) int {
 	rep := speed.Decide(base, cand, o.policy)
-	refused := len(rep.Identity.Differs) > 0 && !rep.Identity.Allowed
+	refused := rep.Identity.Refused()
 	if o.benchstat && !o.asJSON && !refused {
 		showBenchstat(ctx, e, base, cand, files)
 	}
-	if runErrs[0] != nil {
-		rep.AddProblem(fmt.Sprintf("baseline run failed: %v", runErrs[0]))
-	}
-	if runErrs[1] != nil {
-		rep.AddFailure(fmt.Sprintf("candidate run failed: %v", runErrs[1]))
-	}
+	rep.AddRuns(runErrs[0], runErrs[1])
 	if o.asJSON && refused && runErrs[0] == nil && runErrs[1] == nil {
 		// Not the same experiment: there is no gate report to give, so the
 		// documented error object, with what differs.
 		return failure(e, "gate", true, exitNoVerdict, "identity differs, not the same experiment (-allow-identity-drift compares anyway)",
 			rep.Identity.Differs...)
 	}
-	var err error
-	if o.asJSON {
-		err = writeJSON(e.stdout, rep)
-	} else {
-		err = rep.WriteText(e.stdout)
-	}
-	if err != nil {
+	if err := printReport(e, o.asJSON, rep, rep.WriteText); err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: %v\n", err)
 		return exitNoVerdict
 	}
-	// A failed baseline run leaves nothing to compare with; a failed
-	// candidate run fails whatever the statistics say (its failures are
-	// the verdict, however few its runs).
-	switch {
-	case runErrs[0] != nil:
-		return exitNoVerdict
-	case runErrs[1] != nil:
-		return exitFail
-	case rep.NoVerdict():
-		return exitNoVerdict
-	case rep.Failed():
-		return exitFail
-	}
-	return exitPass
+	return [...]int{speed.Pass: exitPass, speed.Slower: exitFail, speed.NoVerdict: exitNoVerdict}[rep.Outcome()]
 }
 
 // showBenchstat prints benchstat's tables for the two files. Config keys
@@ -177,14 +135,8 @@ func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Sampl
 // else benchstat would split the tables and compare nothing. It is for
 // display only: a failure is a note, never a verdict.
 func showBenchstat(ctx context.Context, e *env, base, cand *speed.Samples, files []string) {
-	ignore := speed.VaryingConfig(base, cand)
-	args := []string{"tool", "benchstat"}
-	if len(ignore) > 0 {
-		args = append(args, "-ignore", strings.Join(ignore, ","))
-	}
-	args = append(args, "baseline="+files[0], "candidate="+files[1])
 	var out, errb bytes.Buffer
-	if err := e.exec(ctx, nil, &out, &errb, "go", args...); err != nil {
+	if err := e.exec(ctx, nil, &out, &errb, "go", speed.BenchstatArgs(base, cand, [2]string(files))...); err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: go tool benchstat unavailable (%v); the decision below does not need it\n%s", err, errb.String())
 		return
 	}
@@ -206,12 +158,9 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	if o.count < 1 {
 		return nil, failed, fmt.Errorf("-count %d: want at least 1", o.count)
 	}
-	var sides [2]sweep.Side
-	for i, arg := range []string{a, b} {
-		var err error
-		if sides[i], err = sweep.ParseSide(arg); err != nil {
-			return nil, failed, fmt.Errorf("%s: %w", sweep.ABNames[i], err)
-		}
+	sides, err := sweep.ParseSides(a, b)
+	if err != nil {
+		return nil, failed, err
 	}
 	cfg, err := config.Load(config.Env(e.lookup), o.config)
 	if err != nil {
@@ -227,40 +176,33 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	defer root.Close()
 	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
-	ab, err := sweep.OpenAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments))
-	if err != nil {
-		return nil, failed, err
-	}
-	defer ab.Close(ctx)
-	files := ab.Files()
-	err = measureAB(ctx, e, ab, prog, o.count)
-	if cerr := ab.Close(ctx); err == nil {
-		err = cerr
-	}
-	return files[:], ab.Failed, err
+	files, failed, err := sweep.MeasureAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments), o.count,
+		abConsole(ctx, e, prog, o.count))
+	return files[:], failed, err
 }
 
-// measureAB runs the A/B's passes with a progress line and one line per
-// run on stderr.
-func measureAB(ctx context.Context, e *env, ab *sweep.AB, prog *progress.Renderer, count int) error {
-	ab.Note = func(msg string) { fmt.Fprintf(e.stderr, "vetbench gate: %s\n", msg) }
-	points := 0
-	for i, r := range ab.Runs {
-		if r != nil {
-			fmt.Fprintln(e.stderr, targetLine(sweep.ABNames[i], r))
-			points += count * len(r.Steps())
-		}
+// abConsole is gate -run's console: a progress line, a line per side and
+// per run on stderr.
+func abConsole(ctx context.Context, e *env, prog *progress.Renderer, count int) sweep.ABConsole {
+	return sweep.ABConsole{
+		Now:  e.now,
+		Note: func(msg string) { fmt.Fprintf(e.stderr, "vetbench gate: %s\n", msg) },
+		Start: func(ab *sweep.AB) {
+			for i, r := range ab.Runs {
+				if r != nil {
+					fmt.Fprintln(e.stderr, targetLine(sweep.ABNames[i], r))
+				}
+			}
+			prog.Plan(ab.Points(count))
+		},
+		Pass: func(p sweep.ABPass, run *sweep.Run) (int, error) {
+			prog.SetLabel(p.Label)
+			prog.SetTimeScale(run.Scale().Factor)
+			// The receipts hold the point lines; one line per run here.
+			return printPass(ctx, e, "gate", sweep.ABNames[p.Side], run, prog, e.stderr, false)
+		},
+		Done: func(p sweep.ABPass, left time.Duration) {
+			fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", p.Index, p.N, p.Label, p.Arg, progress.Duration(left))
+		},
 	}
-	prog.Plan(points)
-	pass := func(p sweep.ABPass) (int, error) {
-		run := ab.Runs[p.Side]
-		prog.SetLabel(p.Label)
-		prog.SetTimeScale(run.Scale().Factor)
-		// The receipts hold the point lines; one line per run here.
-		return printPass(ctx, e, "gate", sweep.ABNames[p.Side], run, prog, e.stderr, false)
-	}
-	done := func(p sweep.ABPass, left time.Duration) {
-		fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", p.Index, p.N, p.Label, ab.Sides[p.Side].Arg, progress.Duration(left))
-	}
-	return ab.Measure(ctx, count, e.now, pass, done)
 }

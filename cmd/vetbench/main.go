@@ -114,6 +114,7 @@ func commands() map[string]command {
 		"report":   {"write an HTML report and CSV tables of a run, or of a baseline and a candidate run", runReport},
 		"roofline": {"say which ceiling (bandwidth, compute) a model's decode steps are against on a GPU", runRoofline},
 		"run":      {"measure sets at concurrency levels on the configured target; write receipts", runRun},
+		"twin":     {"serve the vLLM twin in the foreground, with vllmstub's flags (docs/twin.md)", runTwin},
 		"tokens":   {"measure token throughput (streamed, fixed-length outputs) on the configured target", runTokens},
 		"matrix":   {"measure the speed matrix (context × concurrency, sustained decode) on the configured target", runMatrix},
 		"version":  {"print the module version, VCS revision and Go version of this build", runVersion},

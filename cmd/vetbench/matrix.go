@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/vetbench/vetbench/bench/grid"
@@ -17,11 +15,12 @@ import (
 func runMatrix(ctx context.Context, e *env, args []string) int {
 	fs := e.flagSet("matrix")
 	flags := config.ScopeFlags(fs, config.ScopeMatrix)
-	jsonPath := fs.String("json", "", "write the matrix as JSON (vetbench.matrix/v1) to `file`")
-	csvPath := fs.String("csv", "", "write the matrix in the published CSV layout to `file`")
-	force := fs.Bool("force", false, "replace -json and -csv files that exist")
+	var out matrix.Outputs
+	fs.StringVar(&out.JSON, "json", "", "write the matrix as JSON (vetbench.matrix/v1) to `file`")
+	fs.StringVar(&out.CSV, "csv", "", "write the matrix in the published CSV layout to `file`")
+	fs.BoolVar(&out.Force, "force", false, "replace -json and -csv files that exist")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	bf := addBaselineFlags(fs)
+	bf := baselineFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitNoVerdict
 	}
@@ -32,17 +31,17 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if err := bf.check(fs); err != nil {
+	if err := checkBaseline(fs, bf); err != nil {
 		return fail(err)
 	}
-	base, cand, err := bf.load()
+	base, cand, err := bf.Load()
 	if err != nil {
 		return fail(err)
 	}
 	if cand != nil {
-		return bf.compare(e.stdout, e.stderr, base, cand)
+		return compareMatrix(e.stdout, e.stderr, bf, base, cand)
 	}
-	if err := refuseExisting(*force, *jsonPath, *csvPath); err != nil {
+	if err := out.Refuse(); err != nil {
 		return fail(err)
 	}
 	cfg, err := config.Load(config.Env(e.lookup), flags)
@@ -83,63 +82,29 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "vetbench matrix: note: %s\n", w)
 		}
 	}
-	if err := writeMatrix(e, m, *jsonPath, *csvPath, *force); err != nil {
+	if err := out.Write(m, e.signals.Write); err != nil {
 		return fail(err)
 	}
 	return matrixVerdict(ctx, e, m, runErr, bf, base)
 }
 
-// refuseExisting refuses output files that exist, unless -force: before
-// anything is measured.
-func refuseExisting(force bool, paths ...string) error {
-	for _, p := range paths {
-		if p == "" || force {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return fmt.Errorf("%s exists: give another file, or -force to replace it", p)
-		}
-	}
-	return nil
-}
-
-// writeMatrix writes m to the -json and -csv files asked for.
-func writeMatrix(e *env, m *matrix.Matrix, jsonPath, csvPath string, force bool) error {
-	write := func(path string, fresh, replace func(string, *matrix.Matrix) error) error {
-		if path == "" {
-			return nil
-		}
-		w := fresh
-		if force {
-			w = replace
-		}
-		// A second Ctrl-C waits for the file (interrupt.Handler).
-		return e.signals.Write(func() error { return w(path, m) })
-	}
-	return errors.Join(
-		write(jsonPath, matrix.WriteFile, matrix.ReplaceFile),
-		write(csvPath, matrix.WriteCSVFile, matrix.ReplaceCSVFile))
-}
-
-// printPlan says, before anything is measured, what will run: first the
-// notices (trimmed contexts, with the grid that will run), then the time
-// scale and the estimate. Notices are printed under -quiet too.
+// printPlan says, before anything is measured, what will run: the
+// notices (trimmed contexts, with the grid that will run; under -quiet
+// too), then the plan's summary.
 func printPlan(w io.Writer, r *grid.Runner, p grid.Plan, quiet bool) {
 	for _, n := range p.Notice {
 		fmt.Fprintf(w, "vetbench matrix: NOTE: %s\n", n)
 	}
-	if quiet {
-		return
+	for _, line := range p.Summary(r.TimeScale) {
+		if !quiet {
+			fmt.Fprintf(w, "vetbench matrix: %s\n", line)
+		}
 	}
-	if s := r.TimeScale; s > 1 {
-		fmt.Fprintf(w, "vetbench matrix: twin ×%g time scale: every wait (window, hold, timeouts, budget) and every figure is model time\n", s)
-	}
-	fmt.Fprintf(w, "vetbench matrix: %s; estimate %s\n", p.Grid(), p.Estimate.Text(p.Cells, p.Prefill, r.TimeScale))
 }
 
 // matrixVerdict is the exit status of a measured matrix: interrupted,
 // stopped early, nothing measured, then the baseline's verdict.
-func matrixVerdict(ctx context.Context, e *env, m *matrix.Matrix, runErr error, bf *baselineFlags, base *matrix.Matrix) int {
+func matrixVerdict(ctx context.Context, e *env, m *matrix.Matrix, runErr error, bf *matrix.Baseline, base *matrix.Matrix) int {
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(e.stderr, "vetbench matrix: interrupted: what was measured is written\n")
@@ -148,13 +113,13 @@ func matrixVerdict(ctx context.Context, e *env, m *matrix.Matrix, runErr error, 
 		fmt.Fprintf(e.stderr, "vetbench matrix: %v\n", runErr)
 		return exitFail
 	}
-	n := m.Counts()
-	if measured := n[matrix.Valid] + n[matrix.RequestsQueued] + n[matrix.Looped]; measured == 0 {
+	if m.Measured() == 0 {
+		n := m.Counts()
 		fmt.Fprintf(e.stderr, "vetbench matrix: FAILED: no cell was measured (%d Failed, %d Skipped of %d)\n", n[matrix.Failed], n[matrix.Skipped], len(m.Cells))
 		return exitFail
 	}
 	if base != nil {
-		return bf.compare(e.stdout, e.stderr, base, m)
+		return compareMatrix(e.stdout, e.stderr, bf, base, m)
 	}
 	return exitPass
 }

@@ -74,10 +74,12 @@ func TestTokensCommand(t *testing.T) {
 	environ["VETBENCH_OUT"] = filepath.Join(t.TempDir(), "json")
 	stdout, _, code = runEnv(t, environ, "tokens", "-workload", "text", "-levels", "2", "-output", "4", "-repeats", "1", "-json")
 	require.Equal(t, exitPass, code)
-	var recs []*tokens.Receipt
-	require.NoError(t, json.Unmarshal([]byte(stdout), &recs))
-	require.Len(t, recs, 1)
-	require.Equal(t, 8, recs[0].Summary.TotalVerifiedOutputTokens)
+	var run tokens.Measured
+	require.NoError(t, json.Unmarshal([]byte(stdout), &run))
+	require.Equal(t, tokens.RunSchema, run.Schema)
+	require.True(t, run.Passed)
+	require.Len(t, run.Receipts, 1)
+	require.Equal(t, 8, run.Receipts[0].Summary.TotalVerifiedOutputTokens)
 }
 
 func TestTokensCommandShortStreamFails(t *testing.T) {
@@ -273,4 +275,55 @@ func TestTokensRefilledSlotsAndSaveResult(t *testing.T) {
 	stdout, _, code = runEnv(t, nil, "tokens", "-baseline", rated, "-candidate", files[0])
 	require.Equal(t, exitNoVerdict, code, stdout)
 	require.Contains(t, stdout, "identity differs: load")
+}
+
+// TestTokensJSONContract holds the schema names and field names
+// docs/tokens.md promises for tokens -json: the measured run
+// (vetbench.tokens-run/v1), the comparison (vetbench.tokens-compare/v1,
+// also as a golden), the pitfall (vetbench.tokens-pitfall/v1) and the
+// error object.
+func TestTokensJSONContract(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := runEnv(t, nil, "tokens", "-json", "-baseline", published, "-candidate", published)
+	require.Equal(t, exitPass, code, "the published receipt against itself: %s", stderr)
+	checkGolden(t, filepath.Join("testdata", "tokens_compare_published_json.stdout"), stdout)
+	var cmp map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &cmp))
+	require.Equal(t, "vetbench.tokens-compare/v1", cmp["schema"])
+	require.ElementsMatch(t, []string{"schema", "points", "only_baseline", "only_candidate", "verdict"}, keys(cmp))
+	require.ElementsMatch(t, []string{"outcome", "margin"}, keys(cmp["verdict"].(map[string]any)), "reasons only when there are")
+	pt := cmp["points"].([]any)[0].(map[string]any)
+	require.ElementsMatch(t, []string{"point", "baseline_definitions", "candidate_definitions", "figures", "identity_differs",
+		"identity_unverified", "problems", "candidate_problems"}, keys(pt))
+	require.ElementsMatch(t, []string{"workload", "concurrency", "output_tokens", "num_prompts"}, keys(pt["point"].(map[string]any)))
+	fig := pt["figures"].([]any)[0].(map[string]any)
+	require.ElementsMatch(t, []string{"name", "definitions", "higher_better", "delta"}, keys(fig))
+	require.ElementsMatch(t, []string{"baseline", "candidate", "relative"}, keys(fig["delta"].(map[string]any)))
+
+	environ, _ := fakeEnv(t, tokenstest.Config{})
+	stdout, stderr, code = runEnv(t, environ, "tokens", "-workload", "text", "-levels", "1", "-output", "4", "-repeats", "1", "-json")
+	require.Equal(t, exitPass, code, stderr)
+	var run map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &run))
+	require.Equal(t, "vetbench.tokens-run/v1", run["schema"])
+	require.ElementsMatch(t, []string{"schema", "passed", "receipts"}, keys(run))
+	require.Equal(t, tokens.Schema, run["receipts"].([]any)[0].(map[string]any)["schema"])
+
+	environ, _ = fakeEnv(t, tokenstest.Config{})
+	stdout, stderr, code = runEnv(t, environ, "tokens", "-pitfall", "-workload", "text", "-levels", "1", "-output", "4", "-repeats", "1", "-json")
+	require.Equal(t, exitPass, code, stderr)
+	var pf map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &pf))
+	require.Equal(t, "vetbench.tokens-pitfall/v1", pf["schema"])
+	ladder := pf["workloads"].([]any)[0].(map[string]any)
+	require.ElementsMatch(t, []string{"workload", "levels"}, keys(ladder))
+	require.ElementsMatch(t, []string{"concurrency", "shared_tok_s", "unique_tok_s", "inflation", "ttft_relative"},
+		keys(ladder["levels"].([]any)[0].(map[string]any)))
+
+	stdout, _, code = runEnv(t, nil, "tokens", "-json", "-nope")
+	require.Equal(t, exitNoVerdict, code)
+	var e map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &e), "a bad flag under -json is an error object")
+	require.Equal(t, "vetbench.error/v1", e["schema"])
+	require.Equal(t, "tokens", e["command"])
 }

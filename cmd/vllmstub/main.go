@@ -21,23 +21,23 @@
 // weights; the vllm serve flags above still apply.
 //
 // VLLM_SERVER_DEV_MODE=1 mounts the cache reset endpoints. SIGINT and
-// SIGTERM shut it down gracefully. It is also the container image's
-// entrypoint (stub/container/Dockerfile; package stub/container runs it).
+// SIGTERM shut it down gracefully. `vetbench twin` is the same command
+// (package cmd/vllmstub/serve); either binary, built static, is the
+// container image's entrypoint (package stub/container).
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/vetbench/vetbench/cmd/vllmstub/serve"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "vllmstub:", err)
-		os.Exit(2)
-	}
+	code := serve.Main(ctx, "vllmstub", os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

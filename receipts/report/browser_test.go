@@ -66,6 +66,17 @@ func TestBrowserRendersReport(t *testing.T) {
 	wide := strings.Replace(page.String(), "<caption>Verdicts</caption>", `<caption>Verdicts</caption><tr><td style="white-space:nowrap">`+strings.Repeat("wide ", 400)+`</td></tr>`, 1)
 	require.NotEmpty(t, overflowing(t, bin, wide), "control: a table too wide must be caught")
 
+	// A baseline exactly under its candidate still shows (its solid wider
+	// line in the dashes' gaps, its filled marks inside the hollow ones);
+	// the control: the candidate alone leaves no baseline blue.
+	under, alone := overlapPages(t, dir)
+	_, base, cand = inkOf(screenshot(t, bin, under))
+	t.Logf("overlapping: %d baseline-blue and %d candidate-orange pixels", base, cand)
+	require.Greater(t, base, 300, "a baseline exactly under its candidate is hidden")
+	require.Greater(t, cand, 300)
+	_, base, _ = inkOf(screenshot(t, bin, alone))
+	require.Less(t, base, 20, "control: no baseline, no baseline blue")
+
 	// Control: the same page without its charts has ink but no curves.
 	for i := range rep.Sections {
 		rep.Sections[i].Charts = nil
@@ -77,6 +88,27 @@ func TestBrowserRendersReport(t *testing.T) {
 	require.Greater(t, ink, 0.05)
 	require.Less(t, base, 500, "control: the curve check must not fire without charts")
 	require.Less(t, cand, 500)
+}
+
+// overlapPages writes a page whose one chart has a candidate drawn
+// exactly over its baseline, and the same page without the baseline.
+func overlapPages(t *testing.T, dir string) (under, alone string) {
+	t.Helper()
+	pts := []Point{{X: 1, Y: 0.58}, {X: 4, Y: 0.58}, {X: 16, Y: 0.57}, {X: 32, Y: 0.22}}
+	ch := LineChart{Title: "hit rates", LogX: true, YMax: 1, YPercent: true, Series: []Series{
+		{Name: "baseline", Color: "#0072b2", Points: pts}, {Name: "candidate", Color: "#d55e00", Points: pts}}}
+	write := func(name string, ch LineChart) string {
+		var b bytes.Buffer
+		require.NoError(t, (&Report{Title: "overlap", Sections: []Section{{ID: "x", Charts: []Chart{ch}}}}).WriteHTML(&b))
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+		return path
+	}
+	under = write("under.html", ch)
+	ch.Series = ch.Series[1:]
+	// Keep the candidate's own style: it is the second series.
+	ch.Series[0].Dash, ch.Series[0].Marker = "7 4", "square"
+	return under, write("alone.html", ch)
 }
 
 // overflowing loads html with a measuring script added at its end in a

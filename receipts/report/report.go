@@ -378,79 +378,183 @@ func scaleText(s float64) string {
 	return "×" + num(s) + " (time-scaled twin: rates ×" + num(s) + ", latencies ÷" + num(s) + " of model time)"
 }
 
-func (b *builder) runsSection() Section {
-	type field struct {
-		name string
-		f    func(*Run) string
+// fact is what one document of a run — a judgment receipt, a token
+// receipt, a speed matrix — records about what ran; "" where it records
+// nothing.
+type fact struct {
+	source, runID                 string
+	target                        receipts.Target
+	model, revision, build, flags string
+	scoring, harness, gpu         string
+}
+
+// facts are the run's documents' records of what ran, judgment receipts
+// first, then token receipts and speed matrices.
+func (r *Run) facts() []fact {
+	var fs []fact
+	for _, p := range r.Entries {
+		x := p.Receipt
+		fs = append(fs, fact{source: x.Source, runID: x.RunID, target: x.Target, model: receipts.Weights(x.Pins), revision: x.Pins.ModelRevision,
+			build: x.Pins.ServerBuild, flags: x.Identity.ServerFlags, scoring: x.Pins.ScoringMode, harness: x.Identity.HarnessVersion})
 	}
-	fields := []field{
+	for _, e := range r.Tokens {
+		x := e.Receipt
+		fs = append(fs, fact{source: x.Source, runID: x.RunID, target: x.Target, model: x.Identity.Model, build: x.Identity.ServerBuild,
+			flags: x.Identity.ServerFlags, harness: x.Identity.HarnessVersion, gpu: x.Identity.GPU})
+	}
+	for _, e := range r.Matrices {
+		x := e.Matrix
+		fs = append(fs, fact{source: x.Source, runID: x.RunID, target: x.Target, model: x.Identity.Model, build: x.Identity.ServerBuild,
+			flags: x.Identity.ServerFlags, harness: cmpOr(x.Identity.HarnessVersion, x.Identity.Tool), gpu: x.Identity.GPU})
+	}
+	return fs
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// distinctFacts lists the distinct values f gives over a run's facts.
+func distinctFacts(r *Run, f func(fact) string) string {
+	var vs []string
+	for _, x := range r.facts() {
+		if v := f(x); v != "" && !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
+	slices.Sort(vs)
+	if len(vs) == 0 {
+		return "—"
+	}
+	return strings.Join(vs, ", ")
+}
+
+// runField is one row of the runs table.
+type runField struct {
+	name string
+	f    func(*Run) string
+}
+
+// of is a row of a fact's distinct values over each run's documents.
+func of(name string, f func(fact) string) runField {
+	return runField{name, func(r *Run) string { return distinctFacts(r, f) }}
+}
+
+func runFields() []runField {
+	return []runField{
 		{"directory", func(r *Run) string { return r.Dir }},
-		{"receipts", func(r *Run) string {
-			s := fmt.Sprintf("%d in %s", len(r.Entries), r.ReceiptDir)
-			if n := len(r.Tokens); n > 0 {
-				s += fmt.Sprintf("; %d token-throughput points", n)
-			}
-			if n := len(r.Matrices); n > 0 {
-				s += fmt.Sprintf("; %d speed matrices", n)
-			}
-			return s
-		}},
+		{"receipts", receiptsText},
 		{"benchmark output", func(r *Run) string {
 			if r.BenchFile == "" {
 				return "none (no " + BenchName + ")"
 			}
 			return r.BenchFile
 		}},
-		{"source", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Source }) }},
-		{"target kind", func(r *Run) string {
-			return distinct(r, func(x *receipts.Receipt) string { return string(x.Target.Kind) })
-		}},
-		{"twin profile", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Target.Profile }) }},
-		{"time scale", func(r *Run) string { return scaleText(timeScale(r)) }},
-		{"replay", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.Target.Replay }) }},
-		{"model", func(r *Run) string {
-			return distinct(r, func(x *receipts.Receipt) string { return receipts.Weights(x.Pins) })
-		}},
-		{"model revision", func(r *Run) string {
-			return distinct(r, func(x *receipts.Receipt) string { return x.Pins.ModelRevision })
-		}},
-		{"server build", func(r *Run) string {
-			return distinct(r, func(x *receipts.Receipt) string { return x.Pins.ServerBuild })
-		}},
-		{"scoring mode", func(r *Run) string {
-			return distinct(r, func(x *receipts.Receipt) string { return x.Pins.ScoringMode })
-		}},
-		{"server flags", func(r *Run) string {
-			return distinct(r, func(x *receipts.Receipt) string { return x.Identity.ServerFlags })
-		}},
-		{"harness", func(r *Run) string {
-			return distinct(r, func(x *receipts.Receipt) string { return x.Identity.HarnessVersion })
-		}},
-		{"run ids", func(r *Run) string { return distinct(r, func(x *receipts.Receipt) string { return x.RunID }) }},
-		{"sets × levels", func(r *Run) string {
-			var s []string
-			last := Key{}
-			for i, p := range r.Entries {
-				k := p.Key()
-				if i > 0 && k.Set == last.Set && k.Arm == last.Arm {
-					s[len(s)-1] += fmt.Sprintf(",%d", k.C)
-				} else {
-					head := k.Set
-					if k.Arm == "warm" {
-						head += " warm"
-					}
-					s = append(s, fmt.Sprintf("%s c=%d", head, k.C))
-				}
-				last = k
+		of("source", func(x fact) string { return x.source }),
+		of("target kind", func(x fact) string { return string(x.target.Kind) }),
+		of("twin profile", func(x fact) string { return x.target.Profile }),
+		{"time scale", func(r *Run) string {
+			s := 1.0
+			for _, x := range r.facts() {
+				s = max(s, x.target.TimeScale)
 			}
-			return strings.Join(s, "; ")
+			return scaleText(s)
 		}},
+		of("replay", func(x fact) string { return x.target.Replay }),
+		of("model", func(x fact) string { return x.model }),
+		of("model revision", func(x fact) string { return x.revision }),
+		of("server build", func(x fact) string { return x.build }),
+		of("GPU", func(x fact) string { return x.gpu }),
+		of("scoring mode", func(x fact) string { return x.scoring }),
+		of("server flags", func(x fact) string { return x.flags }),
+		of("harness", func(x fact) string { return x.harness }),
+		of("run ids", func(x fact) string { return x.runID }),
+		{"sets × levels", setsText},
+		{"token points", tokenPointsText},
 	}
+}
+
+func receiptsText(r *Run) string {
+	var parts []string
+	if n := len(r.Entries); n > 0 {
+		p := fmt.Sprintf("%d judgment receipts", n)
+		if m := len(r.Passes); m > 0 {
+			p += fmt.Sprintf(" (pass 1; %d more passes in pass2…)", m)
+		}
+		parts = append(parts, p)
+	}
+	if n := len(r.Tokens); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d token-throughput points", n))
+	}
+	if n := len(r.Matrices); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d speed matrices", n))
+	}
+	return "in " + r.ReceiptDir + ": " + strings.Join(parts, "; ")
+}
+
+func setsText(r *Run) string {
+	var s []string
+	last := Key{}
+	for i, p := range r.Entries {
+		k := p.Key()
+		if i > 0 && k.Set == last.Set && k.Arm == last.Arm {
+			s[len(s)-1] += fmt.Sprintf(",%d", k.C)
+		} else {
+			head := k.Set
+			if k.Arm == "warm" {
+				head += " warm"
+			}
+			s = append(s, fmt.Sprintf("%s c=%d", head, k.C))
+		}
+		last = k
+	}
+	if len(s) == 0 {
+		return "—"
+	}
+	return strings.Join(s, "; ")
+}
+
+// tokenPointsText lists a run's token points as workload, output tokens
+// and levels.
+func tokenPointsText(r *Run) string {
+	var s []string
+	for _, g := range (&builder{base: r}).tokenGroups() {
+		var cs []string
+		for _, t := range r.tokensOf(g) {
+			cs = append(cs, strconv.Itoa(t.Point.Concurrency))
+		}
+		s = append(s, fmt.Sprintf("%s ×%d tokens c=%s", g.workload, g.output, strings.Join(cs, ",")))
+	}
+	if len(s) == 0 {
+		return "—"
+	}
+	return strings.Join(s, "; ")
+}
+
+func (b *builder) runsSection() Section {
+	s := Section{ID: "runs", Title: "Runs and targets", Tables: []Table{b.whatRan()}}
+	if len(b.sets()) > 0 {
+		s.Tables = append(s.Tables, b.identityDigests())
+	}
+	for _, r := range b.runs() {
+		if ts := timeScale(r); ts > 1 {
+			s.Notes = append(s.Notes, fmt.Sprintf("The %s ran on a twin time-scaled ×%s: its judgments/s are %s times what the modelled hardware would do and its latencies 1/%s; compare such figures only with runs of the same scale.", r.Label, num(ts), num(ts), num(ts)))
+		}
+	}
+	return s
+}
+
+// whatRan is the runs side by side, one row per field; a target that
+// differs between them is marked.
+func (b *builder) whatRan() Table {
 	t := Table{Caption: "What ran", CSV: "runs.csv", Header: []string{"field"}}
 	for _, r := range b.runs() {
 		t.Header = append(t.Header, r.Label)
 	}
-	for _, f := range fields {
+	for _, f := range runFields() {
 		row := []Cell{{Text: f.name}}
 		var vals []string
 		for _, r := range b.runs() {
@@ -464,14 +568,19 @@ func (b *builder) runsSection() Section {
 			}
 			row = append(row, c)
 		}
-		// A target that differs between the runs is marked: speeds of
-		// different targets are different figures even when the answers'
-		// identity agrees.
+		// Speeds of different targets are different figures even when the
+		// answers' identity agrees.
 		if b.pair() && vals[0] != vals[1] && targetField(f.name) {
 			row[2].Tone = Warn
 		}
 		t.Rows = append(t.Rows, row)
 	}
+	return t
+}
+
+// identityDigests is each set's identity digest per run and, for a pair,
+// how many identity fields differ.
+func (b *builder) identityDigests() Table {
 	id := Table{Caption: "Identity digest per set (equal digests: the same experiment)", CSV: "identity.csv", Header: []string{"set"}}
 	for _, r := range b.runs() {
 		id.Header = append(id.Header, r.Label)
@@ -493,34 +602,28 @@ func (b *builder) runsSection() Section {
 			row = append(row, Cell{Text: shortDigest(d), Raw: d})
 		}
 		if b.pair() {
-			n := 0
-			for _, ks := range b.idDiff {
-				for _, k := range ks {
-					if k.Set == set {
-						n++
-						break
-					}
-				}
-			}
-			switch {
-			case n > 0:
-				row = append(row, Cell{Text: fmt.Sprintf("%d fields differ", n), Tone: Bad})
-			case ds[0] != ds[1]:
-				// Digests differ on fields only one side records.
-				row = append(row, Cell{Text: "none recorded by both", Tone: Warn})
-			default:
-				row = append(row, Cell{Text: "none", Tone: OK})
-			}
+			row = append(row, b.digestDiff(set, ds))
 		}
 		id.Rows = append(id.Rows, row)
 	}
-	s := Section{ID: "runs", Title: "Runs and targets", Tables: []Table{t, id}}
-	for _, r := range b.runs() {
-		if ts := timeScale(r); ts > 1 {
-			s.Notes = append(s.Notes, fmt.Sprintf("The %s ran on a twin time-scaled ×%s: its judgments/s are %s times what the modelled hardware would do and its latencies 1/%s; compare such figures only with runs of the same scale.", r.Label, num(ts), num(ts), num(ts)))
+	return id
+}
+
+func (b *builder) digestDiff(set string, ds []string) Cell {
+	n := 0
+	for _, ks := range b.idDiff {
+		if slices.ContainsFunc(ks, func(k Key) bool { return k.Set == set }) {
+			n++
 		}
 	}
-	return s
+	switch {
+	case n > 0:
+		return Cell{Text: fmt.Sprintf("%d fields differ", n), Tone: Bad}
+	case ds[0] != ds[1]:
+		// Digests differ on fields only one side records.
+		return Cell{Text: "none recorded by both", Tone: Warn}
+	}
+	return Cell{Text: "none", Tone: OK}
 }
 
 func targetField(name string) bool {

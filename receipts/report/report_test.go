@@ -376,3 +376,47 @@ func TestPrefixCountingNote(t *testing.T) {
 	page := html(t, rep)
 	pageHas(t, page, "Prefix hit rates cross vllm#48860 (baseline vLLM 0.25.1, candidate vLLM 0.30.0&#43;vetbench.twin)")
 }
+
+// movedBars are the moved-verdicts chart's bars of set: "group c" →
+// [confident, near-tie].
+func movedBars(t *testing.T, rep *Report, set string) map[string][]float64 {
+	t.Helper()
+	for _, s := range rep.Sections {
+		for _, ch := range s.Charts {
+			if bc, ok := ch.(BarChart); ok && bc.Title == set+": verdicts moved" {
+				out := map[string][]float64{}
+				for _, b := range bc.Bars {
+					out[b.Group+" "+b.Category] = b.Values
+				}
+				return out
+			}
+		}
+	}
+	t.Fatalf("no moved chart for %s", set)
+	return nil
+}
+
+// TestMovedChartSplitsNearTies: a moved verdict is drawn as confident or
+// near-tie as receipts/answers classifies it — the same flip is confident
+// under the default policy and near-tie under a margin that covers it —
+// and an unchanged copy draws empty bars.
+func TestMovedChartSplitsNearTies(t *testing.T) {
+	t.Parallel()
+	base := load(t, "base", "baseline")
+	same := movedBars(t, build(t, base, cloneRun(base, "candidate")), "checks")
+	require.Equal(t, []float64{0, 0}, same["candidate vs baseline 4"], "control: nothing moved")
+
+	cand := cloneRun(base, "candidate")
+	flipVerdict(t, receiptAt(t, cand, "checks", 4), "r00:clean", "verdict")
+	bars := movedBars(t, build(t, base, cand), "checks")
+	require.Equal(t, []float64{1, 0}, bars["candidate vs baseline 4"], "confident")
+	require.Equal(t, []float64{1, 0}, bars["candidate vs its c=1 4"])
+	require.Equal(t, []float64{0, 0}, bars["candidate vs baseline 16"])
+
+	opt := DefaultOptions()
+	opt.Answers.NearTieMargin = 1 // every margin is below it
+	rep, err := Build(base, cand, opt)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 1}, movedBars(t, rep, "checks")["candidate vs baseline 4"], "near-tie")
+	pageHas(t, html(t, rep), "near-tie (margin &lt; 1), does not fail: 2")
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
@@ -24,8 +26,13 @@ type Run struct {
 	// Dir is the directory as given; ReceiptDir the one the receipts came
 	// from (Dir or Dir/receipts).
 	Dir, ReceiptDir string
-	// Entries are the receipts, sorted by set, arm and concurrency.
+	// Entries are the receipts of the first pass (ReceiptDir), sorted by
+	// set, arm and concurrency: the sweep whose answers are compared.
 	Entries []Entry
+	// Passes are the judgment receipts of the later passes of a -count N
+	// run (ReceiptDir/pass2 …), one sorted sweep per pass, in pass order:
+	// with Entries, the spread a curve shows when there is no bench.txt.
+	Passes [][]Entry
 	// Tokens and Matrices are the run's token-throughput receipts and
 	// speed matrices (vetbench.tokens/v1, vetbench.matrix/v1), in file
 	// order.
@@ -35,6 +42,8 @@ type Run struct {
 	// Bench its samples.
 	BenchFile string
 	Bench     *speed.Samples
+	// benchNames are Bench's benchmark names by point.
+	benchNames map[Key]string
 }
 
 // Entry is one receipt of a run and the file it came from.
@@ -118,20 +127,14 @@ func Load(dir, label string) (*Run, error) {
 	if err := receipts.CheckDir(run.ReceiptDir, paths); err != nil {
 		return nil, err
 	}
-	var errs []error
-	for _, p := range paths {
-		if err := run.read(p); err != nil {
-			errs = append(errs, err)
-		}
+	if err := run.readAll(paths); err != nil {
+		return nil, err
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if run.Entries, err = sortEntries(run.Entries); err != nil {
+		return nil, err
 	}
-	slices.SortStableFunc(run.Entries, func(a, b Entry) int { return compareKeys(a.Key(), b.Key()) })
-	for i := 1; i < len(run.Entries); i++ {
-		if a, b := run.Entries[i-1], run.Entries[i]; a.Key() == b.Key() {
-			return nil, fmt.Errorf("%s and %s are both %s: one receipt per point", a.File, b.File, a.Key())
-		}
+	if err := run.readPasses(); err != nil {
+		return nil, err
 	}
 	bench := filepath.Join(dir, BenchName)
 	if _, err := os.Stat(bench); err == nil {
@@ -140,8 +143,140 @@ func Load(dir, label string) (*Run, error) {
 			return nil, fmt.Errorf("%w (pass %s alone to report its receipts without the speed gate)", err, run.ReceiptDir)
 		}
 		run.BenchFile, run.Bench = bench, s
+		run.benchNames = benchPoints(s.Benchmarks())
 	}
 	return run, nil
+}
+
+// readAll reads every document at paths, joining the errors.
+func (run *Run) readAll(paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := run.read(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sortEntries sorts a sweep by point and refuses two receipts of one.
+func sortEntries(es []Entry) ([]Entry, error) {
+	slices.SortStableFunc(es, func(a, b Entry) int { return compareKeys(a.Key(), b.Key()) })
+	for i := 1; i < len(es); i++ {
+		if a, b := es[i-1], es[i]; a.Key() == b.Key() {
+			return nil, fmt.Errorf("%s and %s are both %s: one receipt per point", a.File, b.File, a.Key())
+		}
+	}
+	return es, nil
+}
+
+// readPasses reads the judgment receipts of ReceiptDir/pass<k> (k ≥ 2),
+// in pass order; their token receipts and matrices are left out (the
+// token section shows the first pass).
+func (run *Run) readPasses() error {
+	dirs, err := filepath.Glob(filepath.Join(run.ReceiptDir, "pass*"))
+	if err != nil {
+		return err
+	}
+	type pass struct {
+		k   int
+		dir string
+	}
+	var ps []pass
+	for _, d := range dirs {
+		k, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "pass"))
+		if st, serr := os.Stat(d); err != nil || k < 2 || serr != nil || !st.IsDir() {
+			continue
+		}
+		ps = append(ps, pass{k, d})
+	}
+	slices.SortFunc(ps, func(a, b pass) int { return cmp.Compare(a.k, b.k) })
+	for _, p := range ps {
+		paths, err := filepath.Glob(filepath.Join(p.dir, "*.json"))
+		if err != nil {
+			return err
+		}
+		if err := receipts.CheckDir(p.dir, paths); err != nil {
+			return err
+		}
+		sweep := &Run{}
+		if err := sweep.readAll(paths); err != nil {
+			return err
+		}
+		es, err := sortEntries(sweep.Entries)
+		if err != nil {
+			return err
+		}
+		run.Passes = append(run.Passes, es)
+	}
+	return nil
+}
+
+// benchPoints maps go test's benchmark names (Judgments/set=checks/c=4-2,
+// …/arm=warm) to points; other benchmarks (open-loop rates, tokens) map
+// to none.
+func benchPoints(names []string) map[Key]string {
+	out := map[Key]string{}
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, "Judgments/")
+		if !ok {
+			continue
+		}
+		// The -GOMAXPROCS suffix go test adds to the last element.
+		if i := strings.LastIndexByte(rest, '-'); i > 0 && i > strings.LastIndexByte(rest, '/') {
+			if _, err := strconv.Atoi(rest[i+1:]); err == nil {
+				rest = rest[:i]
+			}
+		}
+		k, ok := Key{}, true
+		for _, part := range strings.Split(rest, "/") {
+			key, v, _ := strings.Cut(part, "=")
+			switch key {
+			case "set":
+				k.Set = v
+			case "arm":
+				k.Arm = v
+			case "c":
+				c, err := strconv.Atoi(v)
+				k.C, ok = c, ok && err == nil
+			default:
+				ok = false // a rate, or a name not of a closed-loop point
+			}
+		}
+		if ok && k.Set != "" && k.C > 0 {
+			out[k] = name
+		}
+	}
+	return out
+}
+
+// benchName is the benchmark of point k in the run's bench.txt: its own
+// name, or the one without an arm (a run of one arm names none), or the
+// cold arm's for a receipt that records none.
+func (r *Run) benchName(k Key) (string, bool) {
+	other := "" // a receipt's arm where the bench name has none
+	if k.Arm == "" {
+		other = "cold" // PointName's arm for a receipt that records none
+	}
+	for _, arm := range []string{k.Arm, other} {
+		if name, ok := r.benchNames[Key{Set: k.Set, Arm: arm, C: k.C}]; ok {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// passes are the run's receipts of point k, one per pass, in pass order.
+func (r *Run) passes(k Key) []*receipts.Receipt {
+	var out []*receipts.Receipt
+	for _, sweep := range append([][]Entry{r.Entries}, r.Passes...) {
+		for _, e := range sweep {
+			if e.Key() == k {
+				out = append(out, e.Receipt)
+			}
+		}
+	}
+	return out
 }
 
 // read adds the document at path, told apart by its schema: a token

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
@@ -37,20 +38,20 @@ func (b *builder) curves(set string) []curve {
 	return cs
 }
 
-// style gives the candidate a dashed line in the baseline's colour
-// family: the run is the line style, the arm the colour.
-func (b *builder) style(c curve, i int) (color string, dashed bool) {
+// color is a curve's colour: in a pair, the arm picks the colour family
+// and the run its member; the chart gives each series its own marker
+// and dash pattern by position.
+func (b *builder) color(c curve, i int) string {
+	if !b.pair() {
+		return palette[i%len(palette)]
+	}
 	arm := 0
 	for j, a := range b.arms() {
 		if a == c.arm {
 			arm = j
 		}
 	}
-	dashed = b.pair() && c.run == b.cand
-	if b.pair() {
-		return palette[(2*arm+btoi(dashed))%len(palette)], dashed
-	}
-	return palette[i%len(palette)], false
+	return palette[(2*arm+btoi(c.run == b.cand))%len(palette)]
 }
 
 func btoi(v bool) int {
@@ -76,46 +77,14 @@ func (b *builder) scaleNote() string {
 func (b *builder) setSection(set string) Section {
 	cs := b.curves(set)
 	note := b.scaleNote()
-	line := func(title, ylabel string, y func(*receipts.Receipt) (float64, bool), tip func(float64) string) LineChart {
-		ch := LineChart{Title: set + ": " + title, Note: note, XLabel: "concurrency (judgments in flight)", YLabel: ylabel, LogX: true}
-		for i, c := range cs {
-			col, dash := b.style(c, i)
-			s := Series{Name: c.name, Color: col, Dashed: dash}
-			for _, r := range c.pts {
-				if v, ok := y(r); ok {
-					s.Points = append(s.Points, Point{X: float64(r.Pins.Concurrency), Y: v, Tip: fmt.Sprintf("c=%d: %s", r.Pins.Concurrency, tip(v))})
-				}
-			}
-			ch.Series = append(ch.Series, s)
-		}
-		return ch
-	}
-	thr := line("throughput", "judgments/s", func(r *receipts.Receipt) (float64, bool) {
-		return r.Throughput.JudgmentsPerSecond, true
-	}, func(v float64) string { return num(v) + " judgments/s" })
-	lat := line("p95 latency of a judgment", "p95 latency (s)", func(r *receipts.Receipt) (float64, bool) {
-		return r.Throughput.Latency.P95, r.Throughput.Latency.N > 0
-	}, func(v float64) string { return num(v) + " s" })
-	hits := LineChart{Title: set + ": cache hit rates", XLabel: "concurrency (judgments in flight)", YLabel: "hit rate", LogX: true, YMax: 1, YPercent: true}
-	for i, c := range cs {
-		col, dash := b.style(c, i)
-		for _, kind := range []struct {
-			name string
-			mm   bool
-		}{{"prefix", false}, {"mm", true}} {
-			s := Series{Name: c.name + " " + kind.name, Color: col, Dashed: dash}
-			if kind.mm {
-				// The mm curve of a run is the prefix curve's colour, lighter.
-				s.Color = lighter(col)
-			}
-			for _, r := range c.pts {
-				if v := hit(r, kind.mm); v != nil {
-					s.Points = append(s.Points, Point{X: float64(r.Pins.Concurrency), Y: *v, Tip: fmt.Sprintf("c=%d: %.1f%%", r.Pins.Concurrency, 100**v)})
-				}
-			}
-			hits.Series = append(hits.Series, s)
-		}
-	}
+	const x = "concurrency (judgments in flight)"
+	thr := b.curveChart(LineChart{Title: set + ": throughput", Note: note, XLabel: x, YLabel: "judgments/s (median of the passes)", LogX: true},
+		cs, []curveFig{{fig: figJPS, format: num, unit: " judgments/s"}})
+	lat := b.curveChart(LineChart{Title: set + ": p95 latency of a judgment", Note: note, XLabel: x, YLabel: "p95 latency (s, median)", LogX: true},
+		cs, []curveFig{{fig: figP95, format: num, unit: " s"}})
+	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+	hits := b.curveChart(LineChart{Title: set + ": cache hit rates", XLabel: x, YLabel: "hit rate", LogX: true, YMax: 1, YPercent: true},
+		cs, []curveFig{{name: " prefix", fig: figPrefix, format: pct}, {name: " mm", fig: figMM, format: pct, light: true}})
 	counting := b.prefixCountingNote(cs)
 	hits.Note = counting
 	s := Section{ID: "set-" + set, Title: "Set " + set, Charts: []Chart{thr, lat, hits, b.movedChart(set)}}
@@ -125,21 +94,97 @@ func (b *builder) setSection(set string) Section {
 	if counting != "" {
 		s.Notes = append(s.Notes, strings.ToUpper(counting[:1])+counting[1:]+".")
 	}
+	s.Notes = append(s.Notes, b.spreadNote(cs))
 	s.Tables = append(s.Tables, b.speedTable(set, cs), b.healthTable(set, cs))
 	at, mt := b.answerTables(set)
 	s.Tables = append(s.Tables, at, mt)
 	return s
 }
 
+// curveFig is one figure drawn per curve: its name after the curve's,
+// how its value reads, and whether its colour is the curve's lighter.
+type curveFig struct {
+	name   string
+	fig    figure
+	format func(float64) string
+	unit   string
+	light  bool
+}
+
+// curveChart adds to ch one series per curve and figure: at each level
+// the median of the passes and their min–max.
+func (b *builder) curveChart(ch LineChart, cs []curve, figs []curveFig) LineChart {
+	var ns []int
+	for i, c := range cs {
+		for _, f := range figs {
+			s := Series{Name: c.name + f.name, Color: b.color(c, i)}
+			if f.light {
+				s.Color = lighter(s.Color)
+			}
+			for _, r := range c.pts {
+				k := Key{Set: r.Set, Arm: c.arm, C: r.Pins.Concurrency}
+				if sp, ok := b.spread(c.run, k, f.fig); ok {
+					s.Points = append(s.Points, sp.point(k.C, f.format, f.unit))
+					ns = append(ns, sp.N)
+				}
+			}
+			ch.Series = append(ch.Series, s)
+		}
+	}
+	ch.SpreadLabel = passCounts(ns)
+	return ch
+}
+
+// spreadNote says what the curves' points and bars are, per run.
+func (b *builder) spreadNote(cs []curve) string {
+	var labels, froms []string
+	for _, r := range b.runs() {
+		for _, c := range cs {
+			if c.run != r || len(c.pts) == 0 {
+				continue
+			}
+			sp, ok := b.spread(r, Key{Set: c.pts[0].Set, Arm: c.arm, C: c.pts[0].Pins.Concurrency}, figJPS)
+			if !ok {
+				continue
+			}
+			from := fmt.Sprintf("%d -count passes in %s, the medians vetbench gate compares", sp.N, BenchName)
+			switch {
+			case sp.N == 1:
+				from = "one pass, no spread (run with -count N to see one)"
+			case sp.From != BenchName:
+				from = fmt.Sprintf("%d passes' receipts", sp.N)
+			}
+			labels, froms = append(labels, r.Label), append(froms, from)
+			break
+		}
+	}
+	parts := []string{}
+	for i := range labels {
+		parts = append(parts, labels[i]+": "+froms[i])
+	}
+	if len(froms) == 2 && froms[0] == froms[1] {
+		parts = []string{"both runs: " + froms[0]}
+	}
+	return "Curves: the median of the passes at each level, bars their min–max (" + strings.Join(parts, "; ") + "). Answers are compared on the first pass (receipts/)."
+}
+
 func (b *builder) speedTable(set string, cs []curve) Table {
-	t := Table{Caption: "Speed and caches per point", CSV: "speed_" + set + ".csv",
-		Header: []string{"run", "arm", "c", "judgments", "judgments/s", "images/s", "p50 s", "p95 s", "p99 s", "prefix hit", "mm hit", "time scale"}}
+	t := Table{Caption: "Speed and caches per point: medians of the passes (as the curves)", CSV: "speed_" + set + ".csv",
+		Header: []string{"run", "arm", "c", "passes", "judgments/s", "min", "max", "images/s", "p50 s", "p95 s", "p99 s", "prefix hit", "mm hit", "time scale"}}
+	pct := func(v float64) Cell { return ratio(&v) }
 	for _, c := range cs {
 		for _, r := range c.pts {
-			tp := r.Throughput
-			t.Rows = append(t.Rows, []Cell{{Text: c.run.Label}, {Text: orDash(c.arm)}, itoa(r.Pins.Concurrency), itoa(tp.Judgments),
-				f2(tp.JudgmentsPerSecond), f2(tp.ImagesPerSecond), f4(tp.Latency.P50), f4(tp.Latency.P95), f4(tp.Latency.P99),
-				ratio(hit(r, false)), ratio(hit(r, true)), {Text: num(max(1, r.Target.TimeScale)), Raw: raw(max(1, r.Target.TimeScale))}})
+			k := Key{Set: set, Arm: c.arm, C: r.Pins.Concurrency}
+			med := func(f figure, cell func(float64) Cell) Cell {
+				if sp, ok := b.spread(c.run, k, f); ok {
+					return cell(sp.Median)
+				}
+				return Cell{Text: "—"}
+			}
+			jps, _ := b.spread(c.run, k, figJPS)
+			t.Rows = append(t.Rows, []Cell{{Text: c.run.Label}, {Text: orDash(c.arm)}, itoa(k.C), {Text: fmt.Sprintf("%d (%s)", jps.N, jps.From), Raw: strconv.Itoa(jps.N)},
+				f2(jps.Median), f2(jps.Min), f2(jps.Max), med(figImages, f2), med(figP50, f4), med(figP95, f4), med(figP99, f4),
+				med(figPrefix, pct), med(figMM, pct), {Text: num(max(1, r.Target.TimeScale)), Raw: raw(max(1, r.Target.TimeScale))}})
 		}
 	}
 	return t
@@ -183,23 +228,33 @@ func (b *builder) comparisons() []comparison {
 	return out
 }
 
-func (b *builder) movedChart(set string) LineChart {
-	ch := LineChart{Title: set + ": verdicts moved", XLabel: "concurrency (judgments in flight)", YLabel: "moved verdicts", LogX: true, YIntegers: true}
-	for _, cmp := range b.comparisons() {
-		for _, arm := range b.arms() {
-			s := Series{Name: cmp.name}
-			if len(b.arms()) > 1 && arm != "" {
-				s.Name += " (" + arm + ")"
+// movedChart is each comparison's moved verdicts per level, split as
+// receipts/answers classifies them: confident moves (they fail) at the
+// bottom of each bar, near-tie moves (the baseline's margin below the
+// policy's, reported and not failed unless the policy is strict) above.
+func (b *builder) movedChart(set string) BarChart {
+	nearTie := fmt.Sprintf("near-tie (margin < %g)", b.opt.Answers.NearTieMargin)
+	if !b.opt.Answers.FailNearTies {
+		nearTie += ", does not fail"
+	}
+	ch := BarChart{Title: set + ": verdicts moved", XLabel: "concurrency (judgments in flight)", YLabel: "moved verdicts",
+		Stack: []StackKind{{Name: "confident (fails)", Color: "#b2182b"}, {Name: nearTie, Color: "#f0b74a"}}}
+	for _, k := range b.keys() {
+		if k.Set != set {
+			continue
+		}
+		for _, cmp := range b.comparisons() {
+			e, ok := cmp.entries[k]
+			if !ok || e.Report == nil {
+				continue
 			}
-			for _, k := range b.keys() {
-				e, ok := cmp.entries[k]
-				if k.Set != set || k.Arm != arm || !ok || e.Report == nil {
-					continue
-				}
-				m := e.Report.VerdictsMoved
-				s.Points = append(s.Points, Point{X: float64(k.C), Y: float64(m.Total()), Tip: fmt.Sprintf("c=%d: %d near-tie, %d confident", k.C, m.NearTie, m.Confident)})
+			g := cmp.name
+			if len(b.arms()) > 1 && k.Arm != "" {
+				g += " (" + k.Arm + ")"
 			}
-			ch.Series = append(ch.Series, s)
+			m := e.Report.VerdictsMoved
+			ch.Bars = append(ch.Bars, Bar{Category: strconv.Itoa(k.C), Group: g, Values: []float64{float64(m.Confident), float64(m.NearTie)},
+				Tip: fmt.Sprintf("%s, c=%d: %d confident, %d near-tie", g, k.C, m.Confident, m.NearTie)})
 		}
 	}
 	return ch
@@ -315,7 +370,7 @@ func (b *builder) gateSection() (Section, bool) {
 	default:
 		ban.Title = fmt.Sprintf("PASS: %d gated metrics, none worse by more than %.1f%%", g.Gated, 100*g.Policy.Margin)
 	}
-	s.Notes = append(s.Notes, "The gate is over every run in the two "+BenchName+" files; the curves above are of the receipts, one pass per point.")
+	s.Notes = append(s.Notes, "The gate is over every run in the two "+BenchName+" files; the curves above draw the same medians, with the runs' min–max.")
 	if sn := b.scaleNote(); sn != "" {
 		s.Notes = append(s.Notes, "Figures of a "+sn+".")
 	}
@@ -342,28 +397,59 @@ func (b *builder) gateSection() (Section, bool) {
 		t.Rows = append(t.Rows, []Cell{{Text: m.Benchmark}, {Text: m.Unit}, {Text: orDash(m.Better)}, summaryCell(m.Baseline), summaryCell(m.Candidate), delta, p, v})
 	}
 	t.CSVOnly = true
-	s.Tables = []Table{gatePivot(g), t}
+	s.Tables = append(gatePivot(g), t)
 	return s, true
 }
 
+// pivotUnits is how many metrics one pivot table holds: more go to the
+// next table, so each fits a 1280 px page (a run reports up to 16 units).
+const pivotUnits = 7
+
 // gatePivot lays the gate out as benchmarks × units: the change of the
 // candidate's median, toned by the verdict; the figures in the hover text
-// and in gate.csv.
-func gatePivot(g *speed.Report) Table {
-	var benches, units []string
+// and in gate.csv. The units are split over tables of pivotUnits.
+func gatePivot(g *speed.Report) []Table {
+	var units []string
+	for _, m := range g.Metrics {
+		if !slices.Contains(units, m.Unit) {
+			units = append(units, m.Unit)
+		}
+	}
+	var out []Table
+	for i := 0; i < len(units); i += pivotUnits {
+		t := gatePivotOf(g, units[i:min(len(units), i+pivotUnits)])
+		if len(units) > pivotUnits {
+			t.Caption += fmt.Sprintf(" (%d of %d)", i/pivotUnits+1, (len(units)+pivotUnits-1)/pivotUnits)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// shortBench is a benchmark's name without the Judgments/ prefix and the
+// -GOMAXPROCS suffix (set=checks/c=4), for a table's row head.
+func shortBench(name string) string {
+	name = strings.TrimPrefix(name, "Judgments/")
+	if i := strings.LastIndexByte(name, '-'); i > strings.LastIndexByte(name, '/') {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name = name[:i]
+		}
+	}
+	return name
+}
+
+func gatePivotOf(g *speed.Report, units []string) Table {
+	var benches []string
 	byKey := map[[2]string]speed.Metric{}
 	for _, m := range g.Metrics {
 		if !slices.Contains(benches, m.Benchmark) {
 			benches = append(benches, m.Benchmark)
 		}
-		if !slices.Contains(units, m.Unit) {
-			units = append(units, m.Unit)
-		}
 		byKey[[2]string{m.Benchmark, m.Unit}] = m
 	}
 	t := Table{Caption: "Candidate vs baseline median per benchmark and metric (hover for the figures; all of them in gate.csv)", Header: append([]string{"benchmark"}, units...)}
 	for _, bn := range benches {
-		row := []Cell{{Text: bn}}
+		row := []Cell{{Text: shortBench(bn), Tip: bn}}
 		for _, u := range units {
 			m, ok := byKey[[2]string{bn, u}]
 			if !ok {

@@ -99,22 +99,37 @@ func (b *builder) tokensSection() (Section, bool) {
 		s.Notes = append(s.Notes, "Figures of a "+note+".")
 	}
 	for _, g := range groups {
-		name := fmt.Sprintf("%s, %d output tokens", g.workload, g.output)
-		agg := LineChart{Title: "aggregate output tok/s: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "output tok/s", LogX: true}
-		tpot := LineChart{Title: "batch time per token (the published mean_tpot_ms): " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "batch ms per token", LogX: true}
-		for i, r := range b.runs() {
-			col, dash := palette[i%len(palette)], b.pair() && r == b.cand
-			sa, st := Series{Name: r.Label, Color: col, Dashed: dash}, Series{Name: r.Label, Color: col, Dashed: dash}
-			for _, t := range r.tokensOf(g) {
-				c := float64(t.Point.Concurrency)
-				sm := t.Summary
-				sa.Points = append(sa.Points, Point{X: c, Y: sm.AggregateOutputTokS, Tip: fmt.Sprintf("c=%d: %s tok/s", t.Point.Concurrency, num(sm.AggregateOutputTokS))})
-				st.Points = append(st.Points, Point{X: c, Y: sm.MeanBatchMsPerToken, Tip: fmt.Sprintf("c=%d: %s ms", t.Point.Concurrency, num(sm.MeanBatchMsPerToken))})
-			}
-			agg.Series, tpot.Series = append(agg.Series, sa), append(tpot.Series, st)
-		}
-		s.Charts = append(s.Charts, agg, tpot)
+		s.Charts = append(s.Charts, b.tokenCharts(g, note)...)
 	}
+	s.Tables = append(s.Tables, b.tokenPoints(groups))
+	if b.tokenCmp != nil {
+		s.Tables = append(s.Tables, b.tokenComparison())
+	}
+	return s, true
+}
+
+// tokenCharts are one workload × output length's curves: aggregate tok/s
+// and batch time per token against concurrency, one series per run.
+func (b *builder) tokenCharts(g tokenGroup, note string) []Chart {
+	name := fmt.Sprintf("%s, %d output tokens", g.workload, g.output)
+	agg := LineChart{Title: "aggregate output tok/s: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "output tok/s", LogX: true}
+	tpot := LineChart{Title: "batch ms per token (mean_tpot_ms): " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "batch ms per token", LogX: true}
+	for i, r := range b.runs() {
+		col := palette[i%len(palette)]
+		sa, st := Series{Name: r.Label, Color: col}, Series{Name: r.Label, Color: col}
+		for _, t := range r.tokensOf(g) {
+			c := float64(t.Point.Concurrency)
+			sm := t.Summary
+			sa.Points = append(sa.Points, Point{X: c, Y: sm.AggregateOutputTokS, Tip: fmt.Sprintf("c=%d: %s tok/s", t.Point.Concurrency, num(sm.AggregateOutputTokS))})
+			st.Points = append(st.Points, Point{X: c, Y: sm.MeanBatchMsPerToken, Tip: fmt.Sprintf("c=%d: %s ms", t.Point.Concurrency, num(sm.MeanBatchMsPerToken))})
+		}
+		agg.Series, tpot.Series = append(agg.Series, sa), append(tpot.Series, st)
+	}
+	return []Chart{agg, tpot}
+}
+
+// tokenPoints is every token point of every run, as its receipt says.
+func (b *builder) tokenPoints(groups []tokenGroup) Table {
 	pts := Table{Caption: "Token-throughput points", CSV: "tokens.csv", Header: []string{"run", "workload", "output tokens", "c", "repeats",
 		"aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "requests", "failed", "short", "stopped"}}
 	for _, g := range groups {
@@ -134,38 +149,41 @@ func (b *builder) tokensSection() (Section, bool) {
 			}
 		}
 	}
-	s.Tables = append(s.Tables, pts)
-	if c := b.tokenCmp; c != nil {
-		t := Table{Caption: "Token throughput, " + b.cand.Label + " vs " + b.base.Label + " (receipts/tokens)", CSV: "tokens_compare.csv",
-			Header: []string{"point", "aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "identity", "problems"}}
-		for _, p := range c.Points {
-			// No difference among the fields both record; what only one
-			// side records is unverified, not equal.
-			id := Cell{Text: "no difference recorded"}
-			switch {
-			case len(p.IdentityDiff) > 0:
-				id = Cell{Text: strings.Join(p.IdentityDiff, "; "), Tone: Bad}
-			case len(p.Unverified) > 0:
-				id = Cell{Text: "unverified: " + strings.Join(p.Unverified, "; "), Tone: Warn}
-			}
-			prob := Cell{Text: strings.Join(p.Problems, "; ")}
-			if prob.Text != "" {
-				prob.Tone = Bad
-			}
-			t.Rows = append(t.Rows, []Cell{{Text: p.Key.String()}, figCell(p, "aggregate_output_tok_s", 1), figCell(p, "per_request_output_tok_s", 1),
-				figCell(p, "mean_batch_ms_per_token", -1), figCell(p, "median_ttft_ms", -1), id, prob})
+	return pts
+}
+
+// tokenComparison is receipts/tokens' comparison of the runs, point by
+// point, and the points only one side measured.
+func (b *builder) tokenComparison() Table {
+	c := b.tokenCmp
+	t := Table{Caption: "Token throughput, " + b.cand.Label + " vs " + b.base.Label + " (receipts/tokens)", CSV: "tokens_compare.csv",
+		Header: []string{"point", "aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "identity", "problems"}}
+	for _, p := range c.Points {
+		// No difference among the fields both record; what only one side
+		// records is unverified, not equal.
+		id := Cell{Text: "no difference recorded"}
+		switch {
+		case len(p.IdentityDiff) > 0:
+			id = Cell{Text: strings.Join(p.IdentityDiff, "; "), Tone: Bad}
+		case len(p.Unverified) > 0:
+			id = Cell{Text: "unverified: " + strings.Join(p.Unverified, "; "), Tone: Warn}
 		}
-		for _, side := range []struct {
-			name string
-			ks   []tokens.Key
-		}{{b.base.Label + " only", c.OnlyBase}, {b.cand.Label + " only", c.OnlyCand}} {
-			for _, k := range side.ks {
-				t.Rows = append(t.Rows, []Cell{{Text: k.String()}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "measured by the " + side.name, Tone: Warn}})
-			}
+		prob := Cell{Text: strings.Join(p.Problems, "; ")}
+		if prob.Text != "" {
+			prob.Tone = Bad
 		}
-		s.Tables = append(s.Tables, t)
+		t.Rows = append(t.Rows, []Cell{{Text: p.Key.String()}, figCell(p, "aggregate_output_tok_s", 1), figCell(p, "per_request_output_tok_s", 1),
+			figCell(p, "mean_batch_ms_per_token", -1), figCell(p, "median_ttft_ms", -1), id, prob})
 	}
-	return s, true
+	for _, side := range []struct {
+		name string
+		ks   []tokens.Key
+	}{{b.base.Label + " only", c.OnlyBase}, {b.cand.Label + " only", c.OnlyCand}} {
+		for _, k := range side.ks {
+			t.Rows = append(t.Rows, []Cell{{Text: k.String()}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "—"}, {Text: "measured by the " + side.name, Tone: Warn}})
+		}
+	}
+	return t
 }
 
 // deltaCell shows base → cand and the change; better is +1 when higher is

@@ -135,11 +135,50 @@ func TestLoadSortsDocuments(t *testing.T) {
 	require.Len(t, run.Tokens, 2)
 	require.Len(t, run.Matrices, 1)
 	page := html(t, build(t, run, nil))
-	pageHas(t, page, "1 in "+dir+"; 2 token-throughput points; 1 speed matrices")
+	pageHas(t, page, "in "+dir+": 1 judgment receipts; 2 token-throughput points; 1 speed matrices")
 
 	data, err := os.ReadFile(filepath.Join(dir, "matrix.json"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "matrix.json"), []byte(strings.Replace(string(data), `"cells": [`, `"cells": 7, "x": [`, 1)), 0o644))
 	_, err = Load(dir, "run")
 	require.ErrorContains(t, err, "matrix.json")
+}
+
+// TestTokenRunWhatRan: a token run (make tokens: token receipts and a
+// speed matrix, no judgment receipts) fills "What ran" from its documents'
+// target and identity — not "—" — and lists its token points; the
+// per-set identity table, of judgment sets, is left out. The control: the
+// same run with those records blanked shows "—".
+func TestTokenRunWhatRan(t *testing.T) {
+	t.Parallel()
+	run := load(t, "tokens", "run")
+	require.Empty(t, run.Entries)
+	require.Len(t, run.Tokens, 3)
+	require.Len(t, run.Matrices, 1)
+	field := func(rep *Report) map[string]string {
+		out := map[string]string{}
+		for _, row := range csvs(t, rep)["runs.csv"][1:] {
+			out[row[0]] = row[1]
+		}
+		return out
+	}
+	got := field(build(t, run, nil))
+	require.Equal(t, "container", got["target kind"])
+	require.Equal(t, "fast", got["twin profile"])
+	require.Equal(t, "google/gemma-4-31B-it", got["model"])
+	require.Equal(t, "0.30.0+vetbench.twin", got["server build"])
+	require.Equal(t, "vetbench/0.1", got["harness"])
+	require.Equal(t, "vetbench", got["source"])
+	require.Equal(t, "one_image ×128 tokens c=1; text ×128 tokens c=1,4", got["token points"])
+	require.NotContains(t, csvs(t, build(t, run, nil)), "identity.csv")
+
+	for _, e := range run.Tokens {
+		e.Receipt.Identity.Model, e.Receipt.Identity.ServerBuild, e.Receipt.Target.Kind = "", "", ""
+	}
+	m := run.Matrices[0].Matrix
+	m.Identity.Model, m.Identity.ServerBuild, m.Target.Kind = "", "", ""
+	blank := field(build(t, run, nil))
+	for _, f := range []string{"target kind", "model", "server build"} {
+		require.Equal(t, "—", blank[f], "control: %s comes from the documents", f)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -16,206 +15,6 @@ import (
 // equal charts give equal bytes.
 type Chart interface {
 	SVG() []byte
-}
-
-// Point is one measurement of a series.
-type Point struct {
-	X, Y float64
-	// Tip is the marker's hover text; empty gives "x: y".
-	Tip string
-}
-
-// Series is one line of a LineChart.
-type Series struct {
-	Name   string
-	Points []Point
-	// Color is an SVG colour; empty takes the palette entry of the
-	// series' position.
-	Color string
-	// Dashed draws the line dashed (a candidate beside its baseline).
-	Dashed bool
-}
-
-// LineChart draws series of points against a shared x axis: one polyline
-// and one circle per point for each series, axis titles, tick labels and
-// a legend. A series with no points keeps its legend entry and draws
-// nothing.
-type LineChart struct {
-	Title string
-	// Note is a line under the title (what the figures are, e.g. that a
-	// twin ran time-scaled).
-	Note           string
-	XLabel, YLabel string
-	// LogX spaces x by log2 and puts one tick at every x in the data: the
-	// concurrency levels 1, 4, 16, 32 read evenly. x must be > 0.
-	LogX bool
-	// YMax fixes the top of the y axis (1 for ratios); 0 picks a round
-	// value above the data.
-	YMax float64
-	// YPercent labels y ticks as percentages of 1.
-	YPercent bool
-	// YIntegers keeps y ticks on whole numbers (counts).
-	YIntegers bool
-	Series    []Series
-	// Width and Height in px; 0 gives 560 × 320.
-	Width, Height int
-}
-
-// Palette holds the series colours, in order: distinguishable in colour
-// and in grey (Okabe–Ito).
-var palette = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000"}
-
-const (
-	marginLeft   = 64.0
-	marginRight  = 16.0
-	marginTop    = 48.0
-	marginBottom = 76.0
-)
-
-// SVG renders the chart.
-func (c LineChart) SVG() []byte {
-	w, h := float64(or(c.Width, 560)), float64(or(c.Height, 320))
-	x0, x1 := marginLeft, w-marginRight
-	y0, y1 := h-marginBottom, marginTop // y0 is the bottom
-	legend, rows := legendLayout(c.Series, x0, x1, y0+52)
-	h += 14 * float64(rows-1)
-	var xs []float64
-	ymax := 0.0
-	for _, s := range c.Series {
-		for _, p := range s.Points {
-			if !finite(p.X) || !finite(p.Y) || (c.LogX && p.X <= 0) {
-				continue
-			}
-			xs = append(xs, p.X)
-			ymax = max(ymax, p.Y)
-		}
-	}
-	slices.Sort(xs)
-	xs = slices.Compact(xs)
-	xpos := func(v float64) float64 { return (x0 + x1) / 2 }
-	var xticks []float64
-	if len(xs) > 0 {
-		lo, hi := xs[0], xs[len(xs)-1]
-		f := func(v float64) float64 { return v }
-		if c.LogX {
-			f = math.Log2
-			xticks = xs
-		} else {
-			xticks = niceTicks(lo, hi)
-			lo, hi = min(lo, xticks[0]), max(hi, xticks[len(xticks)-1])
-		}
-		if hi > lo {
-			flo, fhi := f(lo), f(hi)
-			xpos = func(v float64) float64 { return x0 + (f(v)-flo)/(fhi-flo)*(x1-x0) }
-		}
-	}
-	top := c.YMax
-	if top <= 0 {
-		top = ymax
-	}
-	if c.YIntegers {
-		top = max(top, 1)
-	}
-	yticks := niceTicks(0, top)
-	if c.YIntegers && len(yticks) > 1 && yticks[1] < 1 {
-		yticks = niceTicksStep(0, top, 1)
-	}
-	if c.YMax > 0 {
-		yticks = slices.DeleteFunc(yticks, func(v float64) bool { return v > c.YMax+1e-12 })
-	} else {
-		top = yticks[len(yticks)-1]
-	}
-	ypos := func(v float64) float64 { return y0 - v/top*(y0-y1) }
-	ydec := decimals(yticks)
-
-	var b svgBuilder
-	b.open(w, h, c.Title)
-	b.titles(c.Title, c.Note, w)
-	// Grid and y ticks.
-	b.raw(`<g class="axis y-axis" font-size="11" fill="#333">`)
-	for _, t := range yticks {
-		y := ypos(t)
-		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#e3e3e3"/>`, n(x0), n(y), n(x1), n(y))
-		label := strconv.FormatFloat(t, 'f', ydec, 64)
-		if c.YPercent {
-			label = strconv.FormatFloat(100*t, 'f', max(0, ydec-2), 64) + "%"
-		}
-		b.f(`<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, n(x0-6), n(y+4), esc(label))
-	}
-	b.f(`<text class="axis-label" x="%s" y="%s" text-anchor="middle" transform="rotate(-90 %s %s)">%s</text>`,
-		n(16), n((y0+y1)/2), n(16), n((y0+y1)/2), esc(c.YLabel))
-	b.raw(`</g>`)
-	// x axis.
-	b.raw(`<g class="axis x-axis" font-size="11" fill="#333">`)
-	b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#888"/>`, n(x0), n(y0), n(x1), n(y0))
-	xdec := decimals(xticks)
-	for _, t := range xticks {
-		x := xpos(t)
-		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#888"/>`, n(x), n(y0), n(x), n(y0+4))
-		b.f(`<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`, n(x), n(y0+17), strconv.FormatFloat(t, 'f', xdec, 64))
-	}
-	b.f(`<text class="axis-label" x="%s" y="%s" text-anchor="middle">%s</text>`, n((x0+x1)/2), n(y0+34), esc(c.XLabel))
-	b.raw(`</g>`)
-	// Series.
-	for i, s := range c.Series {
-		col := seriesColor(s.Color, i)
-		dash := ""
-		if s.Dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		b.f(`<g class="series" data-series="%s">`, esc(s.Name))
-		var pts []string
-		var marks []string
-		for _, p := range s.Points {
-			if !finite(p.X) || !finite(p.Y) || (c.LogX && p.X <= 0) {
-				continue
-			}
-			x, y := xpos(p.X), ypos(min(p.Y, top))
-			pts = append(pts, n(x)+","+n(y))
-			tip := p.Tip
-			if tip == "" {
-				tip = num(p.X) + ": " + num(p.Y)
-			}
-			marks = append(marks, fmt.Sprintf(`<circle class="point" cx="%s" cy="%s" r="3.5" fill="%s"><title>%s</title></circle>`, n(x), n(y), col, esc(s.Name+", "+tip)))
-		}
-		b.f(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.Join(pts, " "), col, dash)
-		for _, m := range marks {
-			b.raw(m)
-		}
-		b.raw(`</g>`)
-	}
-	// Legend: rows under the x axis title, as many as the names need.
-	b.raw(`<g class="legend" font-size="11" fill="#333">`)
-	for i, e := range legend {
-		col := seriesColor(c.Series[i].Color, i)
-		dash := ""
-		if c.Series[i].Dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`, n(e.x), n(e.y-4), n(e.x+22), n(e.y-4), col, dash)
-		b.f(`<text x="%s" y="%s">%s</text>`, n(e.x+27), n(e.y), esc(c.Series[i].Name))
-	}
-	b.raw(`</g>`)
-	b.close()
-	return b.Bytes()
-}
-
-type legendEntry struct{ x, y float64 }
-
-// legendLayout places one legend entry per series, left to right,
-// wrapping into a new row when a name would pass x1.
-func legendLayout(ss []Series, x0, x1, y float64) ([]legendEntry, int) {
-	var out []legendEntry
-	x, rows := x0, 1
-	for _, s := range ss {
-		width := 27 + 6.5*float64(len([]rune(s.Name)))
-		if x > x0 && x+width > x1 {
-			x, y, rows = x0, y+14, rows+1
-		}
-		out = append(out, legendEntry{x, y})
-		x += width + 18
-	}
-	return out, rows
 }
 
 // HeatMap draws a grid of cells coloured by value, each with its value
@@ -267,7 +66,8 @@ func (m HeatMap) SVG() []byte {
 	if m.Width > 0 && len(m.Cols) > 0 {
 		cellW = max(40, (float64(m.Width)-rowLabelW-16)/float64(len(m.Cols)))
 	}
-	w := rowLabelW + cellW*float64(len(m.Cols)) + 16
+	// Wide enough for the colour legend's "not measured" too.
+	w := max(rowLabelW+cellW*float64(len(m.Cols))+16, rowLabelW+350)
 	gridTop := top + colLabelH
 	h := gridTop + cellH*float64(len(m.Rows)) + 56
 	scale := func(v float64) float64 { return v }
@@ -412,6 +212,20 @@ func niceTicks(lo, hi float64) []float64 {
 		}
 	}
 	return niceTicksStep(lo, hi, niceStep((hi-lo)/4))
+}
+
+// intTicks are 4–6 ticks on whole numbers from 0 to at least top
+// (counts): a round step, 2 where it would be 2.5.
+func intTicks(top float64) []float64 {
+	top = max(top, 1)
+	step := niceStep(top / 4)
+	switch {
+	case step < 1:
+		step = 1
+	default:
+		step = math.Floor(step) // 2.5 → 2
+	}
+	return niceTicksStep(0, top, step)
 }
 
 // niceTicksStep returns ticks step apart from at most lo to at least hi.

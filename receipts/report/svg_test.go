@@ -75,7 +75,7 @@ func TestLineChartStructure(t *testing.T) {
 			{Name: "baseline", Points: []Point{{X: 1, Y: 60}, {X: 4, Y: 90}, {X: 16, Y: 125}, {X: 32, Y: 87}}},
 			// NaN and a non-positive x on a log axis are left out, not drawn
 			// at a made-up place.
-			{Name: "candidate \"slow\"", Dashed: true, Points: []Point{{X: 1, Y: 55}, {X: 4, Y: math.NaN()}, {X: 0, Y: 3}, {X: 16, Y: 70}, {X: 32, Y: 75}}},
+			{Name: "candidate \"slow\"", Points: []Point{{X: 1, Y: 55}, {X: 4, Y: math.NaN()}, {X: 0, Y: 3}, {X: 16, Y: 70}, {X: 32, Y: 75}}},
 			{Name: "empty"},
 		},
 	}
@@ -92,9 +92,17 @@ func TestLineChartStructure(t *testing.T) {
 		require.Len(t, lines, 1, "one polyline per series")
 		pts := strings.Fields(lines[0].attr("points"))
 		require.Len(t, pts, wantPoints[i], "series %s", s.attr("data-series"))
-		require.Len(t, s.all(class("point")), wantPoints[i])
 	}
-	require.Equal(t, "6 4", series[1].all(tag("polyline"))[0].attr("stroke-dasharray"))
+	marks := root.all(class("marks"))
+	require.Len(t, marks, 3)
+	for i, m := range marks {
+		// Drawn last and in reverse, so the first series' marks are on top.
+		s := len(marks) - 1 - i
+		require.Equal(t, ch.Series[s].Name, m.attr("data-series"))
+		require.Len(t, m.all(class("point")), wantPoints[s])
+	}
+	require.Empty(t, series[0].all(tag("polyline"))[0].attr("stroke-dasharray"), "the first series is solid")
+	require.Equal(t, "7 4", series[1].all(tag("polyline"))[0].attr("stroke-dasharray"))
 
 	require.Equal(t, []string{"judgments/s", "concurrency"}, texts(root.all(class("axis-label"))))
 	// Log x: one tick per level, evenly spaced by log2.
@@ -240,4 +248,83 @@ func atof(t *testing.T, s string) float64 {
 	_, err := fmt.Sscan(s, &v)
 	require.NoError(t, err)
 	return v
+}
+
+// TestOverlappingSeriesDistinct: a candidate drawn exactly over its
+// baseline still shows the baseline: each series has its own marker shape
+// and dash pattern, the first is solid, widest and drawn first (a dashed
+// line over it leaves its gaps), its filled marks are drawn last, inside
+// the later series' hollow ones; the legend shows each line with its
+// marker. Error bars are drawn only where a point has a spread, and
+// nudged apart where two coincide.
+func TestOverlappingSeriesDistinct(t *testing.T) {
+	t.Parallel()
+	pts := []Point{{X: 1, Y: 0.58, Lo: 0.5, Hi: 0.6}, {X: 4, Y: 0.58}, {X: 16, Y: 0.58, Lo: 0.55, Hi: 0.62}}
+	names := []string{"baseline prefix", "baseline mm", "candidate prefix", "candidate mm"}
+	var ss []Series
+	for _, name := range names {
+		ss = append(ss, Series{Name: name, Points: pts})
+	}
+	root := parseSVG(t, LineChart{LogX: true, YMax: 1, YPercent: true, Series: ss}.SVG())
+	lines := root.all(class("series"))
+	require.Len(t, lines, 4)
+	var dashes, widths, shapes []string
+	for i, l := range lines {
+		require.Equal(t, names[i], l.attr("data-series"), "lines in series order")
+		pl := l.all(tag("polyline"))[0]
+		dashes = append(dashes, pl.attr("stroke-dasharray"))
+		widths = append(widths, pl.attr("stroke-width"))
+		require.Len(t, l.all(class("spread")), 2, "bars at the two points with a spread")
+	}
+	require.Equal(t, []string{"", "7 4", "2 3", "10 3 2 3"}, dashes)
+	require.Equal(t, []string{"3.0", "2.5", "2.0", "1.5"}, widths)
+	bx := func(i int) string { return strings.Fields(lines[i].all(class("spread"))[0].attr("d"))[0] }
+	require.NotEqual(t, bx(0), bx(2), "coinciding bars are nudged apart")
+	marks := root.all(class("marks"))
+	require.Equal(t, names[0], marks[len(marks)-1].attr("data-series"), "the first series' marks are drawn last")
+	for _, m := range marks {
+		p := m.all(class("point"))
+		require.Len(t, p, 3)
+		shapes = append(shapes, p[0].XMLName.Local+" "+p[0].attr("fill"))
+	}
+	require.Equal(t, []string{"path none", "path none", "rect none", "circle #0072b2"}, shapes, "hollow later series, the first filled")
+	legend := root.all(class("legend"))[0]
+	require.Len(t, legend.all(class("legend-mark")), 4)
+	require.Equal(t, append(names, "min–max"), texts(legend.all(tag("text"))))
+	require.Len(t, legend.all(class("spread")), 1)
+}
+
+// TestBarChartStacks: each bar stacks its kinds bottom first, with the
+// counts, the totals above and the group letters below; the legend names
+// each kind with its total and each letter's group. Zero segments draw
+// nothing but the bar keeps its total.
+func TestBarChartStacks(t *testing.T) {
+	t.Parallel()
+	ch := BarChart{Title: "moved", Stack: []StackKind{{"confident", "#b2182b"}, {"near-tie", "#f0b74a"}},
+		Bars: []Bar{
+			{Category: "1", Group: "cand vs base", Values: []float64{0, 0}},
+			{Category: "4", Group: "cand vs base", Values: []float64{2, 8}},
+			{Category: "4", Group: "base vs c=1", Values: []float64{0, 5}},
+		}}
+	data := ch.SVG()
+	require.Equal(t, data, ch.SVG())
+	root := parseSVG(t, data)
+	bars := root.all(class("bar"))
+	require.Len(t, bars, 3)
+	seg := func(b node) []string {
+		var out []string
+		for _, s := range b.all(class("segment")) {
+			out = append(out, s.attr("data-kind")+"="+s.attr("data-value"))
+		}
+		return out
+	}
+	require.Empty(t, seg(bars[0]))
+	require.Equal(t, []string{"confident=2", "near-tie=8"}, seg(bars[1]))
+	require.Equal(t, []string{"near-tie=5"}, seg(bars[2]))
+	require.Equal(t, []string{"0", "10", "5"}, texts(root.all(class("total"))))
+	require.Equal(t, []string{"A", "A", "B"}, texts(root.all(class("group"))))
+	c, nt := bars[1].all(class("segment"))[0], bars[1].all(class("segment"))[1]
+	require.Greater(t, atof(t, c.attr("y")), atof(t, nt.attr("y")), "confident at the bottom")
+	require.Equal(t, []string{"confident: 2", "near-tie: 13", "A = cand vs base", "B = base vs c=1"}, texts(root.all(class("legend"))[0].all(tag("text"))))
+	require.Equal(t, []string{"0", "2", "4", "6", "8", "10"}, texts(root.all(class("y-axis"))[0].all(class("tick"))), "whole-number ticks")
 }

@@ -270,89 +270,19 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := top
-	if raw, ok := top.get("text_config"); ok {
-		t, err := decodeObject(raw, "text_config.")
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := t.get("tie_word_embeddings"); !ok {
-			if v, ok := top.get("tie_word_embeddings"); ok {
-				t.m["tie_word_embeddings"] = v
-			}
-		}
-		if _, ok := t.get("model_type"); !ok {
-			if mt, _, err := top.str("model_type"); err == nil && mt != "" {
-				t.m["model_type"], _ = json.Marshal(mt + "_text")
-			}
-		}
-		o = t
+	o, err := textConfig(top)
+	if err != nil {
+		return nil, err
 	}
 	c := &Config{}
 	if c.Architectures, err = top.strs("architectures"); err != nil {
 		return nil, err
 	}
-	mt, ok, err := o.str("model_type")
+	fam, err := architecture(&o, c)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, &FieldError{o.path + "model_type", "missing: the architecture cannot be told"}
-	}
-	fam, known := families[mt]
-	if !known {
-		return nil, &FieldError{o.path + "model_type", fmt.Sprintf("%q is not a modelled architecture (known: %s)", mt, strings.Join(knownTypes(), ", "))}
-	}
-	c.ModelType = mt
-	if fam.gemma {
-		o.defaults = gemma3Defaults
-	}
-	if fam.gemma4 {
-		o.defaults = gemma4Defaults
-		if o.set("enable_moe_block") {
-			return nil, &FieldError{o.path + "enable_moe_block", "set: Gemma 4's mixture of experts (26B-A4B) is not modelled, only its dense models"}
-		}
-	}
-	for _, k := range unmodelled {
-		if fam.gemma4 && slices.Contains(gemma4Modelled, k) || fam.v4 && slices.Contains(v4Modelled, k) {
-			continue
-		}
-		if o.set(k) {
-			return nil, &FieldError{o.path + k, "set, but this architecture feature is not modelled"}
-		}
-	}
-
-	if c.Hidden, err = o.need("hidden_size"); err != nil {
-		return nil, err
-	}
-	if c.Layers, err = o.need("num_hidden_layers"); err != nil {
-		return nil, err
-	}
-	if c.Vocab, err = o.need("vocab_size"); err != nil {
-		return nil, err
-	}
-	if c.Heads, err = o.need("num_attention_heads"); err != nil {
-		return nil, err
-	}
-	if c.KVHeads, err = o.intOr("num_key_value_heads", c.Heads); err != nil {
-		return nil, err
-	}
-	if c.HeadDim, err = o.intOr("head_dim", c.Hidden/c.Heads); err != nil {
-		return nil, err
-	}
-	if c.TiedEmbeddings, err = o.boolOr("tie_word_embeddings", fam.tiedByDef); err != nil {
-		return nil, err
-	}
-	c.QKNorm, c.QKVBias, c.GemmaNorms = fam.qkNorm, fam.qkvBias, fam.gemma
-	if c.OBias, err = o.boolOr("attention_bias", false); err != nil {
-		return nil, err
-	}
-	if c.QKVBias {
-		c.OBias = false // Qwen2 biases q, k, v only, whatever attention_bias says
-	} else {
-		c.QKVBias = c.OBias
-	}
-	if c.MLPBias, err = o.boolOr("mlp_bias", false); err != nil {
+	if err := readDense(o, fam, c); err != nil {
 		return nil, err
 	}
 	if err := readMLA(o, c); err != nil {
@@ -386,6 +316,111 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, c.validate()
+}
+
+// textConfig is the object the text model is read from: top, or its
+// text_config, which takes tie_word_embeddings and the model type (as
+// "<type>_text") from the top level when it does not state them.
+func textConfig(top object) (object, error) {
+	raw, ok := top.get("text_config")
+	if !ok {
+		return top, nil
+	}
+	t, err := decodeObject(raw, "text_config.")
+	if err != nil {
+		return object{}, err
+	}
+	if _, ok := t.get("tie_word_embeddings"); !ok {
+		if v, ok := top.get("tie_word_embeddings"); ok {
+			t.m["tie_word_embeddings"] = v
+		}
+	}
+	if _, ok := t.get("model_type"); !ok {
+		if mt, _, err := top.str("model_type"); err == nil && mt != "" {
+			t.m["model_type"], _ = json.Marshal(mt + "_text")
+		}
+	}
+	return t, nil
+}
+
+// architecture is the family of o's model type, refusing one this
+// package does not model and any unmodelled feature it sets; it gives o
+// its family's defaults.
+func architecture(o *object, c *Config) (family, error) {
+	mt, ok, err := o.str("model_type")
+	if err != nil {
+		return family{}, err
+	}
+	if !ok {
+		return family{}, &FieldError{o.path + "model_type", "missing: the architecture cannot be told"}
+	}
+	fam, known := families[mt]
+	if !known {
+		return family{}, &FieldError{o.path + "model_type", fmt.Sprintf("%q is not a modelled architecture (known: %s)", mt, strings.Join(knownTypes(), ", "))}
+	}
+	c.ModelType = mt
+	if fam.gemma {
+		o.defaults = gemma3Defaults
+	}
+	if fam.gemma4 {
+		o.defaults = gemma4Defaults
+		if o.set("enable_moe_block") {
+			return family{}, &FieldError{o.path + "enable_moe_block", "set: Gemma 4's mixture of experts (26B-A4B) is not modelled, only its dense models"}
+		}
+	}
+	for _, k := range unmodelled {
+		if fam.gemma4 && slices.Contains(gemma4Modelled, k) || fam.v4 && slices.Contains(v4Modelled, k) {
+			continue
+		}
+		if o.set(k) {
+			return family{}, &FieldError{o.path + k, "set, but this architecture feature is not modelled"}
+		}
+	}
+	return fam, nil
+}
+
+// readDense reads the fields every transformer has: widths, layers,
+// vocabulary, heads, tied embeddings, norms and biases.
+func readDense(o object, fam family, c *Config) error {
+	var err error
+	if c.Hidden, err = o.need("hidden_size"); err != nil {
+		return err
+	}
+	if c.Layers, err = o.need("num_hidden_layers"); err != nil {
+		return err
+	}
+	if c.Vocab, err = o.need("vocab_size"); err != nil {
+		return err
+	}
+	if c.Heads, err = o.need("num_attention_heads"); err != nil {
+		return err
+	}
+	if c.KVHeads, err = o.intOr("num_key_value_heads", c.Heads); err != nil {
+		return err
+	}
+	headDim := 0 // no heads: validate names num_attention_heads, not a division by zero
+	if c.Heads > 0 {
+		headDim = c.Hidden / c.Heads
+	}
+	if c.HeadDim, err = o.intOr("head_dim", headDim); err != nil {
+		return err
+	}
+	if c.TiedEmbeddings, err = o.boolOr("tie_word_embeddings", fam.tiedByDef); err != nil {
+		return err
+	}
+	c.QKNorm, c.QKVBias, c.GemmaNorms = fam.qkNorm, fam.qkvBias, fam.gemma
+	if c.OBias, err = o.boolOr("attention_bias", false); err != nil {
+		return err
+	}
+	if c.QKVBias {
+		c.OBias = false // Qwen2 biases q, k, v only, whatever attention_bias says
+	} else {
+		c.QKVBias = c.OBias
+	}
+	if c.MLPBias, err = o.boolOr("mlp_bias", false); err != nil {
+		return err
+	}
+	return nil
 }
 
 // readGemma4 reads what Gemma 4 adds to a Gemma 3 layout.
@@ -471,6 +506,8 @@ func readMLA(o object, c *Config) error {
 	return nil
 }
 
+// readMoE reads a mixture-of-experts family's experts and which layers
+// are sparse, each family under its own field names.
 func readMoE(o object, fam family, c *Config) error {
 	var expertsKey string
 	switch fam.moe {
@@ -496,76 +533,97 @@ func readMoE(o object, fam family, c *Config) error {
 	}
 	switch fam.moe {
 	case "deepseek":
-		if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
-			return err
-		}
-		shared, err := o.intOr("n_shared_experts", 0)
-		if err != nil {
-			return err
-		}
-		m.SharedIntermediate = shared * m.ExpertIntermediate
-		if types, ok, err := o.strs2("mlp_layer_types"); err != nil {
-			return err
-		} else if ok {
-			if len(types) != c.Layers {
-				return &FieldError{o.path + "mlp_layer_types", fmt.Sprintf("%d entries for %d layers", len(types), c.Layers)}
-			}
-			for i, t := range types {
-				switch t {
-				case "dense":
-				case "sparse":
-					m.Layers[i] = true
-				default:
-					return &FieldError{fmt.Sprintf("%smlp_layer_types[%d]", o.path, i), fmt.Sprintf("%q: want dense or sparse", t)}
-				}
-			}
-			break
-		}
-		firstDense, err := o.intOr("first_k_dense_replace", 0)
-		if err != nil {
-			return err
-		}
-		freq, err := o.intOr("moe_layer_freq", 1)
-		if err != nil {
-			return err
-		}
-		if freq < 1 {
-			return &FieldError{o.path + "moe_layer_freq", "want at least 1"}
-		}
-		for i := range m.Layers {
-			m.Layers[i] = i >= firstDense && i%freq == 0
-		}
+		err = readDeepSeekMoE(o, m)
 	case "qwen":
-		if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
-			return err
-		}
-		if m.SharedIntermediate, err = o.intOr("shared_expert_intermediate_size", 0); err != nil {
-			return err
-		}
-		m.SharedGate = m.SharedIntermediate > 0
-		step, err := o.intOr("decoder_sparse_step", 1)
-		if err != nil {
-			return err
-		}
-		if step < 1 {
-			return &FieldError{o.path + "decoder_sparse_step", "want at least 1"}
-		}
-		only, err := o.ints("mlp_only_layers")
-		if err != nil {
-			return err
-		}
-		for i := range m.Layers {
-			m.Layers[i] = !slices.Contains(only, i) && (i+1)%step == 0
-		}
+		err = readQwenMoE(o, m)
 	case "mixtral":
-		if m.ExpertIntermediate, err = o.need("intermediate_size"); err != nil {
-			return err
-		}
-		for i := range m.Layers {
-			m.Layers[i] = true
+		if m.ExpertIntermediate, err = o.need("intermediate_size"); err == nil {
+			for i := range m.Layers {
+				m.Layers[i] = true
+			}
 		}
 	}
+	if err != nil {
+		return err
+	}
 	c.MoE = m
+	return nil
+}
+
+// readDeepSeekMoE reads DeepSeek's expert widths (shared experts are
+// n_shared_experts routed-expert widths) and its sparse layers: the
+// mlp_layer_types list where stated, else every moe_layer_freq-th layer
+// from first_k_dense_replace on.
+func readDeepSeekMoE(o object, m *MoE) error {
+	var err error
+	if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
+		return err
+	}
+	shared, err := o.intOr("n_shared_experts", 0)
+	if err != nil {
+		return err
+	}
+	m.SharedIntermediate = shared * m.ExpertIntermediate
+	if types, ok, err := o.strs2("mlp_layer_types"); err != nil {
+		return err
+	} else if ok {
+		if len(types) != len(m.Layers) {
+			return &FieldError{o.path + "mlp_layer_types", fmt.Sprintf("%d entries for %d layers", len(types), len(m.Layers))}
+		}
+		for i, t := range types {
+			switch t {
+			case "dense":
+			case "sparse":
+				m.Layers[i] = true
+			default:
+				return &FieldError{fmt.Sprintf("%smlp_layer_types[%d]", o.path, i), fmt.Sprintf("%q: want dense or sparse", t)}
+			}
+		}
+		return nil
+	}
+	firstDense, err := o.intOr("first_k_dense_replace", 0)
+	if err != nil {
+		return err
+	}
+	freq, err := o.intOr("moe_layer_freq", 1)
+	if err != nil {
+		return err
+	}
+	if freq < 1 {
+		return &FieldError{o.path + "moe_layer_freq", "want at least 1"}
+	}
+	for i := range m.Layers {
+		m.Layers[i] = i >= firstDense && i%freq == 0
+	}
+	return nil
+}
+
+// readQwenMoE reads Qwen's expert widths, its gated shared expert and
+// its sparse layers: every decoder_sparse_step-th layer not in
+// mlp_only_layers.
+func readQwenMoE(o object, m *MoE) error {
+	var err error
+	if m.ExpertIntermediate, err = o.need("moe_intermediate_size"); err != nil {
+		return err
+	}
+	if m.SharedIntermediate, err = o.intOr("shared_expert_intermediate_size", 0); err != nil {
+		return err
+	}
+	m.SharedGate = m.SharedIntermediate > 0
+	step, err := o.intOr("decoder_sparse_step", 1)
+	if err != nil {
+		return err
+	}
+	if step < 1 {
+		return &FieldError{o.path + "decoder_sparse_step", "want at least 1"}
+	}
+	only, err := o.ints("mlp_only_layers")
+	if err != nil {
+		return err
+	}
+	for i := range m.Layers {
+		m.Layers[i] = !slices.Contains(only, i) && (i+1)%step == 0
+	}
 	return nil
 }
 

@@ -274,6 +274,28 @@ func (s *Samples) Values(benchmark, unit string) []float64 {
 	return slices.Clone(s.values[benchmark][unit])
 }
 
+// Summary is the gate's summary of one benchmark × unit of s under p, as
+// Decide gives it for that side of the Metric (benchmath's center, the
+// median for a unit without assume=, and its interval); nil when s holds
+// no such values. A report that shows the figure takes it from here, so it
+// is the gate's.
+func (s *Samples) Summary(benchmark, unit string, p Policy) *Summary {
+	vs, ok := s.values[benchmark][unit]
+	if !ok {
+		return nil
+	}
+	return summarize(s.units.GetAssumption(unit), benchmath.NewSample(slices.Clone(vs), &benchmath.Thresholds{CompareAlpha: p.Alpha}), p.Confidence)
+}
+
+// SummarizeValues is Summary of values of a unit without assume= (a
+// figure read from receipts rather than benchmark output); nil for none.
+func SummarizeValues(values []float64, p Policy) *Summary {
+	if len(values) == 0 {
+		return nil
+	}
+	return summarize(benchmath.AssumeNothing, benchmath.NewSample(slices.Clone(values), &benchmath.Thresholds{CompareAlpha: p.Alpha}), p.Confidence)
+}
+
 // VaryingConfig lists, sorted, the file configuration keys (goos, pkg,
 // target…) whose values differ between the two inputs or within one.
 // benchstat splits its tables on such keys and would compare nothing, so
@@ -414,6 +436,9 @@ type Report struct {
 	// Identity is what the outputs' configuration lines say about
 	// comparing them.
 	Identity IdentityCheck `json:"identity"`
+
+	// baseRunFailed and candRunFailed are set by AddRuns.
+	baseRunFailed, candRunFailed bool
 }
 
 // AddFailure fails the report for a reason found outside the outputs (a

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +14,23 @@ import (
 
 // Delta is one figure of a baseline point against a candidate point.
 type Delta struct {
-	Base, Cand float64
-	// Rel is (Cand − Base) ÷ Base; NaN when Base is 0.
-	Rel float64
+	Base float64 `json:"baseline"`
+	Cand float64 `json:"candidate"`
+	// Rel is (Cand − Base) ÷ Base; NaN when Base is 0 (null in JSON).
+	Rel float64 `json:"relative"`
+}
+
+// MarshalJSON writes a NaN Rel as null: JSON has no NaN.
+func (d Delta) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Base float64  `json:"baseline"`
+		Cand float64  `json:"candidate"`
+		Rel  *float64 `json:"relative"`
+	}{Base: d.Base, Cand: d.Cand}
+	if !math.IsNaN(d.Rel) && !math.IsInf(d.Rel, 0) {
+		out.Rel = &d.Rel
+	}
+	return json.Marshal(out)
 }
 
 func delta(base, cand float64) Delta {
@@ -50,21 +65,21 @@ func (f Figure) Worse() float64 {
 // PointComparison is a baseline point against a candidate point of the
 // same key, over the figures of every definition both sides hold.
 type PointComparison struct {
-	Key Key
+	Key Key `json:"point"`
 	// BaseDefinitions and CandDefinitions are the definitions each side's
 	// figures follow; Figures only those of the definitions both hold.
-	BaseDefinitions []string
-	CandDefinitions []string
-	Figures         []Figure
+	BaseDefinitions []string `json:"baseline_definitions"`
+	CandDefinitions []string `json:"candidate_definitions"`
+	Figures         []Figure `json:"figures"`
 	// IdentityDiff lists identity fields both record and that differ;
 	// Unverified the ones only one side records.
-	IdentityDiff []string
-	Unverified   []string
+	IdentityDiff []string `json:"identity_differs"`
+	Unverified   []string `json:"identity_unverified"`
 	// Problems say why a side's figures are not clean (failed or short
 	// requests, a stopped point), one sentence each; CandProblems counts
 	// the candidate's (worse), the rest are the baseline's.
-	Problems     []string
-	CandProblems int
+	Problems     []string `json:"problems"`
+	CandProblems int      `json:"candidate_problems"`
 }
 
 // Figure returns the compared figure of that name.
@@ -128,8 +143,9 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 		Key:             base.Key(),
 		BaseDefinitions: base.Definitions(),
 		CandDefinitions: cand.Definitions(),
-		IdentityDiff:    IdentityDiff(base, cand),
-		Unverified:      IdentityUnverified(base, cand),
+		IdentityDiff:    append([]string{}, IdentityDiff(base, cand)...),
+		Unverified:      append([]string{}, IdentityUnverified(base, cand)...),
+		Problems:        []string{}, // [] in JSON, never null
 	}
 	for _, def := range pc.BaseDefinitions {
 		if !slices.Contains(pc.CandDefinitions, def) {
@@ -166,12 +182,29 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 }
 
 // Comparison is a baseline run against a candidate run, point by point.
+//
+// Its JSON form (vetbench tokens -baseline -json) is schema CompareSchema;
+// docs/tokens.md lists the fields.
 type Comparison struct {
-	Points []*PointComparison
+	Schema string             `json:"schema"`
+	Points []*PointComparison `json:"points"`
 	// OnlyBase and OnlyCand are points measured on one side only.
-	OnlyBase, OnlyCand []Key
-	// Judged is the verdict once judged (Verdict); WriteText prints it.
+	OnlyBase []Key `json:"only_baseline"`
+	OnlyCand []Key `json:"only_candidate"`
+	// Judged is the verdict once judged (Judge); WriteText prints it.
 	Judged *Verdict `json:"verdict,omitempty"`
+}
+
+// CompareSchema names the JSON form of a Comparison; fields are added,
+// never renamed or removed, under this name.
+const CompareSchema = "vetbench.tokens-compare/v1"
+
+// Judge judges the comparison against margin (Verdict) and keeps the
+// verdict, for WriteText and the JSON form.
+func (c *Comparison) Judge(margin float64) Verdict {
+	v := c.Verdict(margin)
+	c.Judged = &v
+	return v
 }
 
 // Compare matches points by key and compares each pair. Two receipts of
@@ -196,7 +229,7 @@ func Compare(base, cand []*Receipt) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Comparison{}
+	c := &Comparison{Schema: CompareSchema, Points: []*PointComparison{}, OnlyBase: []Key{}, OnlyCand: []Key{}}
 	for k, b := range bm {
 		cr, ok := cm[k]
 		if !ok {
@@ -354,4 +387,26 @@ func (c *Comparison) Verdict(margin float64) Verdict {
 		v.Outcome, v.Reasons = Worse, worse
 	}
 	return v
+}
+
+// RunSchema names the JSON form of a measured run (vetbench tokens
+// -json without -baseline); fields are added, never renamed or removed,
+// under this name.
+const RunSchema = "vetbench.tokens-run/v1"
+
+// Measured is a measured run as vetbench tokens -json prints it: whether
+// every point ran and verified, and the points' receipts in order.
+type Measured struct {
+	Schema   string     `json:"schema"`
+	Passed   bool       `json:"passed"`
+	Receipts []*Receipt `json:"receipts"`
+}
+
+// NewMeasured is the run of recs; passed says every point ran and
+// verified.
+func NewMeasured(recs []*Receipt, passed bool) *Measured {
+	if recs == nil {
+		recs = []*Receipt{}
+	}
+	return &Measured{Schema: RunSchema, Passed: passed, Receipts: recs}
 }

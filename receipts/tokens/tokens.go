@@ -146,11 +146,11 @@ type Goodput struct {
 
 // Key identifies a point within a run, for matching baseline and candidate.
 type Key struct {
-	Workload     string
-	Concurrency  int
-	OutputTokens int
+	Workload     string `json:"workload"`
+	Concurrency  int    `json:"concurrency"`
+	OutputTokens int    `json:"output_tokens"`
 	// NumPrompts is 0 for a closed batch.
-	NumPrompts int
+	NumPrompts int `json:"num_prompts"`
 }
 
 func (k Key) String() string {

@@ -2,9 +2,12 @@
 // the style of a testcontainers-go module: Run(ctx, opts...) with module
 // defaults first and the caller's options last, a typed container, and the
 // partly started container returned with its error for cleanup. The image
-// is FROM scratch and holds only the static vllmstub binary, so nothing is
-// pulled; a program that only reads or compares receipts never links this
-// package.
+// is FROM scratch and holds only one static executable that serves the
+// twin, so nothing is pulled: vllmstub built from the module, a prebuilt
+// one (WithBinary), or a program's own executable (WithExecutable,
+// WithOwnExecutable: an installed vetbench serves the twin as `vetbench
+// twin`, with no module or Go toolchain). A program that only reads or
+// compares receipts never links this package.
 package container
 
 import (
@@ -40,7 +43,9 @@ var dockerfile []byte
 // options are Run's own settings.
 type options struct {
 	twin       stub.Config
-	binary     string // prebuilt static vllmstub; built from source when empty
+	binary     string   // prebuilt static executable; vllmstub built from source when empty
+	binArgs    []string // what makes binary serve the twin; nil: binary is vllmstub
+	own        []string // WithOwnExecutable's args; nil: not asked
 	replayFile string
 	moduleDir  string
 }
@@ -111,8 +116,9 @@ func (c *Container) BaseURL(ctx context.Context) (string, error) {
 // startupTimeout bounds how long Run waits for /health.
 const startupTimeout = 60 * time.Second
 
-// Run builds an image FROM scratch holding a static vllmstub binary (built
-// from the module with `go build` unless WithBinary names one; see
+// Run builds an image FROM scratch holding one static executable that
+// serves the twin (vllmstub built from the module with `go build` unless
+// WithBinary, WithExecutable or WithOwnExecutable name another; see
 // ImageRepo), starts it and waits until /health answers. The twin is configured with WithConfig;
 // other testcontainers customizers are applied after the module's own
 // settings, so they win. No reaper is needed: unless the caller set
@@ -191,36 +197,24 @@ func buildContext(ctx context.Context, o options) (dir, tag string, err error) {
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	bin := filepath.Join(dir, "vllmstub")
-	if o.binary != "" {
-		data, err := os.ReadFile(o.binary)
-		if err != nil {
-			return "", "", fmt.Errorf("vllmstub binary: %w", err)
-		}
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			return "", "", err
-		}
-	} else {
-		module := o.moduleDir
-		if module == "" {
-			if module, err = moduleRoot(ctx); err != nil {
-				return "", "", err
-			}
-		}
-		if err := BuildBinary(ctx, module, bin); err != nil {
-			return "", "", err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), dockerfile, 0o644); err != nil {
-		return "", "", err
-	}
-	data, err := os.ReadFile(bin)
+	name, args, err := o.placeExecutable(ctx, dir)
 	if err != nil {
 		return "", "", err
 	}
+	df := dockerfileFor(name, args)
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), df, 0o644); err != nil {
+		return "", "", err
+	}
 	h := sha256.New()
-	h.Write(dockerfile)
-	h.Write(data)
+	h.Write(df)
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", "", err
+	}
 	return dir, hex.EncodeToString(h.Sum(nil))[:20], nil
 }
 
@@ -315,6 +309,9 @@ func BuildBinary(ctx context.Context, moduleDir, out string) error {
 // moduleRoot finds the module root with `go env GOMOD`.
 func moduleRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if errors.Is(err, exec.ErrNotFound) {
+		return "", fmt.Errorf("no go command to build cmd/vllmstub with: %w", err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}

@@ -126,6 +126,9 @@ func TestRunRefuses(t *testing.T) {
 		{"empty binary path", []testcontainers.ContainerCustomizer{container.WithBinary("")}, "WithBinary", nil},
 		{"missing binary", []testcontainers.ContainerCustomizer{container.WithBinary(filepath.Join(t.TempDir(), "vllmstub"))}, "vllmstub binary", os.ErrNotExist},
 		{"no module to build", []testcontainers.ContainerCustomizer{container.WithModuleDir(t.TempDir())}, "go build ./cmd/vllmstub", nil},
+		{"empty executable path", []testcontainers.ContainerCustomizer{container.WithExecutable("")}, "WithExecutable", nil},
+		{"executable not ELF", []testcontainers.ContainerCustomizer{container.WithExecutable("Dockerfile", "twin")}, "twin executable: Dockerfile is not an ELF executable", nil},
+		{"dynamic binary", []testcontainers.ContainerCustomizer{container.WithBinary(dynamicELF(t))}, "is dynamically linked (interpreter /", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctr, err := container.Run(t.Context(), tc.opts...)

@@ -25,7 +25,7 @@ type Replicas struct {
 }
 
 // RunReplicas starts n twins, each as Run would with opts, on a new network.
-// The binary is built once for all of them (unless WithBinary names one).
+// The executable is placed (or built) once for all of them.
 // Partly started replicas are returned with the error, for Terminate.
 func RunReplicas(ctx context.Context, n int, opts ...testcontainers.ContainerCustomizer) (*Replicas, error) {
 	if n < 1 {
@@ -46,17 +46,11 @@ func RunReplicas(ctx context.Context, n int, opts ...testcontainers.ContainerCus
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		module := o.moduleDir
-		if module == "" {
-			if module, err = moduleRoot(ctx); err != nil {
-				return nil, fmt.Errorf("run vllmstub replicas: %w", err)
-			}
-		}
-		bin := filepath.Join(dir, "vllmstub")
-		if err := BuildBinary(ctx, module, bin); err != nil {
+		name, args, err := o.placeExecutable(ctx, dir)
+		if err != nil {
 			return nil, fmt.Errorf("run vllmstub replicas: %w", err)
 		}
-		opts = append(opts, WithBinary(bin))
+		opts = append(opts, WithExecutable(filepath.Join(dir, name), args...))
 	}
 	nw, err := network.New(ctx)
 	if err != nil {

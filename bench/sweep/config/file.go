@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -29,35 +30,47 @@ func File(path string) Source {
 		if err != nil {
 			return err
 		}
-		byKey := map[string]setting{}
-		for _, s := range settings() {
-			if s.key != "" {
-				byKey[s.key] = s
-			}
-		}
-		var errs []error
-		for _, key := range sortedKeys(values) {
-			s, ok := byKey[key]
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s: %s", path, unknownKey(key)))
-				continue
-			}
-			v, err := fileText(values[key], s.sep)
-			if err == nil && !isBlank(v) {
-				err = s.set(c, v)
-			}
-			if err != nil {
-				shown := values[key]
-				if s.redact != nil {
-					shown = redactValue(shown, s.redact)
-				}
-				errs = append(errs, fmt.Errorf("%s: %s = %s: %w", path, key, showValue(shown), err))
-			}
-		}
-		c.File = path
-		return errors.Join(errs...)
+		return applyFile(c, path, values)
 	}
 }
+
+// applyFile sets what a run file's values (dotted keys) state on c.
+func applyFile(c *Config, path string, values map[string]any) error {
+	byKey := fileKeys()
+	var errs []error
+	for _, key := range sortedKeys(values) {
+		s, ok := byKey[key]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: %s", path, unknownKey(key)))
+			continue
+		}
+		v, err := fileText(values[key], s.sep)
+		if err == nil && !isBlank(v) {
+			err = s.set(c, v)
+		}
+		if err != nil {
+			shown := values[key]
+			if s.redact != nil {
+				shown = redactValue(shown, s.redact)
+			}
+			errs = append(errs, fmt.Errorf("%s: %s = %s: %w", path, key, showValue(shown), err))
+		}
+	}
+	c.File = path
+	return errors.Join(errs...)
+}
+
+// fileKeys are the settings a run file may hold, by key (the table is
+// built once: it is the same for every file).
+var fileKeys = sync.OnceValue(func() map[string]setting {
+	byKey := map[string]setting{}
+	for _, s := range settings() {
+		if s.key != "" {
+			byKey[s.key] = s
+		}
+	}
+	return byKey
+})
 
 // redactValue is a file value fit for an error: a string redacted, and so
 // is each string of an array (a list of endpoints).
@@ -98,6 +111,12 @@ func readFile(path string) (map[string]any, error) {
 	if len(data) > maxFileBytes {
 		return nil, fmt.Errorf("run file %s: larger than %d bytes", path, maxFileBytes)
 	}
+	return parseFile(path, data)
+}
+
+// parseFile parses a run file's text into dotted keys and values, its
+// nesting checked before the TOML parser sees it.
+func parseFile(path string, data []byte) (map[string]any, error) {
 	if err := checkDepth(data); err != nil {
 		return nil, fmt.Errorf("run file %s:%w", path, err)
 	}

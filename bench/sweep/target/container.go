@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/vetbench/vetbench/bench/sweep/interrupt"
@@ -37,10 +38,27 @@ func removedOnExit(terminate func(context.Context) error) func() error {
 // dockerAvailable is nil when a Docker daemon answers.
 func dockerAvailable(ctx context.Context) error { return container.DockerAvailable(ctx) }
 
+// OwnTwin, when set, is what makes this program's own executable serve the
+// twin (cmd/vetbench sets {"twin"} in the vetbench binary, not in its
+// tests): the container's image is then built from that executable when
+// it is static, with no module or Go toolchain (container.WithOwnExecutable).
+// Unset, the image holds vllmstub built from the module.
+var OwnTwin []string
+
+// imageOptions are the container options that choose the image's
+// executable.
+func imageOptions(tw stub.Config) []testcontainers.ContainerCustomizer {
+	opts := []testcontainers.ContainerCustomizer{container.WithConfig(tw)}
+	if OwnTwin != nil {
+		opts = append(opts, container.WithOwnExecutable(OwnTwin...))
+	}
+	return opts
+}
+
 // runContainer starts the twin of tw in a container and returns its base
 // URL and how to remove it.
 func runContainer(ctx context.Context, tw stub.Config) (baseURL string, stop func() error, err error) {
-	ctr, err := container.Run(ctx, container.WithConfig(tw))
+	ctr, err := container.Run(ctx, imageOptions(tw)...)
 	if err != nil {
 		if ctr != nil {
 			_ = ctr.Terminate(context.WithoutCancel(ctx))
@@ -64,7 +82,7 @@ func runContainers(ctx context.Context, n int, tw stub.Config) (baseURLs []strin
 		}
 		return []string{base}, stop, nil
 	}
-	reps, err := container.RunReplicas(ctx, n, container.WithConfig(tw))
+	reps, err := container.RunReplicas(ctx, n, imageOptions(tw)...)
 	if err != nil {
 		if reps != nil {
 			_ = reps.Terminate(context.WithoutCancel(ctx))

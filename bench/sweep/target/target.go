@@ -36,7 +36,8 @@ func (t *Target) Close() error {
 // else the twin (TwinConfig), in a container when cfg.Twin.Placement is
 // container, in-process when it is inprocess, and when it is empty in a
 // container if a Docker daemon answers and in-process otherwise, with a
-// note in every receipt saying why.
+// note in every receipt saying why (under CI=true, a daemon that answers
+// and a container that still cannot start is an error).
 func Open(ctx context.Context, cfg config.Config) (*Target, error) {
 	return open(ctx, cfg, dockerAvailable)
 }
@@ -53,7 +54,7 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 	n := cfg.Twin.Replicas
 	switch cfg.Twin.Placement {
 	case receipts.TargetContainer:
-		return Container(ctx, n, twin)
+		return startContainer(ctx, n, twin)
 	case receipts.TargetInProcess:
 		return InProcessReplicas(n, twin)
 	case "":
@@ -61,13 +62,19 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 		return nil, fmt.Errorf("twin placement %q: want container or inprocess", cfg.Twin.Placement)
 	}
 	// Unset: the container when Docker answers. Should it still fail to
-	// start (no Go toolchain to build the twin, a broken daemon), the twin
-	// runs in-process and the receipt says so.
+	// start (an installed binary built with cgo outside a clone, a broken
+	// daemon), the twin runs in-process and the receipt says so.
 	why := docker(ctx)
 	if why == nil {
-		t, err := Container(ctx, n, twin)
+		t, err := startContainer(ctx, n, twin)
 		if err == nil {
 			return t, nil
+		}
+		// A daemon answers and still no container: in CI that is a broken
+		// container twin (a cgo build, no module), not a machine without
+		// Docker, so it fails rather than pass on the in-process twin.
+		if ci() {
+			return nil, fmt.Errorf("%w (CI=true: the container twin must start when Docker answers; %s=inprocess runs it in-process on purpose)", err, config.EnvStub)
 		}
 		why = err
 	}
@@ -82,6 +89,12 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 	fmt.Fprintf(Stderr, "[vetbench] %s (VETBENCH_STUB=inprocess says so on purpose; docs/install.md#the-twin-outside-a-clone)\n", note)
 	return t, nil
 }
+
+// startContainer is Container (tests replace it).
+var startContainer = Container
+
+// ci says whether this runs under CI=true (tests replace it).
+var ci = func() bool { return os.Getenv("CI") == "true" }
 
 // Stderr is where Open says, once, why the twin runs in-process when no
 // placement was asked for (tests replace it).

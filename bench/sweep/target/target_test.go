@@ -103,3 +103,32 @@ func TestFallbackInProcess(t *testing.T) {
 	_, err = Open(t.Context(), config.Config{Twin: config.Twin{Placement: "vm"}})
 	require.ErrorContains(t, err, `twin placement "vm"`)
 }
+
+// Docker answers and the container still cannot start (an installed cgo
+// build outside a clone): the twin runs in-process and says why once, up
+// front; under CI=true that is an error instead, naming the escape hatch.
+func TestContainerFailsFallbackOrCI(t *testing.T) {
+	docker := func(context.Context) error { return nil }
+	prevStart, prevCI, prevErr := startContainer, ci, Stderr
+	t.Cleanup(func() { startContainer, ci, Stderr = prevStart, prevCI, prevErr })
+	why := errors.New("run vllmstub container: this program's executable cannot be the image: /usr/local/bin/vetbench is dynamically linked")
+	startContainer = func(context.Context, int, stub.Config) (*Target, error) { return nil, why }
+	for _, inCI := range []bool{false, true} {
+		var said strings.Builder
+		Stderr = &said
+		ci = func() bool { return inCI }
+		tg, err := open(t.Context(), config.Default(), docker)
+		if inCI {
+			require.ErrorIs(t, err, why)
+			require.ErrorContains(t, err, "CI=true")
+			require.ErrorContains(t, err, "VETBENCH_STUB=inprocess")
+			require.Empty(t, said.String())
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, receipts.TargetInProcess, tg.Endpoint.Target.Kind)
+		require.Equal(t, []string{"twin runs in-process (VETBENCH_STUB unset): no container: " + why.Error()}, tg.Endpoint.Notes)
+		require.Equal(t, 1, strings.Count(said.String(), "dynamically linked"), said.String())
+		require.NoError(t, tg.Close())
+	}
+}

@@ -357,7 +357,8 @@ type Receipt struct {
 }
 
 // LoadTypevetThroughput reads stub/testdata/typevet_throughput.json (copied
-// from typevet's receipts), keyed "<set>_full_c<c>"; tests run in stub/.
+// from typevet's receipts), keyed "<set>_full_c<c>" and
+// "<set>_subset_c<c>" (the #336 sweep); tests run in stub/.
 func LoadTypevetThroughput(t testing.TB) map[string]Receipt {
 	t.Helper()
 	data, err := os.ReadFile("testdata/typevet_throughput.json")

@@ -1,4 +1,11 @@
-package main
+// Package serve is the vllmstub command as a library: vllm serve's flags
+// where they mean the same thing plus the twin's own (stub.Config.BindFlags),
+// parsed into a stub.Config and served with stub.Serve. cmd/vllmstub's main
+// and `vetbench twin` both call Main, so the container image, which holds
+// either binary, serves the same twin with the same flags. It lives under
+// cmd/ because a replay reads receipts (receipts/replay), which the twin
+// itself may not import.
+package serve
 
 import (
 	"context"
@@ -8,16 +15,24 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/vetbench/vetbench/receipts/replay"
 	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
 )
+
+// usageText says what the command does, between its usage line and its
+// flags.
+const usageText = `Serves the vLLM twin (package stub) over HTTP until Ctrl-C or SIGTERM, then
+shuts down gracefully: vllm serve's flags where they mean the same thing
+(MODEL first, as vllm serve takes it), plus the twin's own. -model-config
+and -gpu serve a first-principles profile. VLLM_SERVER_DEV_MODE=1 mounts
+the cache reset endpoints. Exit status: 0 after a shutdown (vetbench twin:
+130, as for any vetbench command interrupted), 2 bad flags, profile or
+address.`
 
 // runOpts are the parsed flags: the twin's own (stub.Config.BindFlags)
 // and vllm serve's that build the profile.
@@ -46,10 +61,14 @@ type runOpts struct {
 	weightDtype, kvDtype, effFam string
 }
 
-func parse(args []string, stderr io.Writer) (runOpts, error) {
+func parse(prog string, args []string, stderr io.Writer) (runOpts, error) {
 	var o runOpts
-	fs := flag.NewFlagSet("vllmstub", flag.ContinueOnError)
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s [MODEL] [flags]\n\n%s\n\nflags:\n", prog, usageText)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.host, "host", "0.0.0.0", "address to listen on (vllm serve --host)")
 	fs.StringVar(&o.port, "port", "8000", "port to listen on (vllm serve --port)")
 	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "context length (default: the profile's)")
@@ -279,9 +298,22 @@ func (o runOpts) config() (stub.Config, error) {
 	return cfg, nil
 }
 
+// Main runs the command line args (after the program's name) of the
+// program prog (its name in usage and errors: "vllmstub", "vetbench twin"):
+// it serves the twin until ctx ends, then shuts down gracefully. It
+// returns the exit status: 0 after a shutdown or -h, 2 for a bad flag, a
+// bad profile or a port it cannot listen on (said on stderr).
+func Main(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	if err := run(ctx, prog, args, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 2
+	}
+	return 0
+}
+
 // run serves the twin until ctx ends, then shuts down gracefully.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parse(args, stderr)
+func run(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(prog, args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -293,31 +325,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.Log = stderr
-	s, err := stub.New(cfg)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, o.port))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	p := s.Profile()
-	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",
-		stub.Version, s.Model(), p.Name, s.TimeScale(), cfg.DevMode, len(cfg.APIKeys) > 0, max(cfg.DataParallel, 1), len(cfg.Faults), ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	fmt.Fprintln(stdout, "vllmstub: shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return stub.Serve(ctx, cfg, ln, stdout)
 }

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bufio"
@@ -29,7 +29,7 @@ func startRun(t *testing.T, args ...string) (string, func() error) {
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, append([]string{"--host", "127.0.0.1", "--port", "0"}, args...), pw, io.Discard)
+		errc <- run(ctx, "vllmstub", append([]string{"--host", "127.0.0.1", "--port", "0"}, args...), pw, io.Discard)
 		_ = pw.Close()
 	}()
 	lines := bufio.NewScanner(pr)
@@ -128,7 +128,7 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"--answer-spread", "lots"}, "flag -answer-spread"},
 		{[]string{"m1", "m2"}, "one MODEL argument"},
 	} {
-		err := run(context.Background(), append([]string{"--port", "0"}, tc.args...), io.Discard, io.Discard)
+		err := run(context.Background(), "vllmstub", append([]string{"--port", "0"}, tc.args...), io.Discard, io.Discard)
 		require.Error(t, err, "%v", tc.args)
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
@@ -136,7 +136,7 @@ func TestRunBadFlags(t *testing.T) {
 
 // TestProfileFlags shows vllm serve flags override the profile.
 func TestProfileFlags(t *testing.T) {
-	o, err := parse([]string{"my/model", "--max-num-seqs", "8", "--max-num-batched-tokens", "2048", "--no-enable-prefix-caching",
+	o, err := parse("vllmstub", []string{"my/model", "--max-num-seqs", "8", "--max-num-batched-tokens", "2048", "--no-enable-prefix-caching",
 		"--num-gpu-blocks-override", "900", "--max-logprobs", "5", "--profile", "h100-gemma4-31b"}, io.Discard)
 	require.NoError(t, err)
 	p, err := o.buildProfile()
@@ -147,7 +147,7 @@ func TestProfileFlags(t *testing.T) {
 	require.Equal(t, want, p)
 	js, err := json.Marshal(stub.ProfileFast())
 	require.NoError(t, err)
-	o, err = parse([]string{"--profile-json", string(js)}, io.Discard)
+	o, err = parse("vllmstub", []string{"--profile-json", string(js)}, io.Discard)
 	require.NoError(t, err)
 	p, err = o.buildProfile()
 	require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestProfileFlags(t *testing.T) {
 // distribution of an item's question comes back exactly through the
 // client's softmax; a malformed receipt is refused, naming the flag.
 func TestRunReplay(t *testing.T) {
-	url, stop := startRun(t, "--replay", "../../receipts/replay/testdata/check_match_vllm_receipt.json")
+	url, stop := startRun(t, "--replay", "../../../receipts/replay/testdata/check_match_vllm_receipt.json")
 	cl := judgments.NewClient(url)
 	spec := judgments.Spec{Name: "checks", Questions: []judgments.Question{
 		judgments.NewNoul("payee_matches", "Is the payee on the check the payee in the register row?",
@@ -172,7 +172,7 @@ func TestRunReplay(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"backend": "vllm", "pins": {}}`), 0o600))
-	err = run(context.Background(), []string{"--port", "0", "--replay", bad}, io.Discard, io.Discard)
+	err = run(context.Background(), "vllmstub", []string{"--port", "0", "--replay", bad}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "--replay")
 }
 
@@ -216,7 +216,7 @@ func roundTrip(t *testing.T, cfg stub.Config) (stub.Config, []string, map[string
 	for _, k := range []string{stub.EnvDevMode, stub.EnvAPIKey} {
 		t.Setenv(k, env[k])
 	}
-	o, err := parse(args, io.Discard)
+	o, err := parse("vllmstub", args, io.Discard)
 	require.NoError(t, err)
 	served, err := o.config()
 	require.NoError(t, err)
@@ -241,8 +241,8 @@ func flagNames(args []string) []string {
 // refused unless one is borrowed; the profile crosses to a container as
 // --profile-json unchanged.
 func TestPhysicalProfileFlags(t *testing.T) {
-	cfg := filepath.Join("..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
-	o, err := parse([]string{"-model-config", cfg, "-gpu", "h100-sxm", "--max-model-len", "4096", "-bandwidth", "3e12", "-kv-dtype", "fp8"}, io.Discard)
+	cfg := filepath.Join("..", "..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
+	o, err := parse("vllmstub", []string{"-model-config", cfg, "-gpu", "h100-sxm", "--max-model-len", "4096", "-bandwidth", "3e12", "-kv-dtype", "fp8"}, io.Discard)
 	require.NoError(t, err)
 	p, err := o.buildProfile()
 	require.NoError(t, err)
@@ -261,13 +261,13 @@ func TestPhysicalProfileFlags(t *testing.T) {
 	want := (80*(1<<30)*0.9 - 2*596049920 - shape.Activations(p.MaxNumBatchedTokens, p.MaxNumSeqs, 1)) / (28 * 2 * 8 * 128) / 16
 	require.InDelta(t, want, float64(p.NumGPUBlocks), want/1000)
 
-	_, err = parse([]string{"-model-config", cfg}, io.Discard)
+	_, err = parse("vllmstub", []string{"-model-config", cfg}, io.Discard)
 	require.ErrorContains(t, err, "go together")
-	o, err = parse([]string{"-model-config", cfg, "-gpu", "rtx3090"}, io.Discard)
+	o, err = parse("vllmstub", []string{"-model-config", cfg, "-gpu", "rtx3090"}, io.Discard)
 	require.NoError(t, err)
 	_, err = o.buildProfile()
 	require.ErrorContains(t, err, "no fitted efficiency constants")
-	o, err = parse([]string{"-model-config", cfg, "-gpu", "rtx3090", "-efficiency", "hopper"}, io.Discard)
+	o, err = parse("vllmstub", []string{"-model-config", cfg, "-gpu", "rtx3090", "-efficiency", "hopper"}, io.Discard)
 	require.NoError(t, err)
 	borrowed, err := o.buildProfile()
 	require.NoError(t, err)
@@ -324,7 +324,7 @@ func TestRunAPIKey(t *testing.T) {
 // serving features (a physical profile's pricing gets the drafter too),
 // survive --profile-json, and bad values are refused naming the flag.
 func TestFeatureFlags(t *testing.T) {
-	o, err := parse([]string{"--speculative-config", `{"method":"mtp","num_speculative_tokens":2}`, "--stream-interval", "4",
+	o, err := parse("vllmstub", []string{"--speculative-config", `{"method":"mtp","num_speculative_tokens":2}`, "--stream-interval", "4",
 		"--reasoning-parser", "deepseek_v4", "--default-chat-template-kwargs", `{"thinking": true}`}, io.Discard)
 	require.NoError(t, err)
 	cfg, err := o.config()
@@ -336,8 +336,8 @@ func TestFeatureFlags(t *testing.T) {
 	back, _, _ := roundTrip(t, cfg)
 	require.Equal(t, p, back.Profile)
 
-	phys := filepath.Join("..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
-	o, err = parse([]string{"-model-config", phys, "-gpu", "h100-sxm", "--speculative-config", `{"num_speculative_tokens":3,"acceptance":[0.8,0.6,0.4]}`}, io.Discard)
+	phys := filepath.Join("..", "..", "..", "receipts", "roofline", "testdata", "qwen3-0.6b.json")
+	o, err = parse("vllmstub", []string{"-model-config", phys, "-gpu", "h100-sxm", "--speculative-config", `{"num_speculative_tokens":3,"acceptance":[0.8,0.6,0.4]}`}, io.Discard)
 	require.NoError(t, err)
 	cfg, err = o.config()
 	require.NoError(t, err)
@@ -346,7 +346,7 @@ func TestFeatureFlags(t *testing.T) {
 
 	for flag, bad := range map[string]string{"--speculative-config": `{"method":"mtp"}`, "--stream-interval": "-2",
 		"--reasoning-parser": "qwen9", "--default-chat-template-kwargs": "{"} {
-		o, err := parse([]string{flag, bad}, io.Discard)
+		o, err := parse("vllmstub", []string{flag, bad}, io.Discard)
 		if err == nil {
 			_, err = o.config()
 		}

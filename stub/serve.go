@@ -1,0 +1,47 @@
+package stub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ShutdownGrace bounds how long Serve waits, once its context ends, for
+// requests in flight to finish before it closes their connections.
+const ShutdownGrace = 10 * time.Second
+
+// Serve builds the twin of cfg (New), says what it serves on stdout (one
+// line, ending with its URL) and serves it on ln until ctx ends; then it
+// shuts down gracefully (ShutdownGrace) and returns nil. It is the server
+// of the vllmstub command, of `vetbench twin` and of the container image,
+// so the three serve the same twin. Serve closes ln.
+func Serve(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	s, err := New(cfg)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer s.Close()
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	p := s.Profile()
+	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",
+		Version, s.Model(), p.Name, s.TimeScale(), cfg.DevMode, len(cfg.APIKeys) > 0, max(cfg.DataParallel, 1), len(cfg.Faults), ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "vllmstub: shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
