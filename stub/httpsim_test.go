@@ -114,7 +114,7 @@ func cpuSeconds() float64 {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // streamOnce sends one streamed chat request and returns when its first
