@@ -74,3 +74,33 @@ func TestWarmWindowOpensConnections(t *testing.T) {
 		require.Equal(t, w.atWindow, total, "no connection set up inside the window")
 	}
 }
+
+// preparedAt records how many images the client held encoded when the
+// window's first judgment started.
+type preparedAt struct {
+	next bench.Judge
+	cl   *judgments.Client
+	once *sync.Once
+	n    *int
+}
+
+func (p preparedAt) Judge(ctx context.Context, spec judgments.Spec, ctl judgments.Controls, it judgments.Item) (judgments.Judgment, error) {
+	p.once.Do(func() { *p.n = p.cl.Prepared() })
+	return p.next.Judge(ctx, spec, ctl, it)
+}
+
+// The window opens with every item's request parts encoded (the client's
+// one-time base64 of the images is not timed as the server's), whatever
+// the warmup: the first pass costs the client what the tenth does.
+func TestWindowOpensPrepared(t *testing.T) {
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 12)
+	sess := inProcess(t, set, testConfig(), stub.Config{})
+	require.Less(t, sess.Client.Prepared(), len(set.Cases), "positive control: the session has not encoded the set")
+	var once sync.Once
+	n := -1
+	sess.SetHooks(bench.Hooks{Wrap: func(j bench.Judge) bench.Judge { return preparedAt{j, sess.Client, &once, &n} }})
+	_, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4, Arm: receipts.ArmWarm, Warmup: 0})
+	require.NoError(t, err)
+	require.Equal(t, len(set.Cases), n, "one image per check, each encoded before the window")
+}

@@ -123,3 +123,35 @@ func TestJudgeTypevetTokenizerChanged(t *testing.T) {
 	require.ErrorAs(t, err, &je)
 	require.Equal(t, "payee_matches", je.Question)
 }
+
+// Prepare encodes every item's parts before any request: afterwards the
+// client holds each image's data URL once, judging adds none, and the
+// bodies sent are those of a client that never prepared (byte for byte).
+func TestPrepare(t *testing.T) {
+	answer := func(b map[string]any) (int, string) {
+		return 200, idsBody(b, func(i int) string { return fmt.Sprint(-float64(i) - 0.5) })
+	}
+	items := []Item{testItem(), {ID: "r01:clean", State: "Another check.", Images: []Image{{MIME: "image/png", Data: []byte("png-2")}}}}
+	plain := &fakeVLLM{chat: answer}
+	c, spec, ctrl := newTestClient(t, plain)
+	require.Empty(t, c.wire.images, "positive control: nothing encoded before a request")
+	for _, it := range items {
+		_, err := c.Judge(t.Context(), spec, ctrl, it)
+		require.NoError(t, err)
+	}
+
+	prepared := &fakeVLLM{chat: answer}
+	p, _, _ := newTestClient(t, prepared)
+	p.Prepare(spec, ctrl, items)
+	require.Len(t, p.wire.images, 2, "every image encoded once")
+	require.Len(t, p.wire.states, 2)
+	require.Len(t, p.wire.fields, len(spec.Questions))
+	templates := len(p.wire.templates)
+	for _, it := range items {
+		_, err := p.Judge(t.Context(), spec, ctrl, it)
+		require.NoError(t, err)
+	}
+	require.Len(t, p.wire.images, 2, "judging encoded nothing new")
+	require.Len(t, p.wire.templates, templates)
+	require.Equal(t, plain.bodies, prepared.bodies)
+}

@@ -176,3 +176,30 @@ func BenchmarkTimeScale(b *testing.B) {
 		b.Errorf("time scale 20: prefill ratio %.4f (want 1±0.05), speedup %.2f (want ≥ 4)", ratio, speedup)
 	}
 }
+
+// TestTypevetDispatchAtC1 drives the whole twin (HTTP handlers, frontend,
+// engine, on fake time) with vetbench's own client in each dispatch through
+// typevet's 63-case checks subset one judgment at a time, and compares
+// judgments/s with typevet's check_match_vllm_throughput_c1 receipt (held
+// out of the profile's fit): the typevet dispatch, whose 15 tokenize calls
+// a judgment are each a round trip and a frontend job, must land within
+// ±15%; the in-order one (the controls pinned once per run) must not: it
+// is the control showing the receipt's latency is the tokenize calls'.
+func TestTypevetDispatchAtC1(t *testing.T) {
+	set := twintest.CompactChecks(t)
+	set.Cases = set.Cases[:63]
+	want := twintest.LoadTypevetThroughput(t)["checks_subset_c1"].Throughput.JudgmentsPerSecond
+	jps := func(d judgments.Dispatch) (got float64) {
+		synctest.Test(t, func(t *testing.T) {
+			tw := newTwin(t, stub.Config{Profile: stub.ProfileH100Gemma4()})
+			res := closedLoop(t.Context(), t, tw.client(), set, 1, d == judgments.DispatchTypevet)
+			got = float64(len(res.Latencies)) / res.Wall
+		})
+		return got
+	}
+	typevet, inOrder := jps(judgments.DispatchTypevet), jps(judgments.DispatchInOrder)
+	t.Logf("checks subset c=1: typevet %.3f judgments/s; twin with the typevet dispatch %.3f (%+.1f%%), in order %.3f (%+.1f%%)",
+		want, typevet, 100*(typevet/want-1), inOrder, 100*(inOrder/want-1))
+	require.InDelta(t, 1, typevet/want, twintest.Tolerance, "the typevet dispatch misses typevet's c=1 receipt")
+	require.Greater(t, inOrder/want, 1+twintest.Tolerance, "the in-order dispatch matches typevet's receipt too: the check cannot tell the dispatches apart")
+}

@@ -43,6 +43,12 @@ type Physical struct {
 	// Eager is --enforce-eager: no CUDA graphs, every kernel launched by
 	// the host (Efficiency.EagerLaunch each).
 	Eager bool `json:",omitempty"`
+	// GEMMShare, when > 0, prices each step as its kernel classes in
+	// sequence (kernels.go: dense linears and routed experts at this share
+	// of peak FLOP/s, attention at the family's), for a deployment whose
+	// weight GEMMs run at a share the family's constants do not know (MXFP4
+	// experts dequantized on Hopper). 0: the family's one-max roofline.
+	GEMMShare float64 `json:",omitempty"`
 }
 
 // Efficiency is the named constants of one GPU family, fitted once
@@ -142,20 +148,20 @@ func (e Efficiency) Validate() error {
 // 0.33; the 0.35 is the paper's, not a fit to those rows.
 var EfficiencyHopper = Efficiency{
 	Family:                 "hopper",
-	BandwidthShare:         0.8628,
-	ComputeShare:           0.5873,
-	AttentionShare:         0.5977,
-	TritonAttentionShare:   0.35,
-	KernelLaunch:           4342 * time.Nanosecond, // 2.757 ms ÷ E2B's 635 kernels
+	BandwidthShare:         0.8607,
+	ComputeShare:           0.7038,
+	AttentionShare:         0.5977,                 // not searched: E2B's attention is Triton's
+	TritonAttentionShare:   0.35,                   // FlashAttention-2's class on an H100: published, not fitted
+	KernelLaunch:           4343 * time.Nanosecond, // 2.758 ms ÷ E2B's 635 kernels
 	EagerLaunch:            12 * time.Microsecond,
-	PerSeq:                 6084 * time.Nanosecond,
+	PerSeq:                 6177 * time.Nanosecond,
 	PerImage:               2 * time.Millisecond,
-	FrontendBase:           1188 * time.Microsecond,
-	FrontendPerPromptToken: 1528 * time.Nanosecond,
-	IngestBase:             39823 * time.Microsecond,
-	IngestPerPromptToken:   1951 * time.Nanosecond,
-	IngestPerInflight:      26866 * time.Microsecond,
-	IngestInflightExponent: 0.6182,
+	FrontendBase:           1364 * time.Microsecond,
+	FrontendPerPromptToken: 1516 * time.Nanosecond,
+	IngestBase:             40070 * time.Microsecond,
+	IngestPerPromptToken:   1953 * time.Nanosecond,
+	IngestPerInflight:      26901 * time.Microsecond,
+	IngestInflightExponent: 0.6166,
 }
 
 // EfficiencyE2BH200NVL is the same model's constants fitted
@@ -336,6 +342,7 @@ type physical struct {
 	hw                      roofline.Hardware
 	deploy                  *roofline.Deployment // nil: one GPU, plain decoding
 	bw, fl, at              float64
+	gemm                    float64 // Physical.GEMMShare (0: one-max roofline)
 	fixed, perSeq, perImage float64
 	// draft is the fixed cost of the draft passes of a step with decodes.
 	draft float64
@@ -356,7 +363,7 @@ func (p *Physical) model() *physical {
 		launch = max(launch, e.EagerLaunch.Seconds())
 	}
 	m := &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.attentionShare(shape.AttentionKernel()),
-		fixed: e.StepFixed.Seconds() + float64(shape.Launches())*launch, perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds()}
+		fixed: e.StepFixed.Seconds() + float64(shape.Launches())*launch, perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds(), gemm: p.GEMMShare}
 	if p.TensorParallel > 1 || p.Speculative != nil {
 		m.deploy = &roofline.Deployment{Shape: shape, GPU: p.Hardware, TP: p.TensorParallel, Spec: p.Speculative}
 	}
@@ -391,6 +398,9 @@ func (p *Physical) FixedStep() time.Duration {
 }
 
 func (p *Physical) validate() error {
+	if !(p.GEMMShare >= 0 && p.GEMMShare <= 1) {
+		return fmt.Errorf("gemm share %v: want (0, 1], or 0 for the family's roofline", p.GEMMShare)
+	}
 	if p.Config == nil {
 		return errors.New("physical model without a model config")
 	}
@@ -431,13 +441,13 @@ func (m *physical) seconds(s *step) float64 {
 		if c.Draft.Bytes > 0 {
 			fixed += m.draft
 		}
-		return fixed + m.bounded(c.PerGPU) + m.bounded(c.Draft) + m.deploy.Ceiling(c).CommSeconds + extra
+		return fixed + m.price(c.PerGPU) + m.price(c.Draft) + m.deploy.Ceiling(c).CommSeconds + extra
 	}
 	cost, err := m.shape.Step(parts)
 	if err != nil {
 		return m.fixed // a step always has parts of at least one token
 	}
-	return m.fixed + m.bounded(cost) + extra
+	return m.fixed + m.price(cost) + extra
 }
 
 // bounded is the roofline's two bounds on a cost, each at its achieved

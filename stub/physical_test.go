@@ -126,3 +126,23 @@ func TestPhysicalE2BCellsValid(t *testing.T) {
 		require.NotEmpty(t, grid.SkipReason(cell[1], cell[0], 4096, all.Tokens, p.MaxModelLen), "%v on %d tokens (every layer)", cell, all.Tokens)
 	}
 }
+
+// TestDeepSeekCellsRun: every cell of the published DeepSeek-V4-Flash
+// grid ran on its server (none is -1), up to 1019K × 128 streams. On the
+// profile's capacity (each GPU holds every token's compressed rows) the
+// matrix's rule runs them all, the streams sharing the cached prompt; the
+// peer's every-stream-its-own-copy rule would skip six (the control).
+func TestDeepSeekCellsRun(t *testing.T) {
+	p := stub.ProfileDeepSeekV4Flash()
+	kv := p.NumGPUBlocks * p.BlockSize
+	skipped := 0
+	for _, ctx := range []int{8192, 16384, 32768, 65536, 131072, 262144, 524288, 1<<20 - 4096 - 64} {
+		for _, c := range []int{1, 2, 4, 8, 16, 32, 64, 128} {
+			require.Empty(t, grid.CellSkipReason(c, ctx, 4096, kv, p.MaxModelLen, true), "%d × %d on %d tokens", ctx, c, kv)
+			if grid.SkipReason(c, ctx, 4096, kv, p.MaxModelLen) != "" {
+				skipped++
+			}
+		}
+	}
+	require.Equal(t, 6, skipped, "the peer's rule on this capacity")
+}

@@ -143,6 +143,10 @@ type Runner struct {
 	// MaxModelLen is the model's, from /v1/models (0 unknown); KVTokens
 	// the KV cache in tokens (0 unknown).
 	MaxModelLen, KVTokens int
+	// SharedPrefix: the server caches prefixes (cache_config_info
+	// enable_prefix_caching), so a cell's streams share its prompt's KV
+	// (CellSkipReason).
+	SharedPrefix bool
 	// Log, when set, gets one line per prefill row and cell as it ends.
 	Log io.Writer
 	// TimeScale > 1 is a twin that runs that many times faster than real
@@ -152,10 +156,12 @@ type Runner struct {
 	TimeScale float64
 
 	client *stream.Client
-	hc     *http.Client
-	auth   func(*http.Request)
-	wall   func() time.Time
-	epoch  time.Time
+	// streamOpts built client; rowClient adds a budget fitted to a row.
+	streamOpts []stream.Option
+	hc         *http.Client
+	auth       func(*http.Request)
+	wall       func() time.Time
+	epoch      time.Time
 	// cal holds the calibration per targeting mode, chars the document
 	// length found per (mode, context): nothing is calibrated twice.
 	cal   map[string]calibration
@@ -243,6 +249,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		Tool: "vetbench", HarnessVersion: bench.HarnessVersion}
 	if snap, err := scrape.Fetch(ctx, hc, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
 		r.Identity.CacheConfig = scrape.CacheConfig(snap)
+		r.SharedPrefix = r.Identity.CacheConfig["enable_prefix_caching"] == "True"
 		if kv, ok := KVCapacity(r.Identity.CacheConfig); ok {
 			r.KVTokens = kv
 		} else {
@@ -251,9 +258,38 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	} else {
 		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics (%v): readiness from client streams only, no queue check, no KV skip", err))
 	}
-	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(streams),
-		stream.WithStallTimeout(r.stall), stream.WithBudget(o.streamBudget), stream.WithClock(r.now))
+	r.streamBudget = o.streamBudget
+	r.streamOpts = []stream.Option{stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(streams),
+		stream.WithStallTimeout(r.stall), stream.WithClock(r.now)}
+	r.client = stream.New(ep.BaseURL, append(r.streamOpts, stream.WithBudget(o.streamBudget))...)
 	return r, nil
+}
+
+// RowBudget is the stream budget for a row of tokens: under the default
+// budget a stream may wait for its first token as long as its cell may
+// last (the context's warm-up bound, then the window), for a prefill of a
+// million tokens takes two minutes on four H200 (the published 1024K row:
+// 117.6 s), past the default 120 s. A budget the caller set (WithBudget,
+// other than the default) is kept as it is.
+func RowBudget(b stream.Budget, tokens int, o Options) stream.Budget {
+	if b != stream.DefaultBudget {
+		return b
+	}
+	warm := o.ReadyTimeout
+	if warm <= 0 {
+		warm = ReadyTimeout(tokens)
+	}
+	b.TTFT = max(b.TTFT, warm+o.Duration)
+	return b
+}
+
+// rowClient is the run's client on a row's budget (RowBudget).
+func (r *Runner) rowClient(tokens int, o Options) *stream.Client {
+	b := RowBudget(r.streamBudget, tokens, o)
+	if b == r.streamBudget {
+		return r.client
+	}
+	return stream.New(r.Endpoint.BaseURL, append(slices.Clone(r.streamOpts), stream.WithBudget(b))...)
 }
 
 func newRunID() string {
@@ -316,42 +352,117 @@ func (r *Runner) run(ctx context.Context, o Options, m *matrix.Matrix) error {
 	o.cellWarmup = plan.CellWarmup
 	o.CalibrationTokens = min(o.CalibrationTokens, slices.MaxFunc(plan.Rows, func(a, b PlanRow) int { return a.Tokens - b.Tokens }).Tokens)
 	spent := r.budget(o)
-	for _, pr := range plan.Rows {
+	// The peer's order (method.md §2, test order L11740): every context
+	// at the first level, each row's prefill just before it, on a server
+	// that has not yet run a long cell; then the first context at every
+	// level; then the other rows, row by row.
+	rows := make([]*Row, len(plan.Rows))
+	for i, pr := range plan.Rows {
 		row, err := r.row(ctx, o, pr.Asked[0])
 		if err != nil {
 			return err
 		}
-		if !o.NoPrefill {
-			p := matrix.Prefill{Context: row.Label, ContextTokens: row.Tokens, Requests: 1, Status: matrix.Skipped, Reason: spent(0)}
-			if p.Reason == "" {
-				p = row.Prefill(ctx)
-			}
-			m.Prefill = append(m.Prefill, p)
-			r.logf("prefill %s: %s", row.Label, prefillLine(p))
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		rows[i] = row
+		if err := r.prefills(ctx, o, pr, row, spent, m); err != nil {
+			return err
 		}
-		for _, c := range o.Levels {
-			var cell matrix.Cell
-			if why := spent(o.Duration + o.Pause); why != "" {
-				cell = matrix.Cell{Context: row.Label, ContextTokens: row.Tokens, Concurrency: c, Status: matrix.Skipped, Reason: why}
-			} else {
-				cell = row.Cell(ctx, c)
-			}
-			m.Cells = append(m.Cells, cell)
-			r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
-			if err := ctx.Err(); err != nil {
+		if err := r.measure(ctx, o, row, o.Levels[0], spent, m); err != nil {
+			return err
+		}
+	}
+	for _, row := range rows {
+		for _, c := range o.Levels[1:] {
+			if err := r.measure(ctx, o, row, c, spent, m); err != nil {
 				return err
-			}
-			if cell.Status != matrix.Skipped {
-				if err := r.sleep(ctx, o.Pause); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return nil
+}
+
+// prefills measures a row's prefill, and the asked context's when the
+// row was trimmed for its output (askedPrefill).
+func (r *Runner) prefills(ctx context.Context, o Options, pr PlanRow, row *Row, spent func(time.Duration) string, m *matrix.Matrix) error {
+	if o.NoPrefill {
+		return nil
+	}
+	p := matrix.Prefill{Context: row.Label, ContextTokens: row.Tokens, Requests: 1, Status: matrix.Skipped, Reason: spent(0)}
+	if p.Reason == "" {
+		p = row.Prefill(ctx)
+	}
+	m.Prefill = append(m.Prefill, p)
+	r.logf("prefill %s: %s", row.Label, prefillLine(p))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if p, ok := r.askedPrefill(ctx, o, pr, spent); ok {
+		m.Prefill = append(m.Prefill, p)
+		r.logf("prefill %s: %s", p.Context, prefillLine(p))
+	}
+	return ctx.Err()
+}
+
+// measure runs one cell (or skips it when the budget is spent) and the
+// pause after it.
+func (r *Runner) measure(ctx context.Context, o Options, row *Row, c int, spent func(time.Duration) string, m *matrix.Matrix) error {
+	var cell matrix.Cell
+	if why := spent(o.Duration + o.Pause); why != "" {
+		cell = matrix.Cell{Context: row.Label, ContextTokens: row.Tokens, Concurrency: c, Status: matrix.Skipped, Reason: why}
+	} else {
+		cell = row.Cell(ctx, c)
+	}
+	m.Cells = append(m.Cells, cell)
+	r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if cell.Status != matrix.Skipped {
+		return r.sleep(ctx, o.Pause)
+	}
+	return nil
+}
+
+// askedPrefill is the prefill row of a context the decode row trimmed
+// for its output: a prefill asks one token, so its prompt needs room for
+// that alone, and it runs at the context asked, up to max_model_len − 64
+// (the peer's prefill cap, method.md §6), under the asked context's
+// label; the published DeepSeek-V4-Flash matrix has both, 1019K (the
+// decode row's scout) and 1024K. False when the row was not trimmed or
+// the prompt would be no longer than the row's.
+func (r *Runner) askedPrefill(ctx context.Context, o Options, pr PlanRow, spent func(time.Duration) string) (matrix.Prefill, bool) {
+	tokens, label := askedPrefillContext(pr, r.MaxModelLen)
+	if label == "" {
+		return matrix.Prefill{}, false
+	}
+	if why := spent(0); why != "" {
+		return matrix.Prefill{Context: label, ContextTokens: tokens, Requests: 1, Status: matrix.Skipped, Reason: why}, true
+	}
+	chars, err := r.promptChars(ctx, o, tokens)
+	if err != nil {
+		return matrix.Prefill{Context: label, ContextTokens: slices.Max(pr.Asked), Requests: 1, Status: matrix.Failed, Reason: "calibrate the prompt: " + err.Error()}, true
+	}
+	row := &Row{Asked: slices.Max(pr.Asked), Tokens: tokens, Label: label, r: r, o: o, chars: chars}
+	p := row.Prefill(ctx)
+	p.ContextTokens = row.Asked // the row is the context asked; its prompt is what fits (PromptTokens says)
+	return p, true
+}
+
+// askedPrefillContext is the asked context's prefill length and label,
+// for an asked context the server takes as a prompt (at most the 64-token
+// room taken from it: "1024K" for 1048512 tokens of max_model_len
+// 1048576); "" when there is no such row (not trimmed, or asked beyond
+// max_model_len, as the default grid on a short-context twin).
+func askedPrefillContext(pr PlanRow, maxModelLen int) (int, string) {
+	if !pr.Trimmed || maxModelLen <= 0 {
+		return 0, ""
+	}
+	want := slices.Max(pr.Asked)
+	tokens := min(want, maxModelLen-64)
+	label := matrix.ContextLabel(want)
+	if want-tokens > 64 || tokens <= pr.Tokens || label == pr.Label {
+		return 0, ""
+	}
+	return tokens, label
 }
 
 // budget returns a check of the run's budget: "" while need more time
@@ -383,6 +494,15 @@ type Row struct {
 	r     *Runner
 	o     Options
 	chars int
+	cl    *stream.Client
+}
+
+// client is the row's stream client (rowClient), made once.
+func (row *Row) client() *stream.Client {
+	if row.cl == nil {
+		row.cl = row.r.rowClient(row.Tokens, row.o)
+	}
+	return row.cl
 }
 
 // Row prepares context (in tokens) for o: trims it to fit, and finds how
@@ -443,7 +563,7 @@ func (r *Runner) tag(purpose string, tokens, c int) string {
 // and reads prompt tokens ÷ time to first token.
 func (row *Row) Prefill(ctx context.Context) matrix.Prefill {
 	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
-	p := matrix.Prefill{Context: matrix.ContextLabel(tokens), ContextTokens: tokens, Requests: 1}
+	p := matrix.Prefill{Context: row.Label, ContextTokens: tokens, Requests: 1}
 	if reason := SkipReason(1, tokens, 1, r.KVTokens, r.MaxModelLen); reason != "" {
 		p.Status, p.Reason = matrix.Skipped, reason
 		return p
@@ -454,7 +574,7 @@ func (row *Row) Prefill(ctx context.Context) matrix.Prefill {
 	}
 	req := stream.Text(prompt(r.tag("prefill", tokens, 1), chars), 1)
 	req.Model = r.Model
-	res := r.client.Do(ctx, req, nil)
+	res := row.client().Do(ctx, req, nil)
 	ttft, ok := res.TTFT()
 	switch {
 	case res.Err != nil:
@@ -548,7 +668,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 	r, tokens, chars, o := row.r, row.Tokens, row.chars, row.o
 	cell := matrix.Cell{Context: matrix.ContextLabel(tokens), ContextTokens: tokens, Concurrency: c}
-	if reason := SkipReason(c, tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen); reason != "" {
+	if reason := CellSkipReason(c, tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen, r.SharedPrefix); reason != "" {
 		cell.Status, cell.Reason = matrix.Skipped, reason
 		return cell
 	}
@@ -562,13 +682,14 @@ func (row *Row) Cell(ctx context.Context, c int) matrix.Cell {
 	text := prompt(r.tag("cell", tokens, c), chars)
 	scout := stream.Text(text, 1)
 	scout.Model = r.Model
-	if res := r.client.Do(ctx, scout, nil); res.Err != nil {
+	client := row.client()
+	if res := client.Do(ctx, scout, nil); res.Err != nil {
 		return fail("the scout request failed: " + res.Err.Error())
 	}
 
 	cellCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	w := &workers{c: c, has: map[int]bool{}, detect: o.LoopDetection}
+	w := &workers{c: c, has: map[int]bool{}, detect: o.LoopDetection, client: client}
 	var wg sync.WaitGroup
 	for i := range c {
 		wg.Add(1)
@@ -745,6 +866,7 @@ func cellLine(c matrix.Cell) string {
 // workers keeps C streams in flight and remembers every result.
 type workers struct {
 	c       int
+	client  *stream.Client
 	closing atomic.Bool
 
 	mu      sync.Mutex
@@ -764,7 +886,7 @@ func (w *workers) loop(ctx context.Context, cancel context.CancelCauseFunc, r *R
 		req := stream.Text(text, o.OutputTokens)
 		req.Model = r.Model
 		var pair loop.Pair
-		res := r.client.Do(ctx, req, func(u stream.Update) error {
+		res := w.client.Do(ctx, req, func(u stream.Update) error {
 			if u.Tokens > 0 || u.Content != "" || u.Reasoning != "" {
 				w.mark(i)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/decode/tokenstest"
 	"github.com/vetbench/vetbench/bench/grid"
+	"github.com/vetbench/vetbench/bench/stream"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
@@ -217,7 +218,7 @@ func TestFailedCells(t *testing.T) {
 func TestSkippedOverKVCapacity(t *testing.T) {
 	t.Parallel()
 	// 100 blocks × 16 = 1600 tokens of KV: c=1 × (1000 + 400) fits,
-	// c=2 does not.
+	// c=2 does not even with the prompt shared (1000 + 2 × 400).
 	srv := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, GPUBlocks: 100, BlockSize: 16})
 	o := quick([]int{1000}, []int{1, 2})
 	o.OutputTokens = 400
@@ -226,7 +227,7 @@ func TestSkippedOverKVCapacity(t *testing.T) {
 	require.Equal(t, matrix.Valid, m.Cell("1000", 1).Status, m.Cell("1000", 1).Reason)
 	c := m.Cell("1000", 2)
 	require.Equal(t, matrix.Skipped, c.Status)
-	require.Equal(t, "C × (context + output) = 2 × (1000 + 400) = 2800 tokens exceeds the KV cache of 1600 tokens (vllm:cache_config_info num_gpu_blocks × block_size)", c.Reason)
+	require.Equal(t, "context + C × output = 1000 + 2 × 400 = 1800 tokens (the prompt's cached blocks shared by the streams) exceeds the KV cache of 1600 tokens (vllm:cache_config_info num_gpu_blocks × block_size)", c.Reason)
 	for _, q := range srv.Requests() {
 		require.NotContains(t, q.Text, "-cell-ctx1000-c2]", "a skipped cell sends nothing")
 	}
@@ -243,6 +244,63 @@ func TestContextsTrimmedToMaxModelLen(t *testing.T) {
 	require.Equal(t, 2436, m.Cell("2K", 1).ContextTokens)
 	require.Equal(t, matrix.Valid, m.Cell("2K", 1).Status, m.Cell("2K", 1).Reason)
 	require.Contains(t, strings.Join(m.Warnings, "\n"), "context 8K is over max_model_len 3000 − output 500 − 64 = 2436 tokens and trimmed to it: 8K → 2K (2436 tokens); the grid that will run is 1000,2K × c=1 (2 cells)")
+}
+
+// A context trimmed for its output keeps a prefill row at the length
+// asked, when one prompt token needs no room for output (max_model_len −
+// 64 at most), labelled as asked: the published DeepSeek matrix's 1024K
+// prefill beside its 1019K decode row.
+func TestAskedContextKeepsItsPrefillRow(t *testing.T) {
+	t.Parallel()
+	srv := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, MaxModelLen: 4160})
+	o := quick([]int{4096}, []int{1})
+	o.OutputTokens = 500
+	r := runner(t, srv)
+	plan, err := r.Plan(o)
+	require.NoError(t, err)
+	require.Equal(t, 2, plan.Prefill, "the decode row's and the asked context's")
+	m, err := r.Run(t.Context(), o)
+	require.NoError(t, err)
+	require.Equal(t, []string{"3K"}, m.Contexts(), "decode trimmed to 4160 − 500 − 64 = 3596 tokens")
+	require.Len(t, m.Prefill, 2)
+	labels := map[string]int{}
+	for _, p := range m.Prefill {
+		require.Equal(t, matrix.Valid, p.Status, "%s: %s", p.Context, p.Reason)
+		labels[p.Context] = p.ContextTokens
+	}
+	require.Equal(t, map[string]int{"3K": 3596, "4K": 4096}, labels)
+	require.NoError(t, m.Validate(), "labels and contexts agree")
+
+	// At most the 64-token room off the asked context: 4160 − 64 = 4096
+	// tokens of prompt under the asked 4160's label.
+	o.Contexts = []int{4160}
+	m, err = r.Run(t.Context(), o)
+	require.NoError(t, err)
+	require.NoError(t, m.Validate())
+	require.Equal(t, "4K", m.Prefill[1].Context)
+
+	// Not trimmed: one prefill row.
+	o.Contexts = []int{3000}
+	plan, err = r.Plan(o)
+	require.NoError(t, err)
+	require.Equal(t, 1, plan.Prefill)
+}
+
+// Under the default budget a row's first-token budget lasts as long as
+// its cells may (a million-token prefill takes two minutes, past the
+// default 120 s: the DeepSeek grid on the twin measures its 1019K and
+// 1024K prefills of 132 s, cut at 120 s before); a budget the caller set
+// stays as set.
+func TestRowBudgetFitsItsCells(t *testing.T) {
+	t.Parallel()
+	o := grid.Options{Duration: 30 * time.Second}
+	b := grid.RowBudget(stream.DefaultBudget, 1<<20, o)
+	require.Equal(t, 210*time.Second, b.TTFT, "180 s warm-up above 64K + the 30 s window")
+	require.Equal(t, stream.DefaultSlowestTPOT, b.TPOT)
+	require.Equal(t, stream.DefaultBudget, grid.RowBudget(stream.DefaultBudget, 8192, grid.Options{}), "8K: its 60 s warm-up is inside the default")
+	set := stream.Budget{TTFT: 200 * time.Millisecond, TPOT: 5 * time.Millisecond}
+	require.Equal(t, set, grid.RowBudget(set, 1<<20, o))
+	require.Equal(t, stream.Budget{}, grid.RowBudget(stream.Budget{}, 1<<20, o), "none stays none")
 }
 
 func TestExactTargetingWithTokenize(t *testing.T) {

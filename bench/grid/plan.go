@@ -86,9 +86,12 @@ func (r *Runner) Plan(o Options) (Plan, error) {
 		row := &p.Rows[i]
 		if !o.NoPrefill {
 			p.Prefill++
+			if _, label := askedPrefillContext(*row, r.MaxModelLen); label != "" {
+				p.Prefill++ // the asked context's prefill row (askedPrefill)
+			}
 		}
 		for _, c := range o.Levels {
-			if SkipReason(c, row.Tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen) != "" {
+			if CellSkipReason(c, row.Tokens, o.OutputTokens, r.KVTokens, r.MaxModelLen, r.SharedPrefix) != "" {
 				p.Skipped++
 			} else {
 				row.Cells++
@@ -212,4 +215,15 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// Summary says, before anything is measured, how the plan runs: on a
+// time-scaled twin that every wait and figure is model time, then the
+// grid and the estimate (the notices are the plan's Notice).
+func (p Plan) Summary(timeScale float64) []string {
+	var out []string
+	if timeScale > 1 {
+		out = append(out, fmt.Sprintf("twin ×%g time scale: every wait (window, hold, timeouts, budget) and every figure is model time", timeScale))
+	}
+	return append(out, fmt.Sprintf("%s; estimate %s", p.Grid(), p.Estimate.Text(p.Cells, p.Prefill, timeScale)))
 }

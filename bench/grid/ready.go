@@ -182,6 +182,32 @@ func SkipReason(c, context, output, kvTokens, maxModelLen int) string {
 	return ""
 }
 
+// CellSkipReason is SkipReason for a matrix cell, whose C streams send
+// one prompt that the scout has just cached: with the server's prefix
+// cache on (sharedPrefix: cache_config_info enable_prefix_caching) vLLM
+// holds the prompt's blocks once, referenced by every stream, and each
+// stream adds only its output, so the cell needs context + C × output
+// tokens (method.md §1: "KV demand is about ctx + C×output"); without it,
+// each stream holds its own copy, C × (context + output), the peer's
+// rule. The peer applies its conservative rule to the capacity its server
+// reports; the published DeepSeek-V4-Flash run ran every cell, up to 1M ×
+// 128 streams (134M tokens by that rule), so the capacity it read was at
+// least that, while a count of the bytes a token holds gives 19M: the
+// rule a cell really meets is the shared one.
+func CellSkipReason(c, context, output, kvTokens, maxModelLen int, sharedPrefix bool) string {
+	if !sharedPrefix {
+		return SkipReason(c, context, output, kvTokens, maxModelLen)
+	}
+	if maxModelLen > 0 && context+output > maxModelLen {
+		return fmt.Sprintf("context %d + output %d exceeds max_model_len %d", context, output, maxModelLen)
+	}
+	if need := context + c*output; kvTokens > 0 && need > kvTokens {
+		return fmt.Sprintf("context + C × output = %d + %d × %d = %d tokens (the prompt's cached blocks shared by the streams) exceeds the KV cache of %d tokens (vllm:cache_config_info num_gpu_blocks × block_size)",
+			context, c, output, need, kvTokens)
+	}
+	return ""
+}
+
 // ReadyTimeout is the peer's warm-up bound by context: 60 s up to 32K,
 // 120 s up to 64K, 180 s above.
 func ReadyTimeout(context int) time.Duration {

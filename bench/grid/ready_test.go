@@ -93,6 +93,11 @@ func TestSkipRuleAndKVCapacity(t *testing.T) {
 	require.Contains(t, grid.SkipReason(92, 0, 4096, kv, 0), "exceeds the KV cache of 375296 tokens")
 	require.Empty(t, grid.SkipReason(128, 126912, 4096, 0, 0), "unknown capacity skips nothing")
 	require.Equal(t, "context 131072 + output 4096 exceeds max_model_len 131072", grid.SkipReason(1, 131072, 4096, 0, 131072))
+	// A cell's streams share its cached prompt: context + C × output.
+	require.Empty(t, grid.CellSkipReason(32, 126912, 4096, kv, 0, true), "126912 + 32 × 4096 = 257984 fits when shared")
+	require.Contains(t, grid.CellSkipReason(32, 126912, 4096, kv, 0, false), "exceeds the KV cache", "unshared: the peer's rule")
+	require.Contains(t, grid.CellSkipReason(90, 8192, 4096, kv, 0, true), "8192 + 90 × 4096 = 376832 tokens", "shared, and still over")
+	require.Equal(t, grid.SkipReason(1, 131072, 4096, 0, 131072), grid.CellSkipReason(1, 131072, 4096, 0, 131072, true))
 	require.Equal(t, 60*time.Second, grid.ReadyTimeout(32768))
 	require.Equal(t, 120*time.Second, grid.ReadyTimeout(65536))
 	require.Equal(t, 180*time.Second, grid.ReadyTimeout(131072))

@@ -108,6 +108,7 @@ func (ab *AB) Files() [2]string {
 type ABPass struct {
 	Side, K, N, Index int
 	Label             string // "baseline 3/10"
+	Arg               string // the side's argument (Side.Arg)
 }
 
 // Order is the passes of count runs per live side, A B, B A, … (Interleave).
@@ -117,7 +118,8 @@ func (ab *AB) Order(count int) []ABPass {
 	runs := [2]int{}
 	for n, i := range order {
 		runs[i]++
-		out = append(out, ABPass{Side: i, K: runs[i], N: len(order), Index: n + 1, Label: fmt.Sprintf("%s %d/%d", ABNames[i], runs[i], count)})
+		out = append(out, ABPass{Side: i, K: runs[i], N: len(order), Index: n + 1, Label: fmt.Sprintf("%s %d/%d", ABNames[i], runs[i], count),
+			Arg: ab.Sides[i].Arg})
 	}
 	return out
 }
@@ -212,4 +214,42 @@ func (ab *AB) Points(count int) int {
 		}
 	}
 	return n
+}
+
+// ABConsole is how a measured A/B meets a console (every field but Now
+// and Pass may be nil).
+type ABConsole struct {
+	Now   func() time.Time
+	Note  func(string) // why a side's run failed, as it happens
+	Start func(*AB)    // before the first pass: what each side measures
+	// Pass measures one pass of run (Run.MeasurePass, with whatever the
+	// console prints).
+	Pass func(p ABPass, run *Run) (failed int, err error)
+	Done func(p ABPass, left time.Duration)
+}
+
+// MeasureAB opens the live sides under root (OpenAB), measures count
+// passes of each in the A B, B A … order (Measure) and closes them: the
+// two files to gate and, per side, why a run of it failed (its output is
+// kept; the caller decides what a failed side means).
+func MeasureAB(ctx context.Context, cfg config.Config, sides [2]Side, root *rundir.Dir, o Options, count int, c ABConsole) ([2]string, [2]error, error) {
+	ab, err := OpenAB(ctx, cfg, sides, root, o)
+	if err != nil {
+		return [2]string{}, [2]error{}, err
+	}
+	defer ab.Close(ctx)
+	ab.Note = c.Note
+	files := ab.Files()
+	if c.Start != nil {
+		c.Start(ab)
+	}
+	done := c.Done
+	if done == nil {
+		done = func(ABPass, time.Duration) {}
+	}
+	err = ab.Measure(ctx, count, c.Now, func(p ABPass) (int, error) { return c.Pass(p, ab.Runs[p.Side]) }, done)
+	if cerr := ab.Close(ctx); err == nil {
+		err = cerr
+	}
+	return files, ab.Failed, err
 }

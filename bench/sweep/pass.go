@@ -178,3 +178,43 @@ func (r *Run) step(ctx context.Context, st Step) (Outcome, error) {
 	}
 	return o, nil
 }
+
+// MeasurePass measures one Pass, handing each outcome to each (to print)
+// before it is counted, and returns how many points did not pass (Failed;
+// none while ctx is done) and what ended the pass early: ErrInterrupted
+// (ctx done, whatever the network said), an error wrapping ErrServerDown,
+// or the run's error, prefixed with label when there is one.
+func (r *Run) MeasurePass(ctx context.Context, label string, each func(Outcome)) (failed int, err error) {
+	for o, err := range r.Pass(ctx) {
+		each(o)
+		if o.Err != nil && ctx.Err() == nil && o.Failed() {
+			failed++
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil || errors.Is(err, ErrInterrupted):
+			return failed, ErrInterrupted
+		case errors.Is(err, ErrServerDown) || label == "":
+			return failed, err
+		default:
+			return failed, fmt.Errorf("%s %w", label, err)
+		}
+	}
+	return failed, nil
+}
+
+// Problem is what went wrong at the outcome's point, for a console line
+// ("" when nothing did or nothing is to be said): interrupted, FAILED
+// (Failed), or the server found down. interrupted says ctx was done.
+func (o Outcome) Problem(interrupted bool) string {
+	switch {
+	case o.Err == nil:
+	case interrupted:
+		return fmt.Sprintf("interrupted: %v", o.Err)
+	case o.Failed():
+		return fmt.Sprintf("FAILED: %v", o.Err)
+	case errors.Is(o.Err, ErrServerDown):
+		return o.Err.Error()
+	}
+	return ""
+}

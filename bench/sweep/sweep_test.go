@@ -1,6 +1,7 @@
 package sweep_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -140,6 +141,53 @@ func TestScaleFromTarget(t *testing.T) {
 	live, err := sweep.Open(t.Context(), cfg, nil, sweep.Options{})
 	require.NoError(t, err)
 	require.False(t, live.Scale().Scaled(), "a live endpoint beside a stale VETBENCH_STUB_TIME_SCALE")
+}
+
+// MeasurePass counts the failed points, hands every outcome over, and
+// ends with the server found down; labelled, a run's error says its pass.
+func TestMeasurePass(t *testing.T) {
+	cfg := load(t, map[string]string{"VETBENCH_LEVELS": "1,2", "VETBENCH_STUB_FAULTS": "engine-dead:after=13", "VETBENCH_CONTINUE_ON_ERROR": "1"})
+	dir, err := rundir.Open(filepath.Join(t.TempDir(), "run"), "", false, time.Now())
+	require.NoError(t, err)
+	run, err := sweep.Open(t.Context(), cfg, dir, sweep.Options{})
+	require.NoError(t, err)
+	seen := 0
+	failed, err := run.MeasurePass(t.Context(), "baseline 1/2", func(sweep.Outcome) { seen++ })
+	require.Equal(t, 1, seen)
+	require.Equal(t, 1, failed)
+	require.ErrorIs(t, err, sweep.ErrServerDown)
+	require.NoError(t, run.Close(false))
+
+	// Interrupted: whatever the network said, ErrInterrupted, nothing
+	// counted as failed.
+	cfg = load(t, map[string]string{"VETBENCH_LEVELS": "1,2"})
+	run, err = sweep.Open(t.Context(), cfg, nil, sweep.Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	failed, err = run.MeasurePass(ctx, "", func(sweep.Outcome) {})
+	require.Zero(t, failed)
+	require.ErrorIs(t, err, sweep.ErrInterrupted)
+	require.NoError(t, run.Close(false))
+}
+
+// MeasureTokenPass measures every token point in order, a receipt each.
+func TestMeasureTokenPass(t *testing.T) {
+	cfg := load(t, map[string]string{"VETBENCH_TOKENS_WORKLOADS": "text", "VETBENCH_TOKENS_LEVELS": "1,2",
+		"VETBENCH_TOKENS_OUTPUT": "4", "VETBENCH_TOKENS_REPEATS": "1"})
+	dir, err := rundir.Open(filepath.Join(t.TempDir(), "run"), "", false, time.Now())
+	require.NoError(t, err)
+	run, err := sweep.Open(t.Context(), cfg, dir, sweep.Options{Kind: sweep.Tokens})
+	require.NoError(t, err)
+	tr, err := run.TokenRunner(t.Context())
+	require.NoError(t, err)
+	var names []string
+	recs, failed, err := run.MeasureTokenPass(t.Context(), tr, func(o sweep.TokenOutcome) { names = append(names, o.Name()) })
+	require.NoError(t, err)
+	require.Zero(t, failed)
+	require.Len(t, recs, 2)
+	require.Equal(t, []string{"workload=text/c=1", "workload=text/c=2"}, names)
+	require.NoError(t, run.Close(true))
 }
 
 // A token point fails by the same rule as a judgments point: a repeat

@@ -178,3 +178,31 @@ func (p *Pitfall) Measure(ctx context.Context, workload string) ([]decode.Inflat
 	base.SLO = nil
 	return decode.CachePitfall(ctx, p.shared, p.unique, base, p.run.Config.Tokens.Levels)
 }
+
+// MeasureTokenPass measures every token point with tr, in order (each
+// written by MeasureTokens), handing each outcome to each, and returns
+// the receipts, how many points failed (an error with a receipt), and
+// what ended the pass early: ErrInterrupted (ctx done), the run's error
+// (a receipt not written), or the error of a point that measured nothing.
+func (r *Run) MeasureTokenPass(ctx context.Context, tr *decode.Runner, each func(TokenOutcome)) (recs []*tokens.Receipt, failed int, err error) {
+	for _, st := range r.TokenSteps() {
+		if ctx.Err() != nil {
+			return recs, failed, ErrInterrupted
+		}
+		o, err := r.MeasureTokens(ctx, tr, st)
+		if err != nil {
+			return recs, failed, err
+		}
+		each(o)
+		switch {
+		case o.Receipt == nil && o.Err != nil:
+			return recs, failed, o.Err
+		case o.Err != nil:
+			failed++
+		}
+		if o.Receipt != nil {
+			recs = append(recs, o.Receipt)
+		}
+	}
+	return recs, failed, nil
+}

@@ -41,10 +41,30 @@ func workflowSteps(t *testing.T) []ciStep {
 	return steps
 }
 
+// ciSlowdown is the candidate twin's slowdown in TestCIWorkflowSteps, the
+// size of the margin the physics guarantees on a loaded machine. The twin
+// never answers before its modelled time (a timer fires late, never early),
+// so a candidate pass takes at least ciSlowdown × M, M = 0.305 s of wall
+// clock (14 checks judgments at c=4 on h100-gemma4-31b at ×10: 3.05 s of
+// model time), while a baseline pass takes M + O, O the machine's share
+// (CPU and scheduling, partly hidden behind the modelled waits). The gate
+// fails judgments/s for sure while every candidate pass is slower than
+// every baseline one by more than its 5% margin: O < (ciSlowdown/1.05 − 1)
+// × M. At 2× that is O < 0.27 s, and a load of ~17 on 2 cores with a
+// parallel static build reached it (judgments/s overlapped; only queue-sec
+// failed). At 5× it is O < 1.15 s, over 7 times the whole serialized
+// overhead of a pass measured at that load (0.04–0.15 s at time scale
+// 10⁶, where M ≈ 0), for 5.5 s more of candidate. How small a slowdown the
+// gate catches is receipts/speed's to show, on recorded and synthetic
+// samples; here it is the workflow's plumbing.
+const ciSlowdown = "5"
+
 // The workflow's steps, run in its order as a script against the twin
 // from nothing (no baseline: one is recorded), with a candidate twin slowed
-// 2×: answers pass, speed fails, both report, the summary holds the report
-// and never the receipts, and the job's verdict is the worse of the two.
+// ciSlowdown×: answers pass, speed fails, both report, the summary holds
+// the report and never the receipts, and the job's verdict is the worse of
+// the two. The control: the baseline's own run as the candidate passes
+// speed and the verdict (a "worse" that is not always said).
 func TestCIWorkflowSteps(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -76,18 +96,19 @@ size = 2
 	ci := filepath.Join(dir, "ci")
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	run := func(step string, extra ...string) (string, int) {
+	runIn := func(ciDir, step string, extra ...string) (string, int) {
 		cmd := exec.Command(filepath.Join(root, "scripts", "ci"), step)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), append([]string{"CI_DIR=" + ci, "CI_COUNT=6", "CI_CONFIG=" + config, "GITHUB_STEP_SUMMARY="}, extra...)...)
+		cmd.Env = append(os.Environ(), append([]string{"CI_DIR=" + ciDir, "CI_COUNT=6", "CI_CONFIG=" + config, "GITHUB_STEP_SUMMARY="}, extra...)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), exitCode(t, err)
 	}
+	run := func(step string, extra ...string) (string, int) { return runIn(ci, step, extra...) }
 	want := map[string]int{"baseline": 0, "candidate": 0, "answers": 0, "speed": exitFail, "report": 0, "verdict": exitFail}
 	for _, s := range steps {
 		var extra []string
 		if s.name == "candidate" {
-			extra = []string{"VETBENCH_STUB_SLOWDOWN=2"}
+			extra = []string{"VETBENCH_STUB_SLOWDOWN=" + ciSlowdown}
 		}
 		out, code := run(s.name, extra...)
 		require.Equal(t, want[s.name], code, "scripts/ci %s:\n%s", s.name, out)
@@ -117,6 +138,18 @@ size = 2
 		return nil
 	}))
 	require.Less(t, size, int64(2<<20), "the upload is a summary, not the run")
+
+	// The control, on no timer: the baseline's own run as the candidate
+	// has the same answers and the same speed, so both steps and the
+	// verdict pass.
+	same := filepath.Join(dir, "same")
+	for _, side := range []string{"baseline", "candidate"} {
+		require.NoError(t, os.CopyFS(filepath.Join(same, side), os.DirFS(filepath.Join(ci, "baseline"))))
+	}
+	for _, step := range []string{"answers", "speed", "verdict"} {
+		out, code := runIn(same, step)
+		require.Equal(t, exitPass, code, "scripts/ci %s, the baseline against itself:\n%s", step, out)
+	}
 }
 
 // actionlint (a tool of go.mod: Debian has no package) finds nothing in the

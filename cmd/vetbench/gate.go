@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/vetbench/vetbench/bench/metrics"
@@ -60,18 +59,12 @@ func runGate(ctx context.Context, e *env, args []string) int {
 			return fail("%v", err)
 		}
 	}
-	base, err := speed.LoadFile(files[0])
-	if err != nil {
-		return fail("baseline: %v", errors.Join(err, runErrs[0]))
-	}
-	cand, err := speed.LoadFile(files[1])
-	if err != nil {
-		if runErrs[1] != nil && runErrs[0] == nil {
-			// Nothing of the candidate to read (its server was down from
-			// the start): it failed all the same.
-			return failure(e, "gate", o.asJSON, exitFail, fmt.Sprintf("candidate run failed: %v", errors.Join(runErrs[1], err)))
-		}
-		return fail("candidate: %v", errors.Join(err, runErrs[1]))
+	base, cand, err := speed.LoadPair([2]string(files), runErrs)
+	switch {
+	case errors.Is(err, speed.ErrCandidateRun):
+		return failure(e, "gate", o.asJSON, exitFail, err.Error())
+	case err != nil:
+		return fail("%v", err)
 	}
 	return decideGate(ctx, e, o, base, cand, files, runErrs)
 }
@@ -142,14 +135,8 @@ func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Sampl
 // else benchstat would split the tables and compare nothing. It is for
 // display only: a failure is a note, never a verdict.
 func showBenchstat(ctx context.Context, e *env, base, cand *speed.Samples, files []string) {
-	ignore := speed.VaryingConfig(base, cand)
-	args := []string{"tool", "benchstat"}
-	if len(ignore) > 0 {
-		args = append(args, "-ignore", strings.Join(ignore, ","))
-	}
-	args = append(args, "baseline="+files[0], "candidate="+files[1])
 	var out, errb bytes.Buffer
-	if err := e.exec(ctx, nil, &out, &errb, "go", args...); err != nil {
+	if err := e.exec(ctx, nil, &out, &errb, "go", speed.BenchstatArgs(base, cand, [2]string(files))...); err != nil {
 		fmt.Fprintf(e.stderr, "vetbench gate: go tool benchstat unavailable (%v); the decision below does not need it\n%s", err, errb.String())
 		return
 	}
@@ -189,38 +176,33 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	defer root.Close()
 	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
-	ab, err := sweep.OpenAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments))
-	if err != nil {
-		return nil, failed, err
-	}
-	defer ab.Close(ctx)
-	files := ab.Files()
-	err = measureAB(ctx, e, ab, prog, o.count)
-	if cerr := ab.Close(ctx); err == nil {
-		err = cerr
-	}
-	return files[:], ab.Failed, err
+	files, failed, err := sweep.MeasureAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments), o.count,
+		abConsole(ctx, e, prog, o.count))
+	return files[:], failed, err
 }
 
-// measureAB runs the A/B's passes with a progress line and one line per
-// run on stderr.
-func measureAB(ctx context.Context, e *env, ab *sweep.AB, prog *progress.Renderer, count int) error {
-	ab.Note = func(msg string) { fmt.Fprintf(e.stderr, "vetbench gate: %s\n", msg) }
-	for i, r := range ab.Runs {
-		if r != nil {
-			fmt.Fprintln(e.stderr, targetLine(sweep.ABNames[i], r))
-		}
+// abConsole is gate -run's console: a progress line, a line per side and
+// per run on stderr.
+func abConsole(ctx context.Context, e *env, prog *progress.Renderer, count int) sweep.ABConsole {
+	return sweep.ABConsole{
+		Now:  e.now,
+		Note: func(msg string) { fmt.Fprintf(e.stderr, "vetbench gate: %s\n", msg) },
+		Start: func(ab *sweep.AB) {
+			for i, r := range ab.Runs {
+				if r != nil {
+					fmt.Fprintln(e.stderr, targetLine(sweep.ABNames[i], r))
+				}
+			}
+			prog.Plan(ab.Points(count))
+		},
+		Pass: func(p sweep.ABPass, run *sweep.Run) (int, error) {
+			prog.SetLabel(p.Label)
+			prog.SetTimeScale(run.Scale().Factor)
+			// The receipts hold the point lines; one line per run here.
+			return printPass(ctx, e, "gate", sweep.ABNames[p.Side], run, prog, e.stderr, false)
+		},
+		Done: func(p sweep.ABPass, left time.Duration) {
+			fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", p.Index, p.N, p.Label, p.Arg, progress.Duration(left))
+		},
 	}
-	prog.Plan(ab.Points(count))
-	pass := func(p sweep.ABPass) (int, error) {
-		run := ab.Runs[p.Side]
-		prog.SetLabel(p.Label)
-		prog.SetTimeScale(run.Scale().Factor)
-		// The receipts hold the point lines; one line per run here.
-		return printPass(ctx, e, "gate", sweep.ABNames[p.Side], run, prog, e.stderr, false)
-	}
-	done := func(p sweep.ABPass, left time.Duration) {
-		fmt.Fprintf(e.stderr, "vetbench gate: run %d/%d done (%s, target %s); about %s left\n", p.Index, p.N, p.Label, ab.Sides[p.Side].Arg, progress.Duration(left))
-	}
-	return ab.Measure(ctx, count, e.now, pass, done)
 }

@@ -88,20 +88,18 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	return matrixVerdict(ctx, e, m, runErr, bf, base)
 }
 
-// printPlan says, before anything is measured, what will run: first the
-// notices (trimmed contexts, with the grid that will run), then the time
-// scale and the estimate. Notices are printed under -quiet too.
+// printPlan says, before anything is measured, what will run: the
+// notices (trimmed contexts, with the grid that will run; under -quiet
+// too), then the plan's summary.
 func printPlan(w io.Writer, r *grid.Runner, p grid.Plan, quiet bool) {
 	for _, n := range p.Notice {
 		fmt.Fprintf(w, "vetbench matrix: NOTE: %s\n", n)
 	}
-	if quiet {
-		return
+	for _, line := range p.Summary(r.TimeScale) {
+		if !quiet {
+			fmt.Fprintf(w, "vetbench matrix: %s\n", line)
+		}
 	}
-	if s := r.TimeScale; s > 1 {
-		fmt.Fprintf(w, "vetbench matrix: twin ×%g time scale: every wait (window, hold, timeouts, budget) and every figure is model time\n", s)
-	}
-	fmt.Fprintf(w, "vetbench matrix: %s; estimate %s\n", p.Grid(), p.Estimate.Text(p.Cells, p.Prefill, r.TimeScale))
 }
 
 // matrixVerdict is the exit status of a measured matrix: interrupted,

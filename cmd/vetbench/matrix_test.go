@@ -71,7 +71,7 @@ func TestMatrixCommandStatuses(t *testing.T) {
 	require.Contains(t, stdout, "Requests queued")
 	require.Contains(t, stdout, "Skipped")
 	require.Contains(t, stdout, "1000 c=4: Requests queued: never ready")
-	require.Contains(t, stdout, "1000 c=8: Skipped: C × (context + output) = 8 × (1000 + 20000) = 168000 tokens exceeds the KV cache of 96000 tokens")
+	require.Contains(t, stdout, "1000 c=8: Skipped: context + C × output = 1000 + 8 × 20000 = 161000 tokens (the prompt's cached blocks shared by the streams) exceeds the KV cache of 96000 tokens")
 
 	// A looping model: the cell says Looped.
 	environ, _ = fakeEnv(t, tokenstest.Config{Loop: func(q tokenstest.Request) bool { return q.MaxTokens > 1 }})

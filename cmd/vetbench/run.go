@@ -16,23 +16,20 @@ func runRun(ctx context.Context, e *env, args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitNoVerdict
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "vetbench run: unexpected argument %q\n", fs.Arg(0))
-		return exitNoVerdict
-	}
-	if *count < 1 {
-		fmt.Fprintf(e.stderr, "vetbench run: -count %d: want at least 1\n", *count)
-		return exitNoVerdict
+	fail := func(err error) int { return failure(e, "run", false, exitNoVerdict, err.Error()) }
+	switch {
+	case fs.NArg() > 0:
+		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	case *count < 1:
+		return fail(fmt.Errorf("-count %d: want at least 1", *count))
 	}
 	cfg, err := config.Load(config.Env(e.lookup), flags)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
-		return exitNoVerdict
+		return fail(err)
 	}
 	dir, err := openRunDir(e, cfg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "vetbench run: %v\n", err)
-		return exitNoVerdict
+		return fail(err)
 	}
 	defer dir.Close()
 	prog := newProgress(e.stderr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,39 +39,20 @@ func targetLine(label string, run *sweep.Run) string {
 	return line
 }
 
-// printPass measures one pass of run, printing a line per point to out
-// (every point when all, else only those with an error) and what went
-// wrong to e's stderr. failed counts the points that did not pass
-// (sweep.Failed); err is what ended the pass (sweep.Run.Pass), labelled.
+// printPass measures one pass of run (sweep.Run.MeasurePass), printing a
+// line per point to out (every point when all, else only those with an
+// error) and what went wrong to e's stderr.
 func printPass(ctx context.Context, e *env, cmd, label string, run *sweep.Run, prog *progress.Renderer, out io.Writer, all bool) (failed int, err error) {
 	scale := run.Scale()
-	for o, err := range run.Pass(ctx) {
+	return run.MeasurePass(ctx, label, func(o sweep.Outcome) {
 		prog.Clear()
 		if o.Receipt != nil && (all || o.Err != nil) {
 			fmt.Fprintln(out, sweep.PointLine(label, o.Receipt, o.Path, scale))
 		}
-		where := fmt.Sprintf("vetbench %s: %s%s %s", cmd, labelPrefix(label), o.Set, o.Point.Describe())
-		switch {
-		case o.Err == nil:
-		case ctx.Err() != nil:
-			fmt.Fprintf(e.stderr, "%s: interrupted: %v\n", where, o.Err)
-		case o.Failed():
-			failed++
-			fmt.Fprintf(e.stderr, "%s: FAILED: %v\n", where, o.Err)
-		case errors.Is(o.Err, sweep.ErrServerDown):
-			fmt.Fprintf(e.stderr, "%s: %v\n", where, o.Err)
+		if msg := o.Problem(ctx.Err() != nil); msg != "" {
+			fmt.Fprintf(e.stderr, "vetbench %s: %s%s %s: %s\n", cmd, labelPrefix(label), o.Set, o.Point.Describe(), msg)
 		}
-		switch {
-		case err == nil:
-		case ctx.Err() != nil || errors.Is(err, sweep.ErrInterrupted):
-			return failed, sweep.ErrInterrupted
-		case errors.Is(err, sweep.ErrServerDown) || label == "":
-			return failed, err
-		default:
-			return failed, fmt.Errorf("%s %w", label, err)
-		}
-	}
-	return failed, nil
+	})
 }
 
 // openRunDir is the run directory cfg names (refused when it holds results,

@@ -43,8 +43,10 @@ const (
 	Looped Status = "looped"
 	// Failed: requests failed; figures discarded or partial.
 	Failed Status = "failed"
-	// Skipped: not run — C × (context + output) exceeds the server's KV
-	// capacity, or the run's budget was spent (the reason says which).
+	// Skipped: not run — the cell's KV (context + C × output with the
+	// prompt cached once, C × (context + output) without a prefix cache)
+	// exceeds the server's KV capacity, or the run's budget was spent (the
+	// reason says which).
 	Skipped Status = "skipped"
 )
 

@@ -397,28 +397,59 @@ func (b *builder) gateSection() (Section, bool) {
 		t.Rows = append(t.Rows, []Cell{{Text: m.Benchmark}, {Text: m.Unit}, {Text: orDash(m.Better)}, summaryCell(m.Baseline), summaryCell(m.Candidate), delta, p, v})
 	}
 	t.CSVOnly = true
-	s.Tables = []Table{gatePivot(g), t}
+	s.Tables = append(gatePivot(g), t)
 	return s, true
 }
 
+// pivotUnits is how many metrics one pivot table holds: more go to the
+// next table, so each fits a 1280 px page (a run reports up to 16 units).
+const pivotUnits = 7
+
 // gatePivot lays the gate out as benchmarks × units: the change of the
 // candidate's median, toned by the verdict; the figures in the hover text
-// and in gate.csv.
-func gatePivot(g *speed.Report) Table {
-	var benches, units []string
+// and in gate.csv. The units are split over tables of pivotUnits.
+func gatePivot(g *speed.Report) []Table {
+	var units []string
+	for _, m := range g.Metrics {
+		if !slices.Contains(units, m.Unit) {
+			units = append(units, m.Unit)
+		}
+	}
+	var out []Table
+	for i := 0; i < len(units); i += pivotUnits {
+		t := gatePivotOf(g, units[i:min(len(units), i+pivotUnits)])
+		if len(units) > pivotUnits {
+			t.Caption += fmt.Sprintf(" (%d of %d)", i/pivotUnits+1, (len(units)+pivotUnits-1)/pivotUnits)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// shortBench is a benchmark's name without the Judgments/ prefix and the
+// -GOMAXPROCS suffix (set=checks/c=4), for a table's row head.
+func shortBench(name string) string {
+	name = strings.TrimPrefix(name, "Judgments/")
+	if i := strings.LastIndexByte(name, '-'); i > strings.LastIndexByte(name, '/') {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name = name[:i]
+		}
+	}
+	return name
+}
+
+func gatePivotOf(g *speed.Report, units []string) Table {
+	var benches []string
 	byKey := map[[2]string]speed.Metric{}
 	for _, m := range g.Metrics {
 		if !slices.Contains(benches, m.Benchmark) {
 			benches = append(benches, m.Benchmark)
 		}
-		if !slices.Contains(units, m.Unit) {
-			units = append(units, m.Unit)
-		}
 		byKey[[2]string{m.Benchmark, m.Unit}] = m
 	}
 	t := Table{Caption: "Candidate vs baseline median per benchmark and metric (hover for the figures; all of them in gate.csv)", Header: append([]string{"benchmark"}, units...)}
 	for _, bn := range benches {
-		row := []Cell{{Text: bn}}
+		row := []Cell{{Text: shortBench(bn), Tip: bn}}
 		for _, u := range units {
 			m, ok := byKey[[2]string{bn, u}]
 			if !ok {

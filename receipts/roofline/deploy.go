@@ -213,6 +213,7 @@ func (s *Shape) draftPass(batch, tp, layers int) StepCost {
 	active := float64(s.split.active)/n + float64(s.replicated.active)
 	c.WeightFLOPs = 2 * float64(batch) * (f*active + float64(s.outHead())/n)
 	c.Bytes, c.FLOPs = c.WeightBytes, c.WeightFLOPs
+	s.expertCost(&c, batch, f, tp)
 	return c
 }
 

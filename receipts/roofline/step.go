@@ -19,6 +19,11 @@ type StepCost struct {
 
 	WeightBytes, KVBytes, Bytes        float64
 	WeightFLOPs, AttentionFLOPs, FLOPs float64
+	// ExpertBytes and ExpertFLOPs are the routed experts' part of
+	// WeightBytes and WeightFLOPs (one row per token and expert it routes
+	// to); PaddedExpertFLOPs is what the grouped GEMM computes, every
+	// expert's rows rounded up to its row block (ExpertRows).
+	ExpertBytes, ExpertFLOPs, PaddedExpertFLOPs float64
 }
 
 // Intensity is FLOPs per byte moved.
@@ -34,6 +39,7 @@ func (c StepCost) Intensity() float64 {
 func (c StepCost) scale(f float64) StepCost {
 	c.WeightBytes, c.KVBytes, c.Bytes = f*c.WeightBytes, f*c.KVBytes, f*c.Bytes
 	c.WeightFLOPs, c.AttentionFLOPs, c.FLOPs = f*c.WeightFLOPs, f*c.AttentionFLOPs, f*c.FLOPs
+	c.ExpertBytes, c.ExpertFLOPs, c.PaddedExpertFLOPs = f*c.ExpertBytes, f*c.ExpertFLOPs, f*c.PaddedExpertFLOPs
 	return c
 }
 
@@ -41,6 +47,7 @@ func (c StepCost) scale(f float64) StepCost {
 func (c StepCost) add(d StepCost) StepCost {
 	c.WeightBytes, c.KVBytes, c.Bytes = c.WeightBytes+d.WeightBytes, c.KVBytes+d.KVBytes, c.Bytes+d.Bytes
 	c.WeightFLOPs, c.AttentionFLOPs, c.FLOPs = c.WeightFLOPs+d.WeightFLOPs, c.AttentionFLOPs+d.AttentionFLOPs, c.FLOPs+d.FLOPs
+	c.ExpertBytes, c.ExpertFLOPs, c.PaddedExpertFLOPs = c.ExpertBytes+d.ExpertBytes, c.ExpertFLOPs+d.ExpertFLOPs, c.PaddedExpertFLOPs+d.PaddedExpertFLOPs
 	return c
 }
 
@@ -149,5 +156,19 @@ func (s *Shape) cost(parts []Part, tp int) StepCost {
 	c.WeightFLOPs = 2*float64(c.Tokens)*body + 2*float64(logits)*head
 	c.Bytes = c.WeightBytes + c.KVBytes
 	c.FLOPs = c.WeightFLOPs + c.AttentionFLOPs
+	s.expertCost(&c, c.Tokens, 1, tp)
 	return c
+}
+
+// expertCost sets c's routed-expert part for a pass of tokens tokens over
+// a share f of the MoE layers on one of tp GPUs.
+func (s *Shape) expertCost(c *StepCost, tokens int, f float64, tp int) {
+	if s.Config.MoE == nil {
+		return
+	}
+	n, layers := float64(tp), f*float64(s.MoELayers())
+	c.ExpertBytes = layers * s.ExpertsRead(tokens) * s.ExpertBytes / n
+	per := 2 * float64(s.ExpertParams) / n // one row through one expert
+	c.ExpertFLOPs = layers * float64(tokens) * float64(s.Config.MoE.TopK) * per
+	c.PaddedExpertFLOPs = layers * s.ExpertRows(tokens) * per
 }

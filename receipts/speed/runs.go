@@ -1,8 +1,10 @@
 package speed
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Refused says the outputs were not compared: their identity differs and
@@ -61,4 +63,39 @@ func (r *Report) Outcome() Outcome {
 		return Slower
 	}
 	return Pass
+}
+
+// ErrCandidateRun is a candidate whose run failed (gate -run) and left no
+// output to read: it failed all the same.
+var ErrCandidateRun = errors.New("candidate run failed")
+
+// LoadPair reads the baseline's and the candidate's outputs (LoadFile);
+// runs are why each side's run failed, nil when it did not or was read
+// from a file, joined to that side's read error. A candidate with nothing
+// to read after its run failed (its server was down from the start) is
+// ErrCandidateRun when the baseline's run did not fail.
+func LoadPair(files [2]string, runs [2]error) (base, cand *Samples, err error) {
+	if base, err = LoadFile(files[0]); err != nil {
+		return nil, nil, fmt.Errorf("baseline: %w", errors.Join(err, runs[0]))
+	}
+	if cand, err = LoadFile(files[1]); err != nil {
+		if runs[1] != nil && runs[0] == nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrCandidateRun, errors.Join(runs[1], err))
+		}
+		return nil, nil, fmt.Errorf("candidate: %w", errors.Join(err, runs[1]))
+	}
+	return base, cand, nil
+}
+
+// BenchstatArgs are the go command's arguments that show benchstat's
+// tables of the two files (for reading; the decision never parses them).
+// Configuration keys whose values differ between them (target,
+// endpoint…) are ignored, else benchstat would split the tables and
+// compare nothing.
+func BenchstatArgs(base, cand *Samples, files [2]string) []string {
+	args := []string{"tool", "benchstat"}
+	if ignore := VaryingConfig(base, cand); len(ignore) > 0 {
+		args = append(args, "-ignore", strings.Join(ignore, ","))
+	}
+	return append(args, "baseline="+files[0], "candidate="+files[1])
 }
