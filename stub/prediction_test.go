@@ -99,7 +99,7 @@ func TestPredictionReport(t *testing.T) {
 // predictionBoundDeepSeek bounds the DeepSeek prediction's mean error: the
 // model misses the large batches by a factor (docs/prediction.md says
 // why), and this bound is what the closing note quotes, not a target.
-const predictionBoundDeepSeek = 0.40
+const predictionBoundDeepSeek = 0.20
 
 // concurrency reads the c= of a row label.
 func concurrency(row string) int {

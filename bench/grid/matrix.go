@@ -439,10 +439,12 @@ func (r *Runner) askedPrefill(ctx context.Context, o Options, pr PlanRow, spent 
 	}
 	chars, err := r.promptChars(ctx, o, tokens)
 	if err != nil {
-		return matrix.Prefill{Context: label, ContextTokens: tokens, Requests: 1, Status: matrix.Failed, Reason: "calibrate the prompt: " + err.Error()}, true
+		return matrix.Prefill{Context: label, ContextTokens: slices.Max(pr.Asked), Requests: 1, Status: matrix.Failed, Reason: "calibrate the prompt: " + err.Error()}, true
 	}
 	row := &Row{Asked: slices.Max(pr.Asked), Tokens: tokens, Label: label, r: r, o: o, chars: chars}
-	return row.Prefill(ctx), true
+	p := row.Prefill(ctx)
+	p.ContextTokens = row.Asked // the row is the context asked; its prompt is what fits (PromptTokens says)
+	return p, true
 }
 
 // askedPrefillContext is the asked context's prefill length and label,

@@ -269,6 +269,15 @@ func TestAskedContextKeepsItsPrefillRow(t *testing.T) {
 		labels[p.Context] = p.ContextTokens
 	}
 	require.Equal(t, map[string]int{"3K": 3596, "4K": 4096}, labels)
+	require.NoError(t, m.Validate(), "labels and contexts agree")
+
+	// At most the 64-token room off the asked context: 4160 − 64 = 4096
+	// tokens of prompt under the asked 4160's label.
+	o.Contexts = []int{4160}
+	m, err = r.Run(t.Context(), o)
+	require.NoError(t, err)
+	require.NoError(t, m.Validate())
+	require.Equal(t, "4K", m.Prefill[1].Context)
 
 	// Not trimmed: one prefill row.
 	o.Contexts = []int{3000}
