@@ -2,6 +2,8 @@ package stub
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,5 +92,55 @@ func FuzzAppendJSONString(f *testing.F) {
 		want, err := marshal(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(appendJSONString(nil, s)))
+	})
+}
+
+// TestChannelTextOneToken: the one-token fast path splits as the loop
+// does, on every side of the end of reasoning.
+func TestChannelTextOneToken(t *testing.T) {
+	text := func(i int) string { return string(rune('a' + i)) }
+	for _, end := range []int{0, 1, 4} {
+		for from := range 7 {
+			r, c, ok := channelText(from, from+1, end, text)
+			switch {
+			case end == 0 || from > end:
+				require.Equal(t, []any{"", text(from), true}, []any{r, c, ok}, "end %d from %d", end, from)
+			case from < end:
+				require.Equal(t, []any{text(from), "", true}, []any{r, c, ok}, "end %d from %d", end, from)
+			default:
+				require.Equal(t, []any{"", "", false}, []any{r, c, ok}, "end %d from %d", end, from)
+			}
+		}
+	}
+}
+
+// discardWriter is a ResponseWriter that throws the body away.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkStreamChunk is the stream writer's cost of putting one token's
+// chunk on the wire (a continuous-usage content chunk): json is the
+// former encoder (marshal and fmt.Fprintf), append the hand encoder.
+func BenchmarkStreamChunk(b *testing.B) {
+	ch := chunkCases()["length continuous"]
+	b.Run("enc=json", func(b *testing.B) {
+		w := &discardWriter{h: http.Header{}}
+		for b.Loop() {
+			c := ch
+			buf, err := marshal(c)
+			require.NoError(b, err)
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", buf)
+		}
+	})
+	b.Run("enc=append", func(b *testing.B) {
+		out := &sse{w: &discardWriter{h: http.Header{}}}
+		head := chunkHead(&ch)
+		for b.Loop() {
+			c := ch
+			out.chunk(head, &c)
+		}
 	})
 }
