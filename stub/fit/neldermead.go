@@ -45,16 +45,20 @@ func NelderMead(f func([]float64) float64, x0 []float64, restarts, iters int) []
 			fr := f(xr)
 			switch {
 			case fr < vals[0]:
-				if xe := at(-2); f(xe) < fr {
-					simplex[n], vals[n] = xe, f(xe)
+				// f is evaluated once a point: a deterministic f gives the
+				// same search as evaluating it again.
+				xe := at(-2)
+				if fe := f(xe); fe < fr {
+					simplex[n], vals[n] = xe, fe
 				} else {
 					simplex[n], vals[n] = xr, fr
 				}
 			case fr < vals[n-1]:
 				simplex[n], vals[n] = xr, fr
 			default:
-				if xc := at(0.5); f(xc) < vals[n] {
-					simplex[n], vals[n] = xc, f(xc)
+				xc := at(0.5)
+				if fc := f(xc); fc < vals[n] {
+					simplex[n], vals[n] = xc, fc
 				} else {
 					for i := 1; i <= n; i++ {
 						for j := range simplex[i] {
