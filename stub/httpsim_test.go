@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,15 +41,21 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 		for _, scale := range []float64{1, 10} {
 			b.Run(fmt.Sprintf("%s/c=%d/scale=%g", pc.name, pc.c, scale), func(b *testing.B) {
 				var got TokensPoint
-				var missed float64
+				var missed, cpu float64
 				for b.Loop() {
-					got, missed = httpTokens(b, p, scale, tr, pc.c)
+					got, missed, cpu = httpTokens(b, p, scale, tr, pc.c)
 				}
 				b.Logf("sim %.1f tok/s TTFT %.1f ms; HTTP %.1f tok/s TTFT %.1f ms (model time)",
 					sim.Aggregate, sim.TTFT*1e3, got.Aggregate, got.TTFT*1e3)
 				b.ReportMetric(got.Aggregate/sim.Aggregate, "tokps-ratio")
 				b.ReportMetric(got.TTFT/sim.TTFT, "ttft-ratio")
 				b.ReportMetric(missed, "missed-steps")
+				// The process's CPU per streamed token (server and client
+				// together) against the wall time the model gives a token:
+				// above 1 the run cannot keep the model's pace on one core
+				// whatever the scheduler does.
+				b.ReportMetric(cpu*1e6, "cpu-µs/token")
+				b.ReportMetric(cpu*sim.Aggregate*scale, "cpu-per-model-wall")
 			})
 		}
 	}
@@ -56,8 +63,9 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 
 // httpTokens runs the token-throughput method against a twin of p served
 // on loopback at the time scale, and returns its figures in model time and
-// the twin's missed deadlines.
-func httpTokens(b *testing.B, p Profile, scale float64, tr TokensRun, c int) (TokensPoint, float64) {
+// the twin's missed deadlines and the process's CPU seconds per token of
+// the timed batches.
+func httpTokens(b *testing.B, p Profile, scale float64, tr TokensRun, c int) (TokensPoint, float64, float64) {
 	rs, err := Start(Config{Profile: p, TimeScale: scale})
 	require.NoError(b, err)
 	defer rs.Close()
@@ -85,6 +93,7 @@ func httpTokens(b *testing.B, p Profile, scale float64, tr TokensRun, c int) (To
 	}
 	batch() // warm-up
 	pt := TokensPoint{Workload: "text", C: c}
+	cpu0 := cpuSeconds()
 	var total int
 	var totalWall, ttft float64
 	for range tr.Repeats {
@@ -96,7 +105,16 @@ func httpTokens(b *testing.B, p Profile, scale float64, tr TokensRun, c int) (To
 	}
 	pt.Aggregate = float64(total) / totalWall
 	pt.TTFT = ttft / float64(tr.Repeats)
-	return pt, rs.eng.missedSteps()
+	return pt, rs.eng.missedSteps(), (cpuSeconds() - cpu0) / float64(max(total, 1))
+}
+
+// cpuSeconds is the process's user and system CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // streamOnce sends one streamed chat request and returns when its first

@@ -84,6 +84,7 @@ func parseGate(e *env, args []string) (o gateOpts, pos []string, code int, ok bo
 	fs.Float64Var(&o.policy.Margin, "margin", o.policy.Margin, "relative `change` in the bad direction that fails when significant (0.05 = 5%)")
 	fs.Float64Var(&o.policy.Alpha, "alpha", o.policy.Alpha, "significance level of the Mann-Whitney U test")
 	fs.BoolVar(&o.policy.Holm, "holm", o.policy.Holm, "hold -alpha family-wise across all gated metrics (Holm); false tests each metric at -alpha")
+	fs.BoolVar(&o.policy.AllowFewRuns, "allow-few-runs", false, "decide on the metrics whose runs can reach significance and list the others as too_few_runs, instead of no verdict (exit 2)")
 	fs.BoolVar(&o.policy.AllowIdentityDrift, "allow-identity-drift", false, "compare outputs whose identity configuration (model, twin profile, time scale, fixture, …) differs, listing what differs")
 	var minGoodput float64
 	fs.Float64Var(&minGoodput, "min-goodput", 0, "fail when the candidate's median goodput (share of judgments within the run's SLO latency, metric "+metrics.Goodput+") is below this `share` on any benchmark, whatever the baseline did; 0 = no floor")

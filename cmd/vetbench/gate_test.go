@@ -63,7 +63,8 @@ func TestGateFiles(t *testing.T) {
 		{"20% slower fails", base, slower, 10, exitFail, "judgments/s: candidate -", 1, 2},
 		{"unchanged passes", base, base, 10, exitPass, "PASS: 8 gated metrics", 3, 4},
 		{"noisy but equal passes", noisy, noisy, 10, exitPass, "PASS", 5, 6},
-		{"too few runs cannot decide", base, slower, 3, exitNoVerdict, "can never reach p < 0.05", 7, 8},
+		{"too few runs cannot decide", base, slower, 3, exitNoVerdict, "too few runs: with 6 tested metrics Holm needs p < 0.00833; 3 vs 3 runs reach at best p = 0.1; use -count 5 or more", 7, 8},
+		{"5 runs suffice for 6 metrics", base, slower, 5, exitFail, "judgments/s: candidate -", 7, 8},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,7 +193,7 @@ func TestGateRunInterleaves(t *testing.T) {
 	environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": "2"}
 	stdout, stderr, code := runWith(t, environ, "gate", "-run", "-count", "3", "-benchstat=false", twins[0], twins[1])
 	require.Equal(t, exitNoVerdict, code, stdout+stderr)
-	require.Contains(t, stdout, "can never reach p < 0.05")
+	require.Contains(t, stdout, "too few runs: ")
 
 	var order []string
 	for _, line := range strings.Split(stderr, "\n") {
@@ -301,7 +302,7 @@ func TestGateRunFailedSide(t *testing.T) {
 	}{
 		{"candidate fails", twin(), twin(stops), exitFail, []string{"candidate run failed: candidate 1/3: 1 point(s) did not pass"}},
 		{"baseline fails", twin(stops), twin(), exitNoVerdict, []string{"baseline run failed: baseline 1/3: 1 point(s) did not pass"}},
-		{"control", twin(), twin(), exitNoVerdict, []string{"can never reach p < 0.05"}},
+		{"control", twin(), twin(), exitNoVerdict, []string{"too few runs: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "gate")
@@ -373,4 +374,79 @@ func TestGateJSONIdentityMismatchIsAnError(t *testing.T) {
 	// With the drift allowed it is a gate report again.
 	stdout, _, _ = run(t, "gate", "-json", "-allow-identity-drift", rec+"baseline.txt", drift)
 	require.Contains(t, stdout, `"schema": "vetbench.gate/v1"`)
+}
+
+// firstRuns keeps the first n runs (lines) of every benchmark of a
+// recorded output: the same measurement at a smaller -count.
+func firstRuns(t *testing.T, path string, n int) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	seen := map[string]int{}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if name, _, ok := strings.Cut(line, "\t"); ok && strings.HasPrefix(name, "Benchmark") {
+			if seen[name]++; seen[name] > n {
+				continue
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// TestGateTooFewRunsForHolm: the recorded twin flow (gate.toml: 48 gated
+// metrics, 32 decided by the U test), its slowed candidate cut to fewer
+// runs. Before the fix 5 and 6 runs a side passed (exit 0: Holm needs
+// p < 0.05/32 = 0.00156, and 5 or 6 runs reach at best 0.0079 or 0.0022,
+// so nothing could fail); now they have no verdict (2) and say the count
+// that suffices, 7, at which the slowed twin fails (1), as at 10. With
+// -holm=false 5 runs decide; -allow-few-runs does not make a verdict of
+// runs that can decide nothing.
+func TestGateTooFewRunsForHolm(t *testing.T) {
+	t.Parallel()
+	const rec = "../../receipts/speed/testdata/twin/"
+	dir := t.TempDir()
+	cut := func(name string, n int) string {
+		return writeFile(t, dir, fmt.Sprintf("%s%d.txt", name, n), firstRuns(t, rec+name+".txt", n))
+	}
+	for _, c := range []struct {
+		n     int
+		flags []string
+		code  int
+		want  string
+	}{
+		{5, nil, exitNoVerdict, "too few runs: with 32 tested metrics Holm needs p < 0.00156; 5 vs 5 runs reach at best p = 0.0079; use -count 7 or more (or gate at most 6 metrics, or -holm=false)"},
+		{6, nil, exitNoVerdict, "too few runs: with 32 tested metrics Holm needs p < 0.00156; 6 vs 6 runs reach at best p = 0.0022; use -count 7 or more"},
+		{5, []string{"-allow-few-runs"}, exitNoVerdict, "too few runs: with 32 tested metrics"},
+		{5, []string{"-holm=false"}, exitFail, "judgments/s: candidate -"},
+		{7, nil, exitFail, "judgments/s: candidate -"},
+		{10, nil, exitFail, "judgments/s: candidate -"},
+	} {
+		args := append(append([]string{"gate", "-benchstat=false"}, c.flags...), cut("baseline", c.n), cut("slowed", c.n))
+		stdout, stderr, code := run(t, args...)
+		require.Equal(t, c.code, code, "%d runs %v:\n%s%s", c.n, c.flags, stdout, stderr)
+		require.Contains(t, stdout, c.want, "%d runs %v", c.n, c.flags)
+		if c.code == exitNoVerdict {
+			require.NotContains(t, stdout, "PASS")
+			require.Contains(t, stdout, "TOO_FEW_RUNS")
+		}
+	}
+	// The unchanged rerun at 5 runs: no verdict either (it is no pass).
+	_, _, code := run(t, "gate", "-benchstat=false", cut("baseline", 5), cut("unchanged", 5))
+	require.Equal(t, exitNoVerdict, code)
+
+	// -json: the power object and each metric's best p.
+	stdout, _, code := run(t, "gate", "-json", cut("baseline", 5), cut("slowed", 5))
+	require.Equal(t, exitNoVerdict, code)
+	var rep speed.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	require.Equal(t, speed.Power{Tested: 32, Threshold: 0.05 / 32, MinCount: 7, TooFewRuns: 32}, rep.Power)
+	require.Equal(t, 48, rep.Gated)
+	for _, m := range rep.Metrics {
+		if m.MinP != nil {
+			require.Equal(t, speed.FewRuns, m.Verdict, "%s %s", m.Benchmark, m.Unit)
+			require.InDelta(t, 2.0/252, *m.MinP, 1e-12)
+		}
+	}
 }

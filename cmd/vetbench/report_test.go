@@ -22,7 +22,7 @@ func TestReportWritesPageAndCSV(t *testing.T) {
 	stdout, stderr, code := run(t, "report", "-o", page, rd("base"), rd("cand"))
 	require.Equal(t, exitPass, code, stderr)
 	require.Equal(t, "wrote "+page+" and 13 CSV files in "+filepath.Join(dir, "pair_csv")+"\n"+
-		"Verdict — answers: FAIL · speed: pass · failures: TROUBLE\n", stdout, "the page's verdict banner, on the console too")
+		"Verdict — answers: FAIL · speed: no verdict · failures: TROUBLE\n", stdout, "the page's verdict banner, on the console too")
 	data, err := os.ReadFile(page)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(data), "<!DOCTYPE html>"))

@@ -335,6 +335,11 @@ type Policy struct {
 	// differs (IdentityCheck.Differs), listing what differs, instead of
 	// refusing.
 	AllowIdentityDrift bool `json:"allow_identity_drift"`
+	// AllowFewRuns decides on the tested metrics whose runs can reach
+	// significance and lists the others as too_few_runs, instead of leaving
+	// the gate without a verdict for them (see Power). With none able to,
+	// there is no verdict all the same.
+	AllowFewRuns bool `json:"allow_few_runs"`
 	// Floors are absolute targets, whatever the baseline did: unit → the
 	// least median the candidate must reach on every benchmark reporting
 	// it, for units where higher is better (a stated SLO goodput:
@@ -403,12 +408,16 @@ type Metric struct {
 	Delta   *float64 `json:"delta"`
 	P       *float64 `json:"p"`
 	Verdict Verdict  `json:"verdict"`
+	// MinP is the smallest p its run counts can give (MinP); null for a
+	// metric no test decides.
+	MinP *float64 `json:"min_p"`
 	// Significant says p is below alpha after the Holm correction.
 	Significant bool     `json:"significant"`
 	Warnings    []string `json:"warnings,omitempty"`
 
-	dir   int
-	exact bool
+	dir    int
+	exact  bool
+	assume benchmath.Assumption
 }
 
 // Summary is one side of a metric: benchmath's center (median) and
@@ -436,6 +445,8 @@ type Report struct {
 	// Identity is what the outputs' configuration lines say about
 	// comparing them.
 	Identity IdentityCheck `json:"identity"`
+	// Power is what the runs can reach against what the correction needs.
+	Power Power `json:"power"`
 
 	// baseRunFailed and candRunFailed are set by AddRuns.
 	baseRunFailed, candRunFailed bool
@@ -467,9 +478,10 @@ func (r *Report) Failed() bool { return !r.Passed && !r.NoVerdict() }
 // Decide compares every benchmark × unit with a known direction. It fails
 // a metric whose candidate center is worse than the baseline's by more
 // than the margin with p < alpha (Mann-Whitney U, no assumption on the
-// distribution; exact comparison for assume=exact units). A metric that
-// can never reach p < alpha with the runs given makes the report NoVerdict,
-// never a silent pass.
+// distribution; exact comparison for assume=exact units). A metric whose
+// runs can never reach the strictest threshold the correction applies
+// (alpha/m with Holm over m tested metrics: Power) is too_few_runs and makes
+// the report NoVerdict, never a silent pass, unless p.AllowFewRuns.
 //
 // Outputs whose identity configuration differs (CheckIdentity) are not
 // compared unless p.AllowIdentityDrift: the report then holds no metrics
@@ -494,11 +506,13 @@ func Decide(base, cand *Samples, p Policy) *Report {
 	// Verdicts come after every comparison: significance corrects the
 	// p-values over all of them at once.
 	significance(rep.Metrics, p)
+	rep.Power = power(rep.Metrics, p)
 	for i := range rep.Metrics {
 		if m := &rep.Metrics[i]; m.Verdict == "" {
 			judge(m, p, rep)
 		}
 	}
+	fewRunsProblems(rep, p)
 	newMetrics(base, cand, thr, p, rep)
 	floors(cand, p, thr, rep)
 	if rep.Gated == 0 && len(rep.Problems) == 0 {
@@ -550,7 +564,7 @@ func compareMetric(base, cand *Samples, bench, unit string, thr *benchmath.Thres
 		d := 0.0
 		m.Delta = &d
 	}
-	m.dir, m.exact = dir, assume == benchmath.AssumeExact
+	m.dir, m.exact, m.assume = dir, assume == benchmath.AssumeExact, assume
 	return m
 }
 
@@ -612,14 +626,12 @@ func floors(cand *Samples, p Policy, thr *benchmath.Thresholds, rep *Report) {
 func significance(ms []Metric, p Policy) {
 	var idx []int
 	for i, m := range ms {
-		if m.Verdict != "" || m.P == nil || m.dir == 0 {
-			continue
-		}
-		if m.exact {
+		switch {
+		case tested(m):
+			idx = append(idx, i)
+		case m.Verdict == "" && m.P != nil && m.dir != 0 && m.exact:
 			ms[i].Significant = m.Candidate.Center != m.Baseline.Center
-			continue
 		}
-		idx = append(idx, i)
 	}
 	if !p.Holm {
 		for _, i := range idx {
@@ -653,10 +665,9 @@ func judge(m *Metric, p Policy, rep *Report) {
 		return
 	}
 	rep.Gated++
-	n1, n2 := m.Baseline.N, m.Candidate.N
-	if !m.exact && MinUTestP(n1, n2) >= p.Alpha {
+	if underpowered(m, rep.Power) {
 		m.Verdict = FewRuns
-		rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: %d and %d runs can never reach p < %g; use -count 6 or more", m.Benchmark, m.Unit, n1, n2, p.Alpha))
+		rep.Power.TooFewRuns++
 		return
 	}
 	b, c := m.Baseline.Center, m.Candidate.Center
@@ -698,8 +709,9 @@ func direction(a, b benchfmt.UnitMetadataMap, unit string) (dir int, conflict bo
 	return 0, true
 }
 
-// MinUTestP is the smallest two-sided p-value a Mann-Whitney U test can
-// give with n1 and n2 samples: 2 / C(n1+n2, n1).
+// MinUTestP is the smallest two-sided p-value an exact Mann-Whitney U
+// test can give with n1 and n2 samples, in closed form: 2 / C(n1+n2, n1).
+// The gate asks benchmath instead (MinP); this checks it.
 func MinUTestP(n1, n2 int) float64 {
 	if n1 == 0 || n2 == 0 {
 		return 1
@@ -778,6 +790,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(id.Differs)+len(id.Changed)+len(id.Unverified) > 0 {
 		b.WriteString("\n")
 	}
+	if pw := r.Power; pw.TooFewRuns > 0 && len(r.Problems) == 0 {
+		fmt.Fprintf(&b, "too few runs (allowed: not decided): %d of %d tested metrics cannot reach p < %.3g; -count %d or more decides them\n\n", pw.TooFewRuns, pw.Tested, pw.Threshold, pw.MinCount)
+	}
 	switch {
 	case len(r.Problems) > 0:
 		fmt.Fprintf(&b, "NO VERDICT (%d):\n", len(r.Problems))
@@ -795,6 +810,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, s := range r.Failures {
 			fmt.Fprintf(&b, "  %s\n", s)
 		}
+	case r.Power.TooFewRuns > 0:
+		fmt.Fprintf(&b, "PASS: %d of %d gated metrics decided, none worse by more than %.1f%%; %d too few runs (allowed)\n", r.Gated-r.Power.TooFewRuns, r.Gated, 100*r.Policy.Margin, r.Power.TooFewRuns)
 	default:
 		fmt.Fprintf(&b, "PASS: %d gated metrics, none worse by more than %.1f%%\n", r.Gated, 100*r.Policy.Margin)
 	}

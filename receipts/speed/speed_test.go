@@ -93,6 +93,7 @@ func TestDecideKnownShifts(t *testing.T) {
 		{"3% slower is inside the 5% margin", lines("ops/s", ten...), lines("ops/s", scaled(0.97)...), speed.Same, true, false},
 		{"20% faster is better, not a failure", lines("ops/s", ten...), lines("ops/s", scaled(1.2)...), speed.Better, true, false},
 		{"3 runs each cannot decide", lines("ops/s", 100, 101, 102), lines("ops/s", 80, 81, 82), speed.FewRuns, false, true},
+		{"4 runs each can, alone", lines("ops/s", 100, 101, 102, 103), lines("ops/s", 80, 81, 82, 83), speed.Worse, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,7 +108,7 @@ func TestDecideKnownShifts(t *testing.T) {
 			require.Equal(t, c.noVerdict, rep.NoVerdict(), rep.Problems)
 			require.Equal(t, !c.passed && !c.noVerdict, rep.Failed())
 			if c.noVerdict {
-				require.Contains(t, rep.Problems[0], "can never reach p < 0.05")
+				require.Contains(t, rep.Problems[0], "too few runs: with 1 tested metric Holm needs p < 0.05; 3 vs 3 runs reach at best p = 0.1; use -count 4 or more")
 			}
 		})
 	}
@@ -308,16 +309,19 @@ func TestReportJSONContract(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(data, &m))
 	require.Equal(t, "vetbench.gate/v1", m["schema"])
-	for _, k := range []string{"policy", "metrics", "gated", "worse", "failures", "problems", "passed", "identity"} {
+	for _, k := range []string{"policy", "metrics", "gated", "worse", "failures", "problems", "passed", "identity", "power"} {
 		require.Contains(t, m, k)
 	}
-	require.Equal(t, map[string]any{"margin": 0.05, "alpha": 0.05, "confidence": 0.95, "holm": true, "allow_identity_drift": false}, m["policy"])
+	require.Equal(t, map[string]any{"margin": 0.05, "alpha": 0.05, "confidence": 0.95, "holm": true, "allow_identity_drift": false, "allow_few_runs": false}, m["policy"])
+	// 6 metrics the U test decides (moved-items, exact, aside), 10 runs a side.
+	require.Equal(t, map[string]any{"tested": 6.0, "threshold": 0.05 / 6, "min_count": 5.0, "too_few_runs": 0.0, "allowed": false}, m["power"])
 	require.Equal(t, map[string]any{"differs": []any{}, "changed": []any{}, "unverified": []any{}, "allowed": false}, m["identity"])
 	mt := m["metrics"].([]any)[1].(map[string]any)
-	for _, k := range []string{"benchmark", "unit", "better", "baseline", "candidate", "delta", "p", "verdict", "significant"} {
+	for _, k := range []string{"benchmark", "unit", "better", "baseline", "candidate", "delta", "p", "min_p", "verdict", "significant"} {
 		require.Contains(t, mt, k)
 	}
 	require.Equal(t, "worse", mt["verdict"])
+	require.InDelta(t, 2.0/184756, mt["min_p"], 1e-15)
 	for _, k := range []string{"center", "lo", "hi", "n", "range"} {
 		require.Contains(t, mt["baseline"], k)
 	}
