@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +34,8 @@ import (
 // connections of its own at the same concurrency, the caches reset before
 // it too. Each op is one fresh session. It reports
 // requests/s of the first pass, of the later ones and of the replay, and
-// their ratios (1 = the same). warmup=sequential is the warmup this
+// their ratios (1 = the same), and the medians of each op's own ratios.
+// warmup=sequential is the warmup this
 // replaced (one judgment at a time, so c−1 connections open inside the
 // window), for comparison.
 //
@@ -65,10 +68,32 @@ type rate struct {
 func (r *rate) add(requests int, wall time.Duration) { r.requests += requests; r.wall += wall }
 func (r rate) perSecond() float64                    { return float64(r.requests) / r.wall.Seconds() }
 
+// since is the rate of what was added after before.
+func (r rate) since(before rate) float64 {
+	return rate{r.requests - before.requests, r.wall - before.wall}.perSecond()
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
 func benchWarm(b *testing.B, ep bench.Endpoint, set fixtures.Set, c int, sequential bool) {
 	ctx := b.Context()
 	questions := len(set.Spec.Questions)
 	var first, steady, raw rate
+	// Each op's own ratios: an op's passes run back to back, so on a busy
+	// machine their ratio drifts less than the totals'; the medians are
+	// reported beside the ratios of the totals (every first pass counts in
+	// both).
+	var opFirstSteady, opFirstRaw []float64
 	point := bench.Point{Concurrency: c, Arm: receipts.ArmCold, Warmup: 1}
 	// hot sends the set once before each fresh session, the first
 	// included: the server's side is hot (the twin's parse of each image
@@ -98,6 +123,7 @@ func benchWarm(b *testing.B, ep bench.Endpoint, set fixtures.Set, c int, sequent
 			}
 			into.add(rec.Throughput.Judgments*questions, time.Duration(rec.Throughput.WallSeconds*float64(time.Second)))
 		}
+		f0, s0, r0 := first, steady, raw
 		measure(&first)
 		p.Warmup = 0
 		for range steadyPasses {
@@ -111,6 +137,9 @@ func benchWarm(b *testing.B, ep bench.Endpoint, set fixtures.Set, c int, sequent
 		}
 		n, wall := replay.run(ctx)
 		raw.add(n, wall)
+		opF, opS, opR := first.since(f0), steady.since(s0), raw.since(r0)
+		opFirstSteady = append(opFirstSteady, opF/opS)
+		opFirstRaw = append(opFirstRaw, opF/opR)
 		replay.hc.CloseIdleConnections()
 		sess.Client.HTTPClient().CloseIdleConnections()
 	}
@@ -122,6 +151,8 @@ func benchWarm(b *testing.B, ep bench.Endpoint, set fixtures.Set, c int, sequent
 	b.ReportMetric(first.perSecond()/steady.perSecond(), "first/steady")
 	b.ReportMetric(first.perSecond()/raw.perSecond(), "first/raw")
 	b.ReportMetric(steady.perSecond()/raw.perSecond(), "steady/raw")
+	b.ReportMetric(median(opFirstSteady), "first/steady-median")
+	b.ReportMetric(median(opFirstRaw), "first/raw-median")
 }
 
 // replay sends the session's request bodies with plain net/http, c at a

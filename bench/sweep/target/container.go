@@ -59,17 +59,22 @@ func imageOptions(tw stub.Config) []testcontainers.ContainerCustomizer {
 // URL and how to remove it.
 func runContainer(ctx context.Context, tw stub.Config) (baseURL string, stop func() error, err error) {
 	ctr, err := container.Run(ctx, imageOptions(tw)...)
+	if ctr == nil {
+		return "", nil, fmt.Errorf("start twin container: %w", err)
+	}
+	// Registered the moment a container exists, on the way out too: a
+	// Ctrl-C in its start cancels ctx, and a second one during the removal
+	// that follows must wait for it, not exit past it.
+	stop = removedOnExit(func(ctx context.Context) error { return ctr.Terminate(ctx) })
 	if err != nil {
-		if ctr != nil {
-			_ = ctr.Terminate(context.WithoutCancel(ctx))
-		}
+		_ = stop()
 		return "", nil, fmt.Errorf("start twin container: %w", err)
 	}
 	base, err := ctr.BaseURL(ctx)
 	if err != nil {
-		return "", nil, errors.Join(fmt.Errorf("twin container address: %w", err), ctr.Terminate(context.WithoutCancel(ctx)))
+		return "", nil, errors.Join(fmt.Errorf("twin container address: %w", err), stop())
 	}
-	return base, removedOnExit(func(ctx context.Context) error { return ctr.Terminate(ctx) }), nil
+	return base, stop, nil
 }
 
 // runContainers starts n twins; more than one run on one network
@@ -83,17 +88,19 @@ func runContainers(ctx context.Context, n int, tw stub.Config) (baseURLs []strin
 		return []string{base}, stop, nil
 	}
 	reps, err := container.RunReplicas(ctx, n, imageOptions(tw)...)
+	if reps == nil {
+		return nil, nil, fmt.Errorf("start %d twin containers: %w", n, err)
+	}
+	stop = removedOnExit(reps.Terminate) // as in runContainer
 	if err != nil {
-		if reps != nil {
-			_ = reps.Terminate(context.WithoutCancel(ctx))
-		}
+		_ = stop()
 		return nil, nil, fmt.Errorf("start %d twin containers: %w", n, err)
 	}
 	bases, err := reps.BaseURLs(ctx)
 	if err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("twin container addresses: %w", err), reps.Terminate(context.WithoutCancel(ctx)))
+		return nil, nil, errors.Join(fmt.Errorf("twin container addresses: %w", err), stop())
 	}
-	return bases, removedOnExit(reps.Terminate), nil
+	return bases, stop, nil
 }
 
 // LogContainersTo sends testcontainers' log lines (connecting to Docker,
