@@ -178,6 +178,8 @@ type frontendModel struct {
 	m    *metrics
 	mm   *lru
 	free float64 // model time the worker is free again
+	// jobs are the reservations not yet over, in order (cancel).
+	jobs []feJob
 }
 
 // reserve queues a request received at model time now and returns when
@@ -209,6 +211,7 @@ func (f *frontendModel) reserve(now float64, digests []string, tokenize bool, lo
 	}
 	start = max(now, f.free)
 	f.free = start + cost
+	f.record(now, start, f.free)
 	return start, f.free
 }
 
@@ -466,6 +469,7 @@ func (e *engine) processAborts(now float64) {
 				break
 			}
 		}
+		e.fe.cancel(r.arrival, now)
 		e.c.abort(r, now)
 	}
 	e.aborts = nil

@@ -53,9 +53,32 @@ type HeatCell struct {
 // darker).
 var heat = [][3]float64{{253, 231, 37}, {94, 201, 98}, {33, 145, 140}, {59, 82, 139}, {68, 1, 84}}
 
+// heatGeom is a heat map's layout and colour range, fixed before drawing.
+type heatGeom struct {
+	cellW, w, h, gridTop float64
+	// lo and hi are the lowest and highest usable values; lo > hi when
+	// there is none.
+	lo, hi float64
+}
+
+// The heat map's fixed dimensions in px.
+const heatCellH, heatRowLabelW, heatTop, heatColLabelH = 44.0, 96.0, 48.0, 36.0
+
 // SVG renders the heat map.
 func (m HeatMap) SVG() []byte {
-	const cellH, rowLabelW, top, colLabelH = 44.0, 96.0, 48.0, 36.0
+	g := m.geom()
+	var b svgBuilder
+	b.open(g.w, g.h, m.Title)
+	b.titles(m.Title, m.Note, g.w)
+	m.axes(&b, g)
+	m.cells(&b, g)
+	m.legend(&b, g)
+	b.close()
+	return b.Bytes()
+}
+
+// geom sizes the map and finds its colour range.
+func (m HeatMap) geom() heatGeom {
 	// Wide enough for the longest status ("Requests queued") at 10 px.
 	cellW := 80.0
 	for r := range m.Rows {
@@ -64,87 +87,108 @@ func (m HeatMap) SVG() []byte {
 		}
 	}
 	if m.Width > 0 && len(m.Cols) > 0 {
-		cellW = max(40, (float64(m.Width)-rowLabelW-16)/float64(len(m.Cols)))
+		cellW = max(40, (float64(m.Width)-heatRowLabelW-16)/float64(len(m.Cols)))
 	}
+	g := heatGeom{cellW: cellW, gridTop: heatTop + heatColLabelH, lo: math.Inf(1), hi: math.Inf(-1)}
 	// Wide enough for the colour legend's "not measured" too.
-	w := max(rowLabelW+cellW*float64(len(m.Cols))+16, rowLabelW+350)
-	gridTop := top + colLabelH
-	h := gridTop + cellH*float64(len(m.Rows)) + 56
-	scale := func(v float64) float64 { return v }
-	if m.LogColor {
-		scale = math.Log
-	}
-	usable := func(v *float64) bool { return v != nil && finite(*v) && (!m.LogColor || *v > 0) }
-	lo, hi := math.Inf(1), math.Inf(-1)
+	g.w = max(heatRowLabelW+cellW*float64(len(m.Cols))+16, heatRowLabelW+350)
+	g.h = g.gridTop + heatCellH*float64(len(m.Rows)) + 56
 	for r := range m.Rows {
 		for c := range m.Cols {
-			if v := m.cell(r, c).Value; usable(v) {
-				lo, hi = min(lo, *v), max(hi, *v)
+			if v := m.cell(r, c).Value; m.usable(v) {
+				g.lo, g.hi = min(g.lo, *v), max(g.hi, *v)
 			}
 		}
 	}
-	var b svgBuilder
-	b.open(w, h, m.Title)
-	b.titles(m.Title, m.Note, w)
-	b.raw(`<g class="axis" font-size="11" fill="#333">`)
-	b.f(`<text class="axis-label" x="%s" y="%s" text-anchor="middle">%s</text>`, n(rowLabelW+cellW*float64(len(m.Cols))/2), n(top+12), esc(m.ColLabel))
-	for c, name := range m.Cols {
-		b.f(`<text class="col-label" x="%s" y="%s" text-anchor="middle">%s</text>`, n(rowLabelW+cellW*(float64(c)+0.5)), n(gridTop-6), esc(name))
+	return g
+}
+
+// usable reports whether v can be coloured.
+func (m HeatMap) usable(v *float64) bool {
+	return v != nil && finite(*v) && (!m.LogColor || *v > 0)
+}
+
+// scale is the colour axis: log(v) under LogColor, else v.
+func (m HeatMap) scale(v float64) float64 {
+	if m.LogColor {
+		return math.Log(v)
 	}
-	b.f(`<text class="axis-label" x="%s" y="%s" text-anchor="start">%s</text>`, n(8), n(gridTop-6), esc(m.RowLabel))
+	return v
+}
+
+// axes draws the axis titles and the row and column labels.
+func (m HeatMap) axes(b *svgBuilder, g heatGeom) {
+	b.raw(`<g class="axis" font-size="11" fill="#333">`)
+	b.f(`<text class="axis-label" x="%s" y="%s" text-anchor="middle">%s</text>`, n(heatRowLabelW+g.cellW*float64(len(m.Cols))/2), n(heatTop+12), esc(m.ColLabel))
+	for c, name := range m.Cols {
+		b.f(`<text class="col-label" x="%s" y="%s" text-anchor="middle">%s</text>`, n(heatRowLabelW+g.cellW*(float64(c)+0.5)), n(g.gridTop-6), esc(name))
+	}
+	b.f(`<text class="axis-label" x="%s" y="%s" text-anchor="start">%s</text>`, n(8), n(g.gridTop-6), esc(m.RowLabel))
 	for r, name := range m.Rows {
-		b.f(`<text class="row-label" x="%s" y="%s" text-anchor="end">%s</text>`, n(rowLabelW-8), n(gridTop+cellH*(float64(r)+0.5)+4), esc(name))
+		b.f(`<text class="row-label" x="%s" y="%s" text-anchor="end">%s</text>`, n(heatRowLabelW-8), n(g.gridTop+heatCellH*(float64(r)+0.5)+4), esc(name))
 	}
 	b.raw(`</g>`)
+}
+
+// cells draws every cell: its colour, value, status and hover text.
+func (m HeatMap) cells(b *svgBuilder, g heatGeom) {
 	b.raw(`<g class="cells" font-size="11">`)
 	for r := range m.Rows {
 		for c := range m.Cols {
-			cell := m.cell(r, c)
-			x, y := rowLabelW+cellW*float64(c), gridTop+cellH*float64(r)
-			fill, ink, val := "#d9d9d9", "#333", "—"
-			if v := cell.Value; usable(v) {
-				t := 0.5
-				if hi > lo {
-					t = (scale(*v) - scale(lo)) / (scale(hi) - scale(lo))
-				}
-				fill, ink, val = heatColor(t), inkOn(t), num(*v)
-			}
-			tip := m.Rows[r] + " × " + m.Cols[c] + ": " + val
-			if m.Unit != "" && cell.Value != nil {
-				tip += " " + m.Unit
-			}
-			if cell.Status != "" {
-				tip += ", " + cell.Status
-			}
-			if cell.Tip != "" {
-				tip += ", " + cell.Tip
-			}
-			b.f(`<g class="cell" data-row="%s" data-col="%s"><title>%s</title>`, esc(m.Rows[r]), esc(m.Cols[c]), esc(tip))
-			b.f(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"/>`, n(x), n(y), n(cellW), n(cellH), fill)
-			b.f(`<text class="value" x="%s" y="%s" text-anchor="middle" fill="%s" font-weight="bold">%s</text>`, n(x+cellW/2), n(y+18), ink, esc(val))
-			b.f(`<text class="status" x="%s" y="%s" text-anchor="middle" fill="%s" font-size="10">%s</text>`, n(x+cellW/2), n(y+33), ink, esc(cell.Status))
-			b.raw(`</g>`)
+			m.drawCell(b, g, r, c)
 		}
 	}
 	b.raw(`</g>`)
-	// Colour legend: five steps from the lowest to the highest value.
-	if hi >= lo {
-		b.raw(`<g class="legend" font-size="11" fill="#333">`)
-		ly := h - 34
-		for i := range 5 {
-			b.f(`<rect x="%s" y="%s" width="28" height="12" fill="%s"/>`, n(rowLabelW+28*float64(i)), n(ly), heatColor(float64(i)/4))
+}
+
+// drawCell draws the cell at row r, column c.
+func (m HeatMap) drawCell(b *svgBuilder, g heatGeom, r, c int) {
+	cell := m.cell(r, c)
+	x, y := heatRowLabelW+g.cellW*float64(c), g.gridTop+heatCellH*float64(r)
+	fill, ink, val := "#d9d9d9", "#333", "—"
+	if v := cell.Value; m.usable(v) {
+		t := 0.5
+		if g.hi > g.lo {
+			t = (m.scale(*v) - m.scale(g.lo)) / (m.scale(g.hi) - m.scale(g.lo))
 		}
-		unit := ""
-		if m.Unit != "" {
-			unit = " " + m.Unit
-		}
-		b.f(`<text x="%s" y="%s" text-anchor="end">%s</text>`, n(rowLabelW-4), n(ly+10), esc(num(lo)))
-		b.f(`<text x="%s" y="%s">%s</text>`, n(rowLabelW+144), n(ly+10), esc(num(hi)+unit))
-		b.f(`<rect x="%s" y="%s" width="28" height="12" fill="#d9d9d9"/><text x="%s" y="%s">not measured</text>`, n(rowLabelW+230), n(ly), n(rowLabelW+262), n(ly+10))
-		b.raw(`</g>`)
+		fill, ink, val = heatColor(t), inkOn(t), num(*v)
 	}
-	b.close()
-	return b.Bytes()
+	tip := m.Rows[r] + " × " + m.Cols[c] + ": " + val
+	if m.Unit != "" && cell.Value != nil {
+		tip += " " + m.Unit
+	}
+	if cell.Status != "" {
+		tip += ", " + cell.Status
+	}
+	if cell.Tip != "" {
+		tip += ", " + cell.Tip
+	}
+	b.f(`<g class="cell" data-row="%s" data-col="%s"><title>%s</title>`, esc(m.Rows[r]), esc(m.Cols[c]), esc(tip))
+	b.f(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="#fff"/>`, n(x), n(y), n(g.cellW), n(heatCellH), fill)
+	b.f(`<text class="value" x="%s" y="%s" text-anchor="middle" fill="%s" font-weight="bold">%s</text>`, n(x+g.cellW/2), n(y+18), ink, esc(val))
+	b.f(`<text class="status" x="%s" y="%s" text-anchor="middle" fill="%s" font-size="10">%s</text>`, n(x+g.cellW/2), n(y+33), ink, esc(cell.Status))
+	b.raw(`</g>`)
+}
+
+// legend draws the colour legend: five steps from the lowest to the
+// highest value, and the grey of "not measured"; none without a value.
+func (m HeatMap) legend(b *svgBuilder, g heatGeom) {
+	if g.hi < g.lo {
+		return
+	}
+	b.raw(`<g class="legend" font-size="11" fill="#333">`)
+	ly := g.h - 34
+	for i := range 5 {
+		b.f(`<rect x="%s" y="%s" width="28" height="12" fill="%s"/>`, n(heatRowLabelW+28*float64(i)), n(ly), heatColor(float64(i)/4))
+	}
+	unit := ""
+	if m.Unit != "" {
+		unit = " " + m.Unit
+	}
+	b.f(`<text x="%s" y="%s" text-anchor="end">%s</text>`, n(heatRowLabelW-4), n(ly+10), esc(num(g.lo)))
+	b.f(`<text x="%s" y="%s">%s</text>`, n(heatRowLabelW+144), n(ly+10), esc(num(g.hi)+unit))
+	b.f(`<rect x="%s" y="%s" width="28" height="12" fill="#d9d9d9"/><text x="%s" y="%s">not measured</text>`, n(heatRowLabelW+230), n(ly), n(heatRowLabelW+262), n(ly+10))
+	b.raw(`</g>`)
 }
 
 func (m HeatMap) cell(r, c int) HeatCell {

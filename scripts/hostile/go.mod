@@ -1,0 +1,3 @@
+module hostilesrv
+
+go 1.25
