@@ -2,10 +2,12 @@ package stub
 
 import (
 	"container/heap"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"sync"
 
@@ -382,4 +384,66 @@ func nearestRank(sorted []float64, q float64) float64 {
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// TypevetReceiptsFile holds typevet's H100 receipts' throughput blocks
+// (the #336 sweep), from the module root.
+const TypevetReceiptsFile = "stub/testdata/typevet_throughput.json"
+
+// TypevetReceipt is one typevet receipt's throughput block: the figures
+// the H100 profile is fitted on and compared with.
+type TypevetReceipt struct {
+	File       string `json:"file"`
+	Set        string `json:"set"`
+	Throughput struct {
+		Concurrency        int     `json:"concurrency"`
+		JudgmentsPerSecond float64 `json:"judgments_per_second"`
+		Latency            struct {
+			P50 float64 `json:"p50"`
+			P95 float64 `json:"p95"`
+		} `json:"latency_seconds"`
+		Server struct {
+			Queue   struct{ Count, Sum float64 } `json:"queue"`
+			Prefill struct{ Count, Sum float64 } `json:"prefill"`
+			E2E     struct{ Count, Sum float64 } `json:"e2e"`
+			HitRate float64                      `json:"prefix_cache_hit_rate"`
+		} `json:"server"`
+	} `json:"throughput"`
+}
+
+// ReadTypevetReceipts reads TypevetReceiptsFile's receipts, keyed as
+// TypevetSweep.Run's runs.
+func ReadTypevetReceipts(path string) (map[string]TypevetReceipt, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Receipts map[string]TypevetReceipt `json:"receipts"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(doc.Receipts) == 0 {
+		return nil, fmt.Errorf("%s: no receipts", path)
+	}
+	return doc.Receipts, nil
+}
+
+// TypevetFigures pairs a run with its receipt, figure by figure, in the
+// order the H100 fit weighs them: judgments/s, p50 and p95 latency,
+// prefix-cache hit rate, and the server's mean queue, e2e and prefill
+// times (from /metrics).
+func TypevetFigures(key string, r TypevetRun, rec TypevetReceipt) []Figure {
+	tp := rec.Throughput
+	mean := func(h struct{ Count, Sum float64 }) float64 { return h.Sum / h.Count }
+	return []Figure{
+		{key, "judgments/s", r.JPS, tp.JudgmentsPerSecond},
+		{key, "p50 latency s", r.P50, tp.Latency.P50},
+		{key, "p95 latency s", r.P95, tp.Latency.P95},
+		{key, "prefix hit rate", r.HitRate, tp.Server.HitRate},
+		{key, "queue mean s", r.QueueMean, mean(tp.Server.Queue)},
+		{key, "e2e mean s", r.E2EMean, mean(tp.Server.E2E)},
+		{key, "prefill mean s", r.PrefillMean, mean(tp.Server.Prefill)},
+	}
 }
