@@ -247,123 +247,157 @@ func (s *simServer) warm(items [][]simReq) {
 	s.run(first, 32, 0)
 }
 
-// run judges every item at concurrency c.
-func (s *simServer) run(items [][]simReq, c, tokenizeCalls int) TypevetRun {
-	type client struct {
-		item, action int
-		start        float64
-	}
-	var q eventQueue
-	seq := 0
-	push := func(e simEvent) {
-		seq++
-		e.seq = seq
-		heap.Push(&q, e)
-	}
-	before := s.snapshot()
-	t0 := s.at
-	next := 0
-	clients := make([]client, c)
-	owner := map[*request]int{}
-	var lat []float64
-	var inbox []inboxEntry
-	busy := false
-	prevEnd := 0.0
-	var feBusy, engBusy, tokWait, tokN float64
-	rts := map[int]float64{} // client -> round trip of its request in flight
-	boundary := func(start float64) {
-		n := 0
-		keep := inbox[:0]
-		for _, in := range inbox {
-			if in.ready > start {
-				keep = append(keep, in)
-				continue
-			}
-			s.c.add(in.r, start+float64(n)*s.t.admitPerRequest)
-			n++
+// simClient is one of typevet's pool workers: the item it judges (-1:
+// none), its next action (tokenize calls, then questions) and when it
+// took the item.
+type simClient struct {
+	item, action int
+	start        float64
+}
+
+// simPass is one run's state: the event queue, the clients, the requests
+// waiting for the engine, and the busy times it reports.
+type simPass struct {
+	s               *simServer
+	items           [][]simReq
+	tokenizeCalls   int
+	q               eventQueue
+	seq, next       int
+	clients         []simClient
+	owner           map[*request]int
+	lat             []float64
+	inbox           []inboxEntry
+	busy            bool
+	end             float64
+	feBusy, engBusy float64
+	tokWait, tokN   float64
+	rts             map[int]float64 // client -> round trip of its request in flight
+}
+
+func (r *simPass) push(e simEvent) {
+	r.seq++
+	e.seq = r.seq
+	heap.Push(&r.q, e)
+}
+
+// boundary is an engine step boundary at start: admit what is ready,
+// schedule the next step or go idle.
+func (r *simPass) boundary(start float64) {
+	s := r.s
+	n := 0
+	keep := r.inbox[:0]
+	for _, in := range r.inbox {
+		if in.ready > start {
+			keep = append(keep, in)
+			continue
 		}
-		inbox = keep
-		if !s.c.hasWork() {
-			busy = false
+		s.c.add(in.r, start+float64(n)*s.t.admitPerRequest)
+		n++
+	}
+	r.inbox = keep
+	if !s.c.hasWork() {
+		r.busy = false
+		return
+	}
+	at := start + float64(n)*s.t.admitPerRequest + s.t.schedulePass
+	st := s.c.schedule(at)
+	if st == nil {
+		panic("simulated request does not fit in the KV cache")
+	}
+	r.busy = true
+	r.engBusy += st.duration(s.t)
+	r.push(simEvent{t: at + st.duration(s.t), kind: evStepEnd, st: st})
+}
+
+// client is a client's turn: it finishes its item if it is done, takes
+// the next one if there is any, and sends its next action.
+func (r *simPass) client(e simEvent) {
+	cl := &r.clients[e.cl]
+	if cl.item >= 0 && cl.action == r.tokenizeCalls+len(r.items[cl.item]) {
+		r.lat = append(r.lat, e.t-cl.start)
+		r.end = max(r.end, e.t)
+		cl.item = -1
+	}
+	if cl.item < 0 {
+		if r.next == len(r.items) {
 			return
 		}
-		at := start + float64(n)*s.t.admitPerRequest + s.t.schedulePass
-		st := s.c.schedule(at)
-		if st == nil {
-			panic("simulated request does not fit in the KV cache")
-		}
-		busy = true
-		engBusy += st.duration(s.t)
-		push(simEvent{t: at + st.duration(s.t), kind: evStepEnd, st: st})
+		cl.item, cl.action, cl.start = r.next, 0, e.t
+		r.next++
 	}
+	r.rts[e.cl] = r.s.t.roundTrip(r.s.rng.Float64())
+	r.push(simEvent{t: e.t + r.rts[e.cl]/2, kind: evArrive, cl: e.cl})
+}
+
+// arrive is a client's action reaching the server: a tokenize call
+// answered by the frontend, or a question sent on to the engine.
+func (r *simPass) arrive(e simEvent) {
+	s := r.s
+	cl := &r.clients[e.cl]
+	if cl.action < r.tokenizeCalls {
+		start, done := s.fe.reserve(e.t, nil, true, len(r.inbox)+len(s.c.waiting)+len(s.c.running), 0)
+		r.tokWait += start - e.t
+		r.tokN++
+		r.feBusy += done - start
+		cl.action++
+		r.push(simEvent{t: done + r.rts[e.cl]/2, kind: evClient, cl: e.cl})
+		return
+	}
+	sr := r.items[cl.item][cl.action-r.tokenizeCalls]
+	cl.action++
+	start, done := s.fe.reserve(e.t, sr.digests, false, len(r.inbox)+len(s.c.waiting)+len(s.c.running), len(sr.p.Tokens))
+	r.feBusy += done - start
+	req := &request{prompt: sr.p, hashes: sr.hashes, maxTokens: 1, arrival: start}
+	r.owner[req] = e.cl
+	r.push(simEvent{t: done, kind: evReady, r: req})
+}
+
+// run judges every item at concurrency c.
+func (s *simServer) run(items [][]simReq, c, tokenizeCalls int) TypevetRun {
+	r := &simPass{s: s, items: items, tokenizeCalls: tokenizeCalls, clients: make([]simClient, c),
+		owner: map[*request]int{}, rts: map[int]float64{}}
+	before := s.snapshot()
+	t0 := s.at
 	for i := range c {
-		push(simEvent{t: t0, kind: evClient, cl: i})
-		clients[i].item = -1
+		r.push(simEvent{t: t0, kind: evClient, cl: i})
+		r.clients[i].item = -1
 	}
-	end := t0
-	for q.Len() > 0 {
-		e := heap.Pop(&q).(simEvent)
+	r.end = t0
+	for r.q.Len() > 0 {
+		e := heap.Pop(&r.q).(simEvent)
 		switch e.kind {
 		case evClient:
-			cl := &clients[e.cl]
-			if cl.item >= 0 && cl.action == tokenizeCalls+len(items[cl.item]) {
-				lat = append(lat, e.t-cl.start)
-				end = max(end, e.t)
-				cl.item = -1
-			}
-			if cl.item < 0 {
-				if next == len(items) {
-					continue
-				}
-				cl.item, cl.action, cl.start = next, 0, e.t
-				next++
-			}
-			rts[e.cl] = s.t.roundTrip(s.rng.Float64())
-			push(simEvent{t: e.t + rts[e.cl]/2, kind: evArrive, cl: e.cl})
+			r.client(e)
 		case evArrive:
-			cl := &clients[e.cl]
-			if cl.action < tokenizeCalls {
-				start, done := s.fe.reserve(e.t, nil, true, len(inbox)+len(s.c.waiting)+len(s.c.running), 0)
-				tokWait += start - e.t
-				tokN++
-				feBusy += done - start
-				cl.action++
-				push(simEvent{t: done + rts[e.cl]/2, kind: evClient, cl: e.cl})
-				continue
-			}
-			sr := items[cl.item][cl.action-tokenizeCalls]
-			cl.action++
-			start, done := s.fe.reserve(e.t, sr.digests, false, len(inbox)+len(s.c.waiting)+len(s.c.running), len(sr.p.Tokens))
-			feBusy += done - start
-			r := &request{prompt: sr.p, hashes: sr.hashes, maxTokens: 1, arrival: start}
-			owner[r] = e.cl
-			push(simEvent{t: done, kind: evReady, r: r})
+			r.arrive(e)
 		case evReady:
-			inbox = append(inbox, inboxEntry{e.r, e.t})
-			if !busy {
-				boundary(e.t)
+			r.inbox = append(r.inbox, inboxEntry{e.r, e.t})
+			if !r.busy {
+				r.boundary(e.t)
 			}
 		case evStepEnd:
-			for _, r := range s.c.complete(e.st, e.t) {
-				push(simEvent{t: e.t + rts[owner[r]]/2, kind: evClient, cl: owner[r]})
+			for _, req := range s.c.complete(e.st, e.t) {
+				r.push(simEvent{t: e.t + r.rts[r.owner[req]]/2, kind: evClient, cl: r.owner[req]})
 			}
-			prevEnd = e.t
-			boundary(prevEnd)
+			r.boundary(e.t)
 		}
 	}
-	s.at = end
-	after := s.snapshot()
-	sort.Float64s(lat)
-	wall := end - t0
+	s.at = r.end
+	return r.result(before, s.snapshot(), r.end-t0)
+}
+
+// result is the run's figures from the metrics before and after it.
+func (r *simPass) result(before, after map[string]float64, wall float64) TypevetRun {
+	sort.Float64s(r.lat)
 	d := func(k string) float64 { return after[k] - before[k] }
 	return TypevetRun{
-		Wall: wall, JPS: float64(len(items)) / wall, P50: nearestRank(lat, 0.50), P95: nearestRank(lat, 0.95),
+		Wall: wall, JPS: float64(len(r.items)) / wall, P50: nearestRank(r.lat, 0.50), P95: nearestRank(r.lat, 0.95),
 		HitRate:     d("hits") / d("queries"),
 		QueueMean:   d("queue_sum") / d("queue_count"),
 		PrefillMean: d("prefill_sum") / d("queue_count"),
 		E2EMean:     d("e2e_sum") / d("queue_count"),
 		Requests:    d("queue_count"), PromptTokens: d("prompt"),
-		FrontendBusy: feBusy / wall, EngineBusy: engBusy / wall, TokenizeWait: tokWait / max(tokN, 1),
+		FrontendBusy: r.feBusy / wall, EngineBusy: r.engBusy / wall, TokenizeWait: r.tokWait / max(r.tokN, 1),
 	}
 }
 
