@@ -125,7 +125,8 @@ func (sw *streamWriter) sendTokens(view *request, from, to int, last bool) {
 		choice.FinishReason = &reason
 		choice.StopReason = jsonNull
 	}
-	sw.out.data(sw.chunk([]choiceJSON{choice}, to))
+	ch := sw.chunk([]choiceJSON{choice}, to)
+	sw.out.chunk(sw.head, &ch)
 }
 
 // sendFirst writes the role chunk and fills choice with the first token.
@@ -139,7 +140,7 @@ func (sw *streamWriter) sendFirst(view *request, choice *choiceJSON) {
 	}
 	role := sw.chunk([]choiceJSON{{Index: 0, Delta: deltaJSON{Role: "assistant", Content: new(string)}, Logprobs: jsonNull}}, 0)
 	role.PromptTokenIDs = jsonNull
-	sw.out.data(role)
+	sw.out.chunk(sw.head, &role)
 	if reasoningEnd(c.r) > 0 {
 		choice.Delta = s.delta(resp.content, "", true)
 		return

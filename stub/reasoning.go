@@ -97,6 +97,14 @@ func thinkEnd(key []byte, eosAt int) int {
 // nothing, later ones are content (end 0: no reasoning, all content).
 // text gives position i's text.
 func channelText(from, to, end int, text func(i int) string) (reasoning, content string, any bool) {
+	if to == from+1 && (end == 0 || from != end) {
+		// One token, the stream's usual chunk: its text as it is, without
+		// building a string.
+		if end > 0 && from < end {
+			return text(from), "", true
+		}
+		return "", text(from), true
+	}
 	var r, c strings.Builder
 	for i := from; i < to; i++ {
 		switch {

@@ -3,7 +3,6 @@ package stub
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -132,12 +131,14 @@ type (
 var jsonNull = json.RawMessage("null")
 
 // sse writes server-sent events and remembers the first write error (the
-// client went away).
+// client went away). buf is reused from event to event: one write each.
 type sse struct {
 	w   http.ResponseWriter
 	err error
+	buf []byte
 }
 
+// data writes v, marshalled, as one event (the rare shapes: errors).
 func (s *sse) data(v any) {
 	if s.err != nil {
 		return
@@ -147,7 +148,22 @@ func (s *sse) data(v any) {
 		s.err = err
 		return
 	}
-	_, s.err = fmt.Fprintf(s.w, "data: %s\n\n", b)
+	s.event(b)
+}
+
+// chunk writes ch as one event, its fixed part from head (chunkjson.go).
+func (s *sse) chunk(head []byte, ch *chunkJSON) {
+	if s.err != nil {
+		return
+	}
+	s.buf = appendChunk(append(s.buf[:0], "data: "...), head, ch)
+	s.buf = append(s.buf, "\n\n"...)
+	_, s.err = s.w.Write(s.buf)
+}
+
+func (s *sse) event(b []byte) {
+	s.buf = append(append(append(s.buf[:0], "data: "...), b...), "\n\n"...)
+	_, s.err = s.w.Write(s.buf)
 }
 
 func (s *sse) done() {
@@ -169,10 +185,12 @@ type streamWriter struct {
 	out               *sse
 	id                string
 	created           int64
-	prompt            int  // prompt tokens
-	usage, continuous bool // stream_options
-	cut               int  // the truncate fault cuts the stream after this many tokens (-1: never)
-	sent              int  // tokens the engine sampled that this writer has seen
+	prompt            int       // prompt tokens
+	usage, continuous bool      // stream_options
+	cut               int       // the truncate fault cuts the stream after this many tokens (-1: never)
+	sent              int       // tokens the engine sampled that this writer has seen
+	head              []byte    // every chunk's fixed part, encoded once (chunkjson.go)
+	times             []float64 // reused copy of the token times sendNew reads
 	// ch groups the tokens into chunks: one per engine step, or per
 	// --stream-interval tokens (chunks.go).
 	ch chunker
@@ -245,6 +263,7 @@ func newStreamWriter(s *Server, c *chatCall, out *sse) *streamWriter {
 	sw := &streamWriter{s: s, c: c, out: out, id: "chatcmpl-" + c.rid, created: time.Now().Unix(), prompt: len(c.r.prompt.Tokens),
 		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1,
 		ch: chunker{interval: s.cfg.Profile.StreamInterval}}
+	sw.head = chunkHead(&chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: s.cfg.Model})
 	if c.fault != nil && c.fault.Kind == FaultTruncate {
 		n := c.r.maxTokens
 		if c.r.gen.eosAt > 0 {
@@ -275,7 +294,8 @@ func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
 	// Whether it finished is read with the tokens, under the engine's
 	// lock, so the last token and its finish reason go together.
 	eng.mu.Lock()
-	times := append([]float64(nil), r.times[sw.sent:]...)
+	sw.times = append(sw.times[:0], r.times[sw.sent:]...)
+	times := sw.times
 	view := *r
 	eng.mu.Unlock()
 	finished = view.finishReason != "" || view.err != nil
@@ -323,7 +343,7 @@ func (sw *streamWriter) finish(view *request) {
 		sw.out.data(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": nil, "code": e.Status}})
 	case sw.usage:
 		n := view.generated
-		sw.out.data(chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: sw.s.cfg.Model, Choices: []choiceJSON{},
+		sw.out.chunk(sw.head, &chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: sw.s.cfg.Model, Choices: []choiceJSON{},
 			Usage: &usageJSON{PromptTokens: sw.prompt, TotalTokens: sw.prompt + n, CompletionTokens: n}})
 	}
 	sw.out.done()
