@@ -64,8 +64,10 @@ predict:
 ## fit: the twin's fitters (cmd/twinfit, package stub/fit) on simulated time:
 ##      FIT=hopper (default) fits EfficiencyHopper on the E2B matrix's 8K/16K
 ##      rows, FIT=e2b the E2B profile on every row, FIT=rtx3090 the RTX 3090
-##      profile; prints the constants to paste and every figure used to fit
-##      (tens of minutes of CPU for hopper/e2b)
+##      profile, FIT=h100 ProfileH100Gemma4 on the nine fitted typevet receipts
+##      (FIT_FLAGS=-set signatures: one set); prints the constants to paste,
+##      every figure used to fit and the held-out receipts
+##      (tens of minutes of CPU for hopper/e2b, hours for h100)
 FIT ?= hopper
 fit:
 	$(GO) run ./cmd/twinfit -fit $(FIT) $(FIT_FLAGS)

@@ -2,46 +2,44 @@ package stub
 
 import (
 	"math"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
-// simCalibration holds what the simulated calibration needs: the three
-// sets' requests and typevet's receipts.
+// simCalibration holds what the simulated calibration needs: typevet's
+// sweep over the three sets and typevet's receipts.
 type simCalibration struct {
-	sets   map[string][][]simReq
-	tok    map[string]int
-	subset map[string]int
+	sweeps *TypevetSweep
 	rec    map[string]twintest.Receipt
 }
 
-// calibrationSets are the sets the profile is fitted to: the checks
-// generator's prompts (twintest.CompactChecks) and look-alikes of typevet's LFW and
-// CEDAR slices (images of those sets' sizes; see lookalike_test.go).
+// newSimCalibration prepares the sets the profile is fitted to: the checks
+// generator's prompts (twintest.CompactChecks) and look-alikes of typevet's
+// LFW and CEDAR slices (images of those sets' sizes; see lookalike.go),
+// with typevet's sweep subsets, run before the full sets (receipt pins).
 func newSimCalibration(t testing.TB) *simCalibration {
 	t.Helper()
-	p := ProfileH100Gemma4()
-	return &simCalibration{
-		sets: map[string][][]simReq{
-			"checks":     simItems(t, twintest.CompactChecks(t), p),
-			"faces":      simItems(t, lookalikeFaces(t, 100), p),
-			"signatures": simItems(t, lookalikeSignatures(t, 60), p),
-		},
-		tok: map[string]int{"checks": judgments.TypevetTokenizeCalls(checksSpec()), "faces": judgments.TypevetTokenizeCalls(facesSpec()),
-			"signatures": judgments.TypevetTokenizeCalls(signaturesSpec())},
-		// typevet's sweep subsets, run before the full sets (receipt pins).
-		subset: map[string]int{"checks": 63, "faces": 60, "signatures": 60},
-		rec:    twintest.LoadTypevetThroughput(t),
+	checks := twintest.CompactChecks(t)
+	sets := []TypevetSet{{Name: "checks", Spec: checks.Spec, Items: caseItems(checks), Subset: 63}}
+	for _, mk := range []func() (TypevetSet, error){func() (TypevetSet, error) { return TypevetLookalikeFaces(100) },
+		func() (TypevetSet, error) { return TypevetLookalikeSignatures(60) }} {
+		s, err := mk()
+		require.NoError(t, err)
+		sets = append(sets, s)
 	}
+	w, err := NewTypevetSweep(ProfileH100Gemma4(), sets)
+	require.NoError(t, err)
+	return &simCalibration{sweeps: w, rec: twintest.LoadTypevetThroughput(t)}
+}
+
+// sweep is typevet's sweep on a fresh server per set (TypevetSweep.Run).
+func (sc *simCalibration) sweep(p Profile, slowdown float64, only string) map[string]simRun {
+	return sc.sweeps.Run(p, slowdown, only)
 }
 
 // run simulates typevet's session for each set on a fresh server (its
@@ -101,102 +99,9 @@ func TestCalibrationSimulated(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// TestFitProfile is the calibration tool that produced ProfileH100Gemma4's
-// timings: Nelder-Mead over the log of every timing (and the KV block
-// count), minimising squared relative errors against the receipts in
-// typevetFitted (the six full-set receipts and the signatures subset at
-// c=1, 16, 32), each simulated inside typevet's whole sweep with the
-// typevet dispatch: judgments/s weighted most (a steep penalty outside
-// ±6%), then latency, hit rate, queue time (checks only: the twin queues
-// for KV less than the H100 did), and the server's own split of a request
-// (e2e and prefill means from /metrics), which with the client latency
-// identifies network, frontend, tokenize calls and engine. It runs only
-// with STUB_FIT=search (minutes) and prints the parameters to paste into
-// the profile; STUB_FIT_ONLY=<set> fits one set.
-func TestFitProfile(t *testing.T) {
-	if os.Getenv("STUB_FIT") != "search" {
-		t.Skip("calibration tool: set STUB_FIT=search to run")
-	}
-	sc := newSimCalibration(t)
-	only := os.Getenv("STUB_FIT_ONLY")
-	score := func(p Profile) float64 {
-		worst, sum := 0.0, 0.0
-		for k, r := range sc.sweep(p, 1, only) {
-			if !typevetFitted[k] {
-				continue // held out: a prediction, never a target
-			}
-			want := sc.rec[k].Throughput
-			rel := func(g, w float64) float64 { return (g - w) / w }
-			errs := []float64{rel(r.JPS, want.JudgmentsPerSecond), rel(r.P50, want.Latency.P50), rel(r.P95, want.Latency.P95),
-				rel(r.HitRate, want.Server.HitRate), rel(r.QueueMean, want.Server.Queue.Sum/want.Server.Queue.Count),
-				rel(r.E2EMean, want.Server.E2E.Sum/want.Server.E2E.Count), rel(r.PrefillMean, want.Server.Prefill.Sum/want.Server.Prefill.Count)}
-			weights := []float64{4, 1, 0.5, 0.5, 0, 0.3, 0.3}
-			if k[:6] == "checks" {
-				weights[4] = 0.5
-			}
-			if strings.Contains(k, "_c1") && !strings.Contains(k, "_c16") {
-				weights[5], weights[6] = 1.5, 1.5 // nothing queues: the server's split of one request
-			}
-			for i, e := range errs {
-				if math.IsNaN(e) || math.IsInf(e, 0) {
-					e = 10
-				}
-				margin := 0.15
-				if i == 0 {
-					margin = 0.06
-				}
-				over := max(0, math.Abs(e)-margin)
-				worst = max(worst, math.Abs(e)*weights[i])
-				sum += e*e*weights[i] + 50*over*over*weights[i]
-			}
-		}
-		return sum + worst
-	}
-	durs := func(p *Profile) []*time.Duration {
-		return []*time.Duration{&p.StepBase, &p.StepPerToken, &p.StepPerSeq, &p.StepPerImage, &p.Network, &p.NetworkJitter,
-			&p.FrontendBase, &p.FrontendImageMiss, &p.FrontendImageHit, &p.FrontendTokenize, &p.FrontendPerInflight}
-	}
-	toVec := func(p Profile) []float64 {
-		var v []float64
-		for _, d := range durs(&p) {
-			v = append(v, math.Log(max(float64(*d), 1)))
-		}
-		return append(v, math.Log(p.StepTokenExponent), math.Log(float64(p.NumGPUBlocks)))
-	}
-	fromVec := func(v []float64) Profile {
-		q := ProfileH100Gemma4()
-		for i, d := range durs(&q) {
-			*d = time.Duration(math.Exp(v[i]))
-		}
-		q.StepTokenExponent = min(1.5, math.Exp(v[len(v)-2]))
-		q.NumGPUBlocks = max(int(math.Exp(v[len(v)-1])), q.MaxModelLen/q.BlockSize)
-		return q
-	}
-	f := func(v []float64) float64 { return score(fromVec(v)) }
-	x := toVec(ProfileH100Gemma4())
-	start := f(x)
-	restarts, iters := 4, 300
-	if n, err := strconv.Atoi(os.Getenv("STUB_FIT_ITERS")); err == nil && n > 0 {
-		restarts, iters = 2, n
-	}
-	best := nelderMead(f, x, restarts, iters)
-	end := f(best)
-	t.Logf("score %.4f -> %.4f", start, end)
-	q := fromVec(best)
-	for _, d := range []struct {
-		name string
-		v    any
-	}{{"StepBase", q.StepBase}, {"StepPerToken", q.StepPerToken}, {"StepTokenExponent", q.StepTokenExponent},
-		{"StepPerSeq", q.StepPerSeq}, {"StepPerImage", q.StepPerImage}, {"AdmitPerRequest", q.AdmitPerRequest},
-		{"SchedulePass", q.SchedulePass}, {"Network", q.Network}, {"NetworkJitter", q.NetworkJitter},
-		{"FrontendBase", q.FrontendBase}, {"FrontendImageMiss", q.FrontendImageMiss}, {"FrontendImageHit", q.FrontendImageHit},
-		{"FrontendTokenize", q.FrontendTokenize}, {"FrontendPerInflight", q.FrontendPerInflight}, {"NumGPUBlocks", q.NumGPUBlocks}} {
-		t.Logf("  %s: %v", d.name, d.v)
-	}
-	require.LessOrEqual(t, end, start, "the search made the fit worse")
-}
-
-// nelderMead minimises f from x0 with restarts, in the space it is given.
+// nelderMead minimises f from x0 with restarts, in the space it is given:
+// fit.NelderMead's search, for leaveoneout_test.go (package stub's tests
+// cannot import stub/fit, which imports stub).
 func nelderMead(f func([]float64) float64, x0 []float64, restarts, iters int) []float64 {
 	n := len(x0)
 	for range restarts {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/vetbench/vetbench/fixtures"
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/stub/internal/twintest"
@@ -14,51 +16,6 @@ import (
 // sizes (checks 1000×440 PNG, LFW faces 250×250 JPEG, CEDAR signatures of
 // varying size PNG), one distinct image per item. The twin reads only the
 // images' sizes and digests, so pixels do not matter.
-
-func checksSpec() judgments.Spec {
-	return judgments.Spec{Name: "checks", Questions: []judgments.Question{
-		judgments.NewNoul("payee_matches", "Is the payee on the check the payee in the register row?",
-			"The check names the register payee.", "The check names a different payee."),
-		judgments.NewNoul("amounts_match", "Do the number amount and the words amount on the check both equal the register amount?",
-			"Both amounts on the check equal the register amount.", "One or both amounts on the check differ from the register."),
-		judgments.NewChoice("verdict", "Compare the check with the register row. Choose one:",
-			judgments.Option{Label: "consistent", Description: "The check agrees with the register row and is signed."},
-			judgments.Option{Label: "payee_mismatch", Description: "The payee differs from the register row."},
-			judgments.Option{Label: "amount_mismatch", Description: "An amount differs from the register row."},
-			judgments.Option{Label: "date_mismatch", Description: "The date differs from the register row."},
-			judgments.Option{Label: "unsigned", Description: "There are no handwritten signature strokes on the signature line. Printed marks such as VOID do not count."},
-			judgments.Option{Label: "cannot_tell", Description: "The image is not clear enough to decide."}),
-		judgments.NewScore("legibility", "Rate how clearly you can read the check text:",
-			"No text can be read.", "Only a few words can be read.", "Some fields can be read.", "Most fields can be read.", "All fields can be read clearly."),
-	}}
-}
-
-func facesSpec() judgments.Spec {
-	return judgments.Spec{Name: "faces", Questions: []judgments.Question{
-		judgments.NewNoul("same_person", "Do image 1 and image 2 show the same person?",
-			"The main faces are the same person.", "The main faces are two different people."),
-		judgments.NewChoice("verdict", "Compare the main face in image 1 with the main face in image 2. Choose one:",
-			judgments.Option{Label: "same_person", Description: "The main faces are the same person."},
-			judgments.Option{Label: "different_person", Description: "The main faces are two different people."},
-			judgments.Option{Label: "cannot_tell", Description: "The images do not show enough of a face to decide."}),
-		judgments.NewScore("face_visibility", "Rate how clearly image 2 shows the main face:",
-			"No face is visible.", "A face is present but most of it is hidden or blurred.", "Part of the face is visible.", "Most of the face is visible.", "All of the face is clearly visible."),
-	}}
-}
-
-func signaturesSpec() judgments.Spec {
-	return judgments.Spec{Name: "signatures", Questions: []judgments.Question{
-		judgments.NewNoul("same_writer", "Did the same person write image 1 and image 2?",
-			"The same person wrote both signatures.", "Two different people wrote the signatures."),
-		judgments.NewChoice("verdict", "Compare the signature in image 2 with the signature in image 1. Choose one:",
-			judgments.Option{Label: "same_writer", Description: "The same person wrote both signatures."},
-			judgments.Option{Label: "different_writer", Description: "Another person wrote image 2, with no attempt to copy image 1."},
-			judgments.Option{Label: "skilled_forgery_suspected", Description: "Another person wrote image 2 as a copy of the signature in image 1."},
-			judgments.Option{Label: "cannot_tell", Description: "The images do not show enough to decide."}),
-		judgments.NewScore("image_quality", "Rate how clearly image 2 shows the signature:",
-			"No signature is visible.", "A signature is present but most of it is unclear.", "Part of the signature is clear.", "Most of the signature is clear.", "All of the signature is clear."),
-	}}
-}
 
 var checkVariants = []string{"clean", "payee_changed", "written_amount_changed", "both_amounts_changed", "wrong_date", "unsigned", "low_legibility"}
 
@@ -101,40 +58,52 @@ func dollars(cents int) string {
 	return fmt.Sprintf("%s.%02d", s, cents%100)
 }
 
-// lookalikeFaces is LFW's shape: perClass same and perClass different
-// pairs of 250×250 JPEGs.
+// lookalikeFaces is LFW's shape as a fixture set (TypevetLookalikeFaces),
+// grouped same and different.
 func lookalikeFaces(t testing.TB, perClass int) fixtures.Set {
 	t.Helper()
-	set := fixtures.Set{Name: "faces", Spec: facesSpec(), Verdict: "verdict", CannotTell: "cannot_tell",
+	ts, err := TypevetLookalikeFaces(perClass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := fixtures.Set{Name: "faces", Spec: ts.Spec, Verdict: "verdict", CannotTell: "cannot_tell",
 		Pins: fixtures.Pins{Dataset: "look-alike faces", Source: fixtures.SourceSynthetic}}
-	state := "Image 1 and image 2 are two photographs. Each photograph can show more than one face. Compare the main face in image 1 with the main face in image 2."
-	for i := range 2 * perClass {
-		set.Cases = append(set.Cases, fixtures.Case{
-			Item: judgments.Item{ID: fmt.Sprintf("%d:face_%04d:face_%04d", i%10+1, 2*i, 2*i+1), State: state,
-				Images: []judgments.Image{twintest.JPEGImage(t, 250, 250, 2*i), twintest.JPEGImage(t, 250, 250, 2*i+1)}},
-			Group: []string{"same", "different"}[i%2],
-		})
+	for i, it := range ts.Items {
+		set.Cases = append(set.Cases, fixtures.Case{Item: it, Group: []string{"same", "different"}[i%2]})
 	}
 	return set
 }
 
-// lookalikeSignatures is CEDAR's shape: perKind pairs of three kinds, PNG
-// scans whose sizes vary as CEDAR's do.
+// lookalikeSignatures is CEDAR's shape as a fixture set
+// (TypevetLookalikeSignatures), grouped by kind.
 func lookalikeSignatures(t testing.TB, perKind int) fixtures.Set {
 	t.Helper()
-	set := fixtures.Set{Name: "signatures", Spec: signaturesSpec(), Verdict: "verdict", CannotTell: "cannot_tell",
+	ts, err := TypevetLookalikeSignatures(perKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := fixtures.Set{Name: "signatures", Spec: ts.Spec, Verdict: "verdict", CannotTell: "cannot_tell",
 		Pins: fixtures.Pins{Dataset: "look-alike signatures", Source: fixtures.SourceSynthetic}}
-	state := "Image 1 and image 2 each show one handwritten signature. Image 1 is a reference signature. Compare the signature in image 2 with the signature in image 1."
-	kinds := []string{"genuine_genuine", "genuine_skilled", "genuine_random"}
-	for i := range 3 * perKind {
-		size := func(k int) (int, int) { return 560 + (k*37)%400, 210 + (k*53)%160 }
-		w1, h1 := size(2 * i)
-		w2, h2 := size(2*i + 1)
-		set.Cases = append(set.Cases, fixtures.Case{
-			Item: judgments.Item{ID: fmt.Sprintf("%s:original_%d_1:sig_%d", kinds[i%3], i, i), State: state,
-				Images: []judgments.Image{twintest.PNGImage(t, w1, h1, 2*i), twintest.PNGImage(t, w2, h2, 2*i+1)}},
-			Group: kinds[i%3],
-		})
+	for i, it := range ts.Items {
+		set.Cases = append(set.Cases, fixtures.Case{Item: it, Group: signatureKinds[i%3]})
 	}
 	return set
+}
+
+// TestLookalikeImages: the look-alike images cmd/twinfit builds its
+// checks from are byte for byte the tests' (twintest's), so a fit and the
+// tests that assert it see the same requests; distinct seeds give
+// distinct images (the control).
+func TestLookalikeImages(t *testing.T) {
+	for _, seed := range []int{0, 1, 62, 440} {
+		p, err := LookalikePNG(1000, 440, seed)
+		require.NoError(t, err)
+		require.Equal(t, twintest.PNGImage(t, 1000, 440, seed), p, seed)
+		j, err := LookalikeJPEG(250, 250, seed)
+		require.NoError(t, err)
+		require.Equal(t, twintest.JPEGImage(t, 250, 250, seed), j, seed)
+	}
+	a, _ := LookalikePNG(1000, 440, 1)
+	b, _ := LookalikePNG(1000, 440, 2)
+	require.NotEqual(t, a.Data, b.Data)
 }

@@ -151,7 +151,7 @@ func ProfileFast() Profile {
 // 0.30.0 and the flags of typevet's #336 run (--enable-prefix-caching
 // --max-num-seqs 32 --max-num-batched-tokens 16384 --max-model-len 8192
 // --limit-mm-per-prompt {"image":2} --gpu-memory-utilization 0.95). The
-// timings and the KV capacity are fitted (TestFitProfile) to nine of
+// timings and the KV capacity are fitted (make fit FIT=h100) to nine of
 // typevet's receipts — the six full-set ones (c=16, 32) and the signatures
 // subset at c=1, 16 and 32 — each simulated inside typevet's whole sweep
 // (subset at c=1, 4, 16, 32, then the full set) driven as typevet's client

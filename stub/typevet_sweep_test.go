@@ -2,70 +2,15 @@ package stub
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
-
-// typevet's #336 sweep, set by set on one server: the subset (60 faces, 63
-// checks, 60 signatures) at each of typevetSubsetLevels, then the full set
-// at typevetFullLevels, one run per level (typevet-semantics §3.5).
-var (
-	typevetSubsetLevels = []int{1, 4, 16, 32}
-	typevetFullLevels   = []int{16, 32}
-)
-
-// typevetFitted are the receipts ProfileH100Gemma4 is fitted on
-// (TestFitProfile): the ones stub/testdata held when it was fitted, the six
-// full-set receipts and the signatures subset at c=1, 16 and 32 (the
-// receipts the project was given). Every other receipt of the sweep the
-// testdata holds — the c=4 level and the faces and checks subsets, nine
-// in all — was copied from typevet's repository only after the constants
-// were frozen (commit 0b1056b), and is a prediction.
-var typevetFitted = map[string]bool{
-	"checks_full_c16": true, "checks_full_c32": true, "faces_full_c16": true, "faces_full_c32": true,
-	"signatures_full_c16": true, "signatures_full_c32": true,
-	"signatures_subset_c1": true, "signatures_subset_c16": true, "signatures_subset_c32": true,
-}
-
-// sweep simulates typevet's sweep of each set (only: one set, "" all) on a
-// fresh server, driven as typevet's client drove it (the typevet
-// dispatch: every control tokenized anew before each judgment, questions
-// in order). Keys are "<set>_subset_c<c>" and "<set>_full_c<c>", as in
-// stub/testdata/typevet_throughput.json. The sets run side by side: each
-// has a server and a virtual clock of its own.
-func (sc *simCalibration) sweep(p Profile, slowdown float64, only string) map[string]simRun {
-	out := map[string]simRun{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, set := range []string{"checks", "faces", "signatures"} {
-		if only != "" && set != only {
-			continue
-		}
-		wg.Go(func() {
-			s := newSimServer(p, slowdown)
-			runs := map[string]simRun{}
-			for _, c := range typevetSubsetLevels {
-				runs[fmt.Sprintf("%s_subset_c%d", set, c)] = s.run(sc.sets[set][:sc.subset[set]], c, sc.tok[set])
-			}
-			for _, c := range typevetFullLevels {
-				runs[fmt.Sprintf("%s_full_c%d", set, c)] = s.run(sc.sets[set], c, sc.tok[set])
-			}
-			mu.Lock()
-			maps.Copy(out, runs)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return out
-}
 
 // sweepRow is one receipt's judgments/s beside the twin's.
 type sweepRow struct {
@@ -88,7 +33,7 @@ func sweepRows(sc *simCalibration, got map[string]simRun) []sweepRow {
 		}
 		parts := strings.Split(k, "_")
 		rows = append(rows, sweepRow{Key: k, Set: parts[0], Slice: parts[1], Level: rec.Throughput.Concurrency,
-			Want: rec.Throughput.JudgmentsPerSecond, Got: run.JPS, Fitted: typevetFitted[k]})
+			Want: rec.Throughput.JudgmentsPerSecond, Got: run.JPS, Fitted: TypevetFitted[k]})
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]

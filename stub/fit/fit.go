@@ -1,6 +1,7 @@
 // Package fit is the twin's fitting tools: Nelder–Mead searches that fit
 // a profile's constants to published figures through the twin's
-// simulation API (stub.SimulateMatrix, stub.SimulateTokens), on
+// simulation API (stub.SimulateMatrix, stub.SimulateTokens,
+// stub.TypevetSweep), on
 // simulated time, so a fit is the same on any machine. cmd/twinfit runs
 // them (make fit) and prints the constants to paste into stub and the
 // figures each fit used: a figure a fit used is never reported as a
@@ -10,6 +11,7 @@ package fit
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/vetbench/vetbench/stub"
@@ -67,6 +69,9 @@ type Result struct {
 	Before, After float64
 	Constants     string
 	Used          []stub.Figure
+	// HeldOut names the results beside the fitted ones that the fit did
+	// not use (the H100 fit's held-out receipts): predictions.
+	HeldOut []string
 }
 
 // Score is the fits' objective: squared log errors, a steep penalty past
@@ -131,6 +136,9 @@ func (r Result) String() string {
 		r.Name, r.Before, r.After, len(r.Used), 100*mean, 100*worst, r.Constants)
 	for _, f := range r.Used {
 		s += fmt.Sprintf("  %-22s %-18s twin %10.4g  published %10.4g  %+6.1f%%\n", f.Row, f.Name, f.Got, f.Want, 100*f.Rel())
+	}
+	if len(r.HeldOut) > 0 {
+		s += fmt.Sprintf("held out, not used to fit (predictions): %s\n", strings.Join(r.HeldOut, ", "))
 	}
 	return s
 }

@@ -58,3 +58,42 @@ func TestRTX3090Fit(t *testing.T) {
 	require.Len(t, r.Used, 3*len(rec.Records))
 	require.Contains(t, r.String(), "StepBase: ")
 }
+
+// TestH100Split: of typevet's eighteen receipts the H100 fit uses the nine
+// stub.TypevetFitted names (docs/twin.md) and names the other nine held
+// out; a one-set fit holds out only that set's.
+func TestH100Split(t *testing.T) {
+	rec, err := stub.ReadTypevetReceipts("../testdata/typevet_throughput.json")
+	require.NoError(t, err)
+	require.Len(t, rec, 18)
+	runs := map[string]stub.TypevetRun{}
+	for k := range rec {
+		runs[k] = stub.TypevetRun{}
+	}
+	fitted := h100Fitted(runs)
+	require.Equal(t, []string{"checks_full_c16", "checks_full_c32", "faces_full_c16", "faces_full_c32",
+		"signatures_full_c16", "signatures_full_c32", "signatures_subset_c1", "signatures_subset_c16", "signatures_subset_c32"}, fitted)
+	held := h100HeldOut(rec, fitted, "")
+	require.Len(t, held, 9)
+	require.Contains(t, held, "signatures_subset_c4")
+	for _, k := range held {
+		require.NotContains(t, fitted, k)
+	}
+	require.Equal(t, []string{"signatures_subset_c4"}, h100HeldOut(rec, fitted, "signatures"))
+	_, err = stub.ReadTypevetReceipts("missing.json")
+	require.Error(t, err)
+}
+
+// TestH100Score: a perfect fit scores 0; a judgments/s miss of 10%
+// (past its 6% margin) costs more than a p50 miss of 10% (inside 15%).
+func TestH100Score(t *testing.T) {
+	figs := func(jps, p50 float64) []stub.Figure {
+		var out []stub.Figure
+		for i, g := range []float64{jps, p50, 1, 1, 1, 1, 1} {
+			out = append(out, stub.Figure{Row: "faces_full_c16", Name: string(rune('a' + i)), Got: g, Want: 1})
+		}
+		return out
+	}
+	require.Zero(t, h100Score(figs(1, 1), 0.06))
+	require.Greater(t, h100Score(figs(1.1, 1), 0.06), 4*h100Score(figs(1, 1.1), 0.06))
+}
