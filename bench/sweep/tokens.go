@@ -116,7 +116,7 @@ func (r *Run) WriteTokens(rec *tokens.Receipt) (string, error) {
 	if r.Dir == nil {
 		return "", fmt.Errorf("no run directory: receipts are written only when benchmarking (-bench)")
 	}
-	path, _, err := r.Dir.NextReceipt(fmt.Sprintf("tokens_%s_c%d.json", rec.Point.Workload, rec.Point.Concurrency))
+	path, _, err := r.Dir.NextReceipt(fmt.Sprintf("%s%s_c%d.json", tokens.ReceiptPrefix, rec.Point.Workload, rec.Point.Concurrency))
 	if err == nil {
 		err = r.write(func() error { return tokens.WriteFile(path, rec) })
 	}

@@ -11,11 +11,15 @@ import (
 	"github.com/vetbench/vetbench/receipts"
 )
 
+// ReceiptPrefix begins the file name of every token receipt a run writes
+// (tokens_<workload>_c<N>.json): in a directory such a file must be one.
+const ReceiptPrefix = "tokens_"
+
 // ReadPath reads a baseline or candidate: a file (ReadBaseline: a receipt,
 // the published format or a vllm bench serve result) or a directory of
 // receipts (*.json of schema vetbench.tokens/v2, sorted by key; a v1
 // receipt is refused with why, other files are left alone, a malformed
-// receipt is an error, more than receipts.MaxDirBytes together is
+// receipt (or a tokens_*.json that is none) is an error, more than receipts.MaxDirBytes together is
 // refused).
 func ReadPath(path string) ([]*Receipt, error) {
 	st, err := os.Stat(path)
@@ -51,7 +55,17 @@ func ReadPath(path string) ([]*Receipt, error) {
 			return ReadBaseline(file)
 		}
 		if json.Unmarshal(data, &probe) != nil || probe.Schema != Schema {
-			continue
+			if !strings.HasPrefix(en.Name(), ReceiptPrefix) {
+				continue // another document of the run (matrix.json, …)
+			}
+			// Named as a receipt but unreadable: never skipped in silence,
+			// or its point reads as missing instead of broken.
+			if json.Unmarshal(data, &probe) != nil || probe.Schema == "" {
+				if _, err := Decode(data, file); err != nil {
+					return nil, err // the syntax error, at its line and column
+				}
+			}
+			return nil, fmt.Errorf("%s: named as a token receipt but its schema is %q, not %s", file, probe.Schema, Schema)
 		}
 		r, err := Decode(data, file)
 		if err != nil {
