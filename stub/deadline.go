@@ -3,6 +3,7 @@ package stub
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -80,4 +81,17 @@ func (e *engine) missedSteps() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.missedSteps
+}
+
+// syncWriter serialises the writes of the twin's log lines: each engine's
+// goroutine and the stream handlers write them.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -529,7 +529,7 @@ func (c *core) abort(r *request, now float64) bool {
 }
 
 func (c *core) usage() float64 {
-	return float64(c.pool.used()) / float64(len(c.pool.blocks))
+	return float64(c.pool.used()) / float64(c.pool.n)
 }
 
 // iteration is what one step produced, for the metrics.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,14 +18,19 @@ import (
 
 // BenchmarkHTTPvsSim holds the twin served over real loopback HTTP (the
 // client in this process, as a benchmark run's) against its own
-// simulation (SimulateTokens, the same engine core on a virtual clock) on the
+// simulation (the same engine core on a virtual clock) on the
 // token-throughput method: c unique short text prompts at once, 128
-// ignore-EOS tokens each, a warm-up batch, then 3 timed batches. Network
-// off in both (the simulation has none). It reports HTTP/simulation ratios
-// of aggregate tok/s (tokps-ratio) and mean TTFT (ttft-ratio), and the
-// engine steps that missed their model-clock deadline (missed-steps): a
-// measurement of how well modelled time survives a busy machine, so it is
-// opt-in (make calibrate), never part of make test.
+// ignore-EOS tokens each, a warm-up batch, then 3 timed batches. The
+// simulation runs the same workload: prompts of the HTTP prompts' length
+// (through the chat template, as the twin tokenizes them), each sent when
+// the HTTP client sent its twin (a client's c goroutines do not start in
+// the same instant), TTFT counted from each request's own send as vllm
+// bench serve counts it. Network off in both (the simulation has none).
+// It reports HTTP/simulation ratios of aggregate tok/s (tokps-ratio) and
+// mean TTFT (ttft-ratio), and the engine steps that missed their
+// model-clock deadline (missed-steps): a measurement of how well modelled
+// time survives a busy machine, so it is opt-in (make calibrate), never
+// part of make test.
 func BenchmarkHTTPvsSim(b *testing.B) {
 	tr := TokensRun{PromptTokens: 32, Output: 128, Repeats: 3}
 	for _, pc := range []struct {
@@ -37,75 +43,124 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 	} {
 		p := pc.p
 		p.Network, p.NetworkJitter = 0, 0
-		sim := SimulateTokens(p, tr, "text", pc.c)
-		for _, scale := range []float64{1, 10} {
-			b.Run(fmt.Sprintf("%s/c=%d/scale=%g", pc.name, pc.c, scale), func(b *testing.B) {
-				var got TokensPoint
-				var missed, cpu float64
-				for b.Loop() {
-					got, missed, cpu = httpTokens(b, p, scale, tr, pc.c)
+		st := tr
+		st.PromptTokens = httpPromptTokens(b, p, tr)
+		for _, v := range httpVariants {
+			b.Run(fmt.Sprintf("%s/c=%d/scale=%g/allowance=%s", pc.name, pc.c, v.scale, v.allowance), func(b *testing.B) {
+				var allowance time.Duration
+				if v.allowance == "measured" {
+					var err error
+					allowance, err = MeasureTransport(b.Context(), &http.Client{}, 64, 1)
+					require.NoError(b, err)
 				}
-				b.Logf("sim %.1f tok/s TTFT %.1f ms; HTTP %.1f tok/s TTFT %.1f ms (model time)",
-					sim.Aggregate, sim.TTFT*1e3, got.Aggregate, got.TTFT*1e3)
+				var got httpRun
+				for b.Loop() {
+					got = httpTokens(b, Config{Profile: p, TimeScale: v.scale, TransportAllowance: allowance}, tr, pc.c)
+				}
+				sim := simulateTokens(p, st, "text", pc.c, got.sends)
+				b.Logf("sim %.1f tok/s TTFT %.1f ms; HTTP %.1f tok/s TTFT %.1f ms (model time); sends spread %.1f ms; allowance %v",
+					sim.Aggregate, sim.TTFT*1e3, got.Aggregate, got.TTFT*1e3, got.spread*1e3, allowance)
 				b.ReportMetric(got.Aggregate/sim.Aggregate, "tokps-ratio")
 				b.ReportMetric(got.TTFT/sim.TTFT, "ttft-ratio")
-				b.ReportMetric(missed, "missed-steps")
+				b.ReportMetric(got.missed, "missed-steps")
 				// The process's CPU per streamed token (server and client
 				// together) against the wall time the model gives a token:
 				// above 1 the run cannot keep the model's pace on one core
 				// whatever the scheduler does.
-				b.ReportMetric(cpu*1e6, "cpu-µs/token")
-				b.ReportMetric(cpu*sim.Aggregate*scale, "cpu-per-model-wall")
+				b.ReportMetric(got.cpu*1e6, "cpu-µs/token")
+				b.ReportMetric(got.cpu*sim.Aggregate*v.scale, "cpu-per-model-wall")
 			})
 		}
 	}
 }
 
-// httpTokens runs the token-throughput method against a twin of p served
-// on loopback at the time scale, and returns its figures in model time and
-// the twin's missed deadlines and the process's CPU seconds per token of
-// the timed batches.
-func httpTokens(b *testing.B, p Profile, scale float64, tr TokensRun, c int) (TokensPoint, float64, float64) {
-	rs, err := Start(Config{Profile: p, TimeScale: scale})
+// httpVariants are the benchmark's time scales, each without and with the
+// transport allowance MeasureTransport measures (Config.TransportAllowance:
+// the real transport's own latency, which the simulation does not have).
+var httpVariants = []struct {
+	scale     float64
+	allowance string
+}{{1, "none"}, {1, "measured"}, {10, "none"}, {10, "measured"}}
+
+// httpRun is what httpTokens measured: the figures in model time, each
+// timed batch's sends (model seconds after the batch started), the mean
+// time from a batch's start to its last send, the twin's missed
+// deadlines and the process's CPU seconds per token of the timed batches.
+type httpRun struct {
+	TokensPoint
+	sends       [][]float64
+	spread      float64
+	missed, cpu float64
+}
+
+// httpTokens runs the token-throughput method against the twin of cfg
+// served on loopback.
+func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
+	scale := cfg.TimeScale
+	rs, err := Start(cfg)
 	require.NoError(b, err)
 	defer rs.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c + 1}}
 	seq := 0
-	batch := func() (wall, ttft float64, tokens int) {
+	batch := func() (wall, ttft float64, tokens int, sends []float64) {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		t0 := time.Now()
 		for range c {
 			seq++
-			body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"unique %d %s"}],"max_tokens":%d,"ignore_eos":true,"stream":true}`,
-				rs.Model(), seq, strings.Repeat("w ", tr.PromptTokens-8), tr.Output)
+			body := httpBody(rs.Model(), seq, tr)
 			wg.Go(func() {
+				sent := time.Now()
 				first, n := streamOnce(b, hc, rs.URL(), body)
 				mu.Lock()
-				ttft += first.Sub(t0).Seconds()
+				sends = append(sends, sent.Sub(t0).Seconds()*scale)
+				ttft += first.Sub(sent).Seconds()
 				tokens += n
 				wall = max(wall, time.Since(t0).Seconds())
 				mu.Unlock()
 			})
 		}
 		wg.Wait()
-		return wall * scale, ttft * scale / float64(c), tokens
+		return wall * scale, ttft * scale / float64(c), tokens, sends
 	}
 	batch() // warm-up
-	pt := TokensPoint{Workload: "text", C: c}
+	run := httpRun{TokensPoint: TokensPoint{Workload: "text", C: c}}
 	cpu0 := cpuSeconds()
 	var total int
 	var totalWall, ttft float64
 	for range tr.Repeats {
 		time.Sleep(time.Duration(float64(time.Second) / scale))
-		w, f, n := batch()
+		w, f, n, sends := batch()
 		total += n
 		totalWall += w
 		ttft += f
+		run.sends = append(run.sends, sends)
+		run.spread += slices.Max(sends) / float64(tr.Repeats)
 	}
-	pt.Aggregate = float64(total) / totalWall
-	pt.TTFT = ttft / float64(tr.Repeats)
-	return pt, rs.eng.missedSteps(), (cpuSeconds() - cpu0) / float64(max(total, 1))
+	run.Aggregate = float64(total) / totalWall
+	run.TTFT = ttft / float64(tr.Repeats)
+	run.missed = rs.eng.missedSteps()
+	run.cpu = (cpuSeconds() - cpu0) / float64(max(total, 1))
+	return run
+}
+
+// httpBody is the seq-th streamed request of the benchmark's workload:
+// a unique text prompt of fixed length (the number has a fixed width).
+func httpBody(model string, seq int, tr TokensRun) string {
+	return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"unique %06d %s"}],"max_tokens":%d,"ignore_eos":true,"stream":true}`,
+		model, seq, strings.Repeat("w ", tr.PromptTokens-8), tr.Output)
+}
+
+// httpPromptTokens is the length of the benchmark's HTTP prompts as the
+// twin tokenizes them (chat template included): the simulation runs
+// prompts of that length.
+func httpPromptTokens(b testing.TB, p Profile, tr TokensRun) int {
+	s, err := New(Config{Profile: p})
+	require.NoError(b, err)
+	defer s.Close()
+	c := &chatCall{}
+	require.Nil(b, s.parseChat([]byte(httpBody(s.Model(), 1, tr)), c))
+	return len(c.p.Tokens)
 }
 
 // cpuSeconds is the process's user and system CPU time so far.
@@ -119,7 +174,7 @@ func cpuSeconds() float64 {
 
 // streamOnce sends one streamed chat request and returns when its first
 // content chunk arrived and how many content chunks came.
-func streamOnce(b *testing.B, hc *http.Client, url, body string) (first time.Time, chunks int) {
+func streamOnce(b testing.TB, hc *http.Client, url, body string) (first time.Time, chunks int) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 	require.NoError(b, err)
 	req.Header.Set("Content-Type", "application/json")

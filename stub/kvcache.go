@@ -1,50 +1,79 @@
 package stub
 
-// block is one KV-cache block of blockSize token slots.
+// block is one KV-cache block of blockSize token slots. It holds no
+// pointers (the free queue links are indices), so the pool, a million
+// blocks for a large GPU, is memory the garbage collector never scans: a
+// pointer-linked pool cost a 2-core machine a quarter of its CPU in GC
+// marking while a time-scaled twin served, and its latency with it.
 type block struct {
-	id     int
 	hash   uint64
-	hashed bool // hash is valid and the block is in the prefix cache
-	ref    int  // requests holding the block
-	// free-queue links; a block with ref 0 sits in the queue, least
-	// recently freed first, and is evicted from the head.
-	prev, next *block
-	queued     bool
+	id     int32
+	ref    int32 // requests holding the block
+	hashed bool  // hash is valid and the block is in the prefix cache
+	queued bool
+	// free-queue links (indices into the pool; the sentinel is the last);
+	// a block with ref 0 sits in the queue, least recently freed first,
+	// and is evicted from the head.
+	prev, next int32
 }
 
 // blockPool is vLLM's KV block manager in miniature: a fixed number of
 // blocks, a free queue in LRU order (freed blocks go to the tail,
 // allocation pops the head and evicts its cached hash), and a map from
 // block hash to cached block for prefix caching.
+//
+// The free queue starts as every block in id order; the blocks never yet
+// allocated (ids virgin and up) are that queue's head, in order, and need
+// no links, and blocks are allocated in pages as they are first used, so
+// a pool costs nothing to build whatever its size.
 type blockPool struct {
-	blocks  []block
-	head    block // sentinel of the free queue
-	numFree int
-	cached  map[uint64]*block
-	caching bool
+	pages    [][]block // blockPage blocks each, made as blocks are first used
+	sentinel block     // the linked free queue's; its id is n
+	n        int
+	virgin   int // blocks [virgin, n) were never allocated
+	numFree  int
+	cached   map[uint64]int32
+	caching  bool
 }
 
+// blockPage is how many blocks a page of the pool holds.
+const blockPage = 4096
+
 func newBlockPool(n int, caching bool) *blockPool {
-	p := &blockPool{blocks: make([]block, n), cached: map[uint64]*block{}, caching: caching}
-	p.head.next, p.head.prev = &p.head, &p.head
-	for i := range p.blocks {
-		p.blocks[i].id = i
-		p.pushTail(&p.blocks[i])
-	}
+	p := &blockPool{n: n, numFree: n, cached: map[uint64]int32{}, caching: caching}
+	p.pages = make([][]block, ceilDiv(n, blockPage))
+	p.sentinel.id, p.sentinel.prev, p.sentinel.next = int32(n), int32(n), int32(n)
 	return p
 }
 
+// block is block i (n: the sentinel).
+func (p *blockPool) block(i int32) *block {
+	if int(i) == p.n {
+		return &p.sentinel
+	}
+	pg := p.pages[i/blockPage]
+	if pg == nil {
+		pg = make([]block, blockPage)
+		p.pages[i/blockPage] = pg
+	}
+	return &pg[i%blockPage]
+}
+
+// head is the linked free queue's sentinel.
+func (p *blockPool) head() *block { return &p.sentinel }
+
 func (p *blockPool) pushTail(b *block) {
-	b.prev, b.next = p.head.prev, &p.head
-	p.head.prev.next = b
-	p.head.prev = b
+	h := p.head()
+	b.prev, b.next = h.prev, h.id
+	p.block(h.prev).next = b.id
+	h.prev = b.id
 	b.queued = true
 	p.numFree++
 }
 
 func (p *blockPool) unlink(b *block) {
-	b.prev.next, b.next.prev = b.next, b.prev
-	b.prev, b.next, b.queued = nil, nil, false
+	p.block(b.prev).next, p.block(b.next).prev = b.next, b.prev
+	b.queued = false
 	p.numFree--
 }
 
@@ -53,8 +82,11 @@ func (p *blockPool) lookup(hash uint64) (*block, bool) {
 	if !p.caching {
 		return nil, false
 	}
-	b, ok := p.cached[hash]
-	return b, ok
+	i, ok := p.cached[hash]
+	if !ok {
+		return nil, false
+	}
+	return p.block(i), true
 }
 
 // touch takes a reference on a cached block (a prefix-cache hit), taking
@@ -68,11 +100,19 @@ func (p *blockPool) touch(b *block) {
 
 // allocate pops the least recently freed block, evicting its cached hash.
 func (p *blockPool) allocate() *block {
-	b := p.head.next
-	if b == &p.head {
+	var b *block
+	switch h := p.head(); {
+	case p.virgin < p.n:
+		b = p.block(int32(p.virgin))
+		b.id = int32(p.virgin)
+		p.virgin++
+		p.numFree--
+	case h.next == h.id:
 		return nil
+	default:
+		b = p.block(h.next)
+		p.unlink(b)
 	}
-	p.unlink(b)
 	if b.hashed {
 		delete(p.cached, b.hash)
 		b.hashed = false
@@ -100,11 +140,11 @@ func (p *blockPool) cache(b *block, hash uint64) {
 		return
 	}
 	b.hash, b.hashed = hash, true
-	p.cached[hash] = b
+	p.cached[hash] = b.id
 }
 
 // used is the number of blocks some request holds.
-func (p *blockPool) used() int { return len(p.blocks) - p.numFree }
+func (p *blockPool) used() int { return p.n - p.numFree }
 
 // reset drops every cached hash; it refuses (false) while any block is
 // held, as vLLM's reset_prefix_cache does.
@@ -112,8 +152,8 @@ func (p *blockPool) reset() bool {
 	if p.used() > 0 {
 		return false
 	}
-	for h, b := range p.cached {
-		b.hashed = false
+	for h, i := range p.cached {
+		p.block(i).hashed = false
 		delete(p.cached, h)
 	}
 	return true

@@ -78,8 +78,9 @@ type metrics struct {
 	running, waiting, kvUsage float64
 
 	// missedSteps and lagSeconds are the twin's own deadline counters
-	// (deadlines).
-	missedSteps, lagSeconds float64
+	// (deadlines); lateDeliveries counts token writes that completed late
+	// (engine.delivered).
+	missedSteps, lagSeconds, lateDeliveries float64
 
 	prefixQueries, prefixHits float64
 	mmQueries, mmHits         float64
@@ -312,6 +313,8 @@ func (m *metrics) write(w io.Writer) error {
 		one("vetbench_twin_deadline_missed_steps_total", m.missedSteps))
 	counter("vetbench_twin_deadline_lag_seconds", "Twin only: model seconds by which late engine steps missed their deadline, summed.",
 		one("vetbench_twin_deadline_lag_seconds_total", m.lagSeconds))
+	counter("vetbench_twin_deadline_late_deliveries", "Twin only: streamed token writes completed later than their model time by more than the slack, for all the delivery lead (the machine could not keep the modelled time at the client).",
+		one("vetbench_twin_deadline_late_deliveries_total", m.lateDeliveries))
 	info := labels{"engine": eng}
 	for k, v := range m.cache {
 		info[k] = v

@@ -558,6 +558,14 @@ type TokensRun struct {
 // simulated server: c requests of workload ("text" or
 // "one_image_per_request") at once.
 func SimulateTokens(p Profile, tr TokensRun, workload string, c int) TokensPoint {
+	return simulateTokens(p, tr, workload, c, nil)
+}
+
+// simulateTokens is SimulateTokens whose timed batches send their requests
+// when sends says (per repeat, each request's send in model seconds after
+// the batch starts; nil: all at once): a real client's arrivals replayed.
+// TTFT counts from each request's send, as vllm bench serve's does.
+func simulateTokens(p Profile, tr TokensRun, workload string, c int, sends [][]float64) TokensPoint {
 	s := newDecodeSim(p)
 	images := 0
 	if workload == "one_image_per_request" {
@@ -567,34 +575,44 @@ func SimulateTokens(p Profile, tr TokensRun, workload string, c int) TokensPoint
 	seq := 0
 	var ttftSum float64
 	var ttftN int
-	batch := func() (wall float64, tokens int) {
+	batch := func(at []float64) (wall float64, tokens int) {
 		left := c
 		var last float64
 		t0 := s.now
+		sent := make(map[*request]float64, c)
 		s.onToken = func(r *request, at float64) {
 			if r.generated == 1 {
-				ttftSum += at - t0
+				ttftSum += at - sent[r]
 				ttftN++
 			}
 			tokens++
 		}
 		s.onDone = func(r *request, at float64) { left--; last = at }
-		for range c {
+		for i := range c {
 			seq++
 			pr, h := synthPrompt("unique-"+workload+"-"+itoa(seq), tr.PromptTokens, images, tr.ImageTokens, p.BlockSize)
 			r := &request{prompt: pr, hashes: h, maxTokens: tr.Output}
-			s.send(r)
+			send := func() { sent[r] = s.now; s.send(r) }
+			if at == nil {
+				send()
+				continue
+			}
+			s.at(t0+at[i], send)
 		}
 		s.runUntil(math.Inf(1), func() bool { return left == 0 })
 		s.idle()
 		return last - t0, tokens
 	}
-	batch() // warm-up
+	batch(nil) // warm-up
 	ttftSum, ttftN = 0, 0
 	total, totalWall := 0, 0.0
-	for range tr.Repeats {
+	for k := range tr.Repeats {
 		s.runUntil(s.now+1, nil)
-		w, n := batch()
+		var at []float64
+		if sends != nil {
+			at = sends[k]
+		}
+		w, n := batch(at)
 		pt.Runs = append(pt.Runs, w)
 		total += n
 		totalWall += w

@@ -191,6 +191,7 @@ type streamWriter struct {
 	sent              int       // tokens the engine sampled that this writer has seen
 	head              []byte    // every chunk's fixed part, encoded once (chunkjson.go)
 	times             []float64 // reused copy of the token times sendNew reads
+	due               float64   // model time the last tokens written were due at the client (-1: none since the last flush)
 	// ch groups the tokens into chunks: one per engine step, or per
 	// --stream-interval tokens (chunks.go).
 	ch chunker
@@ -228,11 +229,17 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c *chatCall) {
 			gone()
 			return
 		}
+		if !finished {
+			sw.out.flush()
+		}
+		if sw.due >= 0 {
+			c.eng.delivered(sw.due)
+			sw.due = -1
+		}
 		if finished {
 			s.countServed()
 			return
 		}
-		sw.out.flush()
 	}
 }
 
@@ -261,7 +268,7 @@ func newStreamWriter(s *Server, c *chatCall, out *sse) *streamWriter {
 	opts, _ := c.req.streamOptions()
 	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
 	sw := &streamWriter{s: s, c: c, out: out, id: "chatcmpl-" + c.rid, created: time.Now().Unix(), prompt: len(c.r.prompt.Tokens),
-		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1,
+		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1, due: -1,
 		ch: chunker{interval: s.cfg.Profile.StreamInterval}}
 	sw.head = chunkHead(&chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: s.cfg.Model})
 	if c.fault != nil && c.fault.Kind == FaultTruncate {
@@ -309,7 +316,8 @@ func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
 		if j += n; j > limit {
 			break
 		}
-		if eng.clock.sleepUntil(ctx, at+sw.c.rt/2) != nil {
+		sw.due = at + sw.c.rt/2
+		if eng.clock.deliverAt(ctx, sw.due) != nil {
 			return false, false
 		}
 		last := finished && j == view.generated && view.finishReason != "error"
