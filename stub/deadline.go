@@ -83,6 +83,35 @@ func (e *engine) missedSteps() float64 {
 	return m.missedSteps
 }
 
+// delivered records a stream's write of tokens due at the client at model
+// time t that completed now: one that completed more than deadlineSlack
+// of wall time past it counts as a late delivery on /metrics
+// (vetbench_twin_deadline_late_deliveries_total) and in the log, at most
+// once per deadlineLogEvery. A step on time does not make its tokens on
+// time: on a busy machine the handlers that write them wait for the CPU.
+func (e *engine) delivered(t float64) {
+	now := time.Now()
+	if now.Sub(e.clock.wall(t)) <= deadlineSlack {
+		return
+	}
+	e.mu.Lock()
+	m := e.m
+	e.lateWrites++
+	n := e.lateWrites
+	logIt := e.deadlines.log != nil && now.Sub(e.lateLogged) >= deadlineLogEvery
+	if logIt {
+		e.lateLogged, e.lateWrites = now, 0
+	}
+	e.mu.Unlock()
+	m.mu.Lock()
+	m.lateDeliveries++
+	m.mu.Unlock()
+	if logIt {
+		fmt.Fprintf(e.deadlines.log, "vllmstub: engine %d wrote %d streamed chunk(s) more than %v late (wall) at time scale %g; latencies measured now are slower than the model\n",
+			e.index, n, deadlineSlack, e.clock.scale)
+	}
+}
+
 // syncWriter serialises the writes of the twin's log lines: each engine's
 // goroutine and the stream handlers write them.
 type syncWriter struct {

@@ -99,3 +99,26 @@ func TestEngineDeadlinesFakeTime(t *testing.T) {
 		}
 	}
 }
+
+// TestLateDeliveryCounted: a streamed write that completes within the
+// slack of its model time is on time; later it counts on /metrics and the
+// log says so once per deadlineLogEvery. Fake time.
+func TestLateDeliveryCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log bytes.Buffer
+		e := newEngine(ProfileFast(), "m", 10, 1, &log)
+		due := e.clock.model(time.Since(e.clock.origin))
+		time.Sleep(deadlineSlack)
+		e.delivered(due)
+		require.Zero(t, e.m.lateDeliveries)
+		require.Empty(t, log.String())
+		time.Sleep(time.Millisecond)
+		e.delivered(due)
+		e.delivered(due)
+		require.Equal(t, 2.0, e.m.lateDeliveries)
+		require.Equal(t, 1, strings.Count(log.String(), "streamed chunk(s) more than 2ms late"), "one line per deadlineLogEvery")
+		time.Sleep(deadlineLogEvery)
+		e.delivered(due)
+		require.Equal(t, 2, strings.Count(log.String(), "late (wall)"))
+	})
+}

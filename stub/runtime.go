@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -24,15 +23,6 @@ type clock struct {
 
 	mu   sync.Mutex
 	late time.Duration // running mean of how late timers fire
-	// lead is how far ahead of its model time a delivery starts
-	// (delivery.go).
-	lead time.Duration
-	// early is how long before their model time answers are sent by the
-	// transport allowance beyond the modelled network (Server.roundTrip).
-	early time.Duration
-	// waker, when set, wakes sleepers instead of package time's timers
-	// (precise.go).
-	waker atomic.Pointer[waker]
 }
 
 func (c *clock) now() float64 { return c.model(time.Since(c.origin)) }
@@ -45,17 +35,13 @@ func (c *clock) wall(t float64) time.Time {
 	return c.origin.Add(time.Duration(t / c.scale * float64(time.Second)))
 }
 
-// sleepUntil blocks until model time t (or ctx ends).
+// sleepUntil blocks until model time t (or ctx ends). Timers fire late by
+// up to a scheduler tick (about 1 ms on some kernels), which a time-scaled
+// twin would multiply into model time; so the clock keeps a running mean
+// of the lateness and asks to wake that much early, which puts wake-ups on
+// target on average.
 func (c *clock) sleepUntil(ctx context.Context, t float64) error {
-	return c.sleepUntilWall(ctx, c.wall(t))
-}
-
-// sleepUntilWall blocks until wall time target (or ctx ends). Timers fire
-// late by up to a scheduler tick (about 1 ms on some kernels), which a
-// time-scaled twin would multiply into model time; so the clock keeps a
-// running mean of the lateness and asks to wake that much early, which
-// puts wake-ups on target on average.
-func (c *clock) sleepUntilWall(ctx context.Context, target time.Time) error {
+	target := c.wall(t)
 	c.mu.Lock()
 	est := c.late
 	c.mu.Unlock()
@@ -64,34 +50,18 @@ func (c *clock) sleepUntilWall(ctx context.Context, target time.Time) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	if err := c.sleep(ctx, wake, d); err != nil {
-		return err
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	lateness := time.Since(wake)
 	c.mu.Lock()
 	c.late += (lateness - c.late) / 16
 	c.mu.Unlock()
 	return nil
-}
-
-// sleep waits d, until wall time wake, on the clock's waker or a timer.
-func (c *clock) sleep(ctx context.Context, wake time.Time, d time.Duration) error {
-	if w := c.waker.Load(); w != nil {
-		select {
-		case <-w.after(wake):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // engine runs a core against the clock: one goroutine steps the core while
@@ -353,7 +323,7 @@ func (e *engine) run(ctx context.Context) {
 		if st == nil {
 			continue
 		}
-		if e.clock.release(ctx, end) != nil {
+		if e.clock.sleepUntil(ctx, end) != nil {
 			return
 		}
 		if e.busyMachine != nil {
@@ -361,11 +331,6 @@ func (e *engine) run(ctx context.Context) {
 		}
 		prevEnd = end
 		e.finishStep(st, end, gen)
-		// The next step starts at the boundary: what reaches the engine
-		// by then joins it.
-		if e.clock.sleepUntil(ctx, end) != nil {
-			return
-		}
 		e.checkDeadline(end)
 	}
 }

@@ -26,7 +26,6 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) e
 		return err
 	}
 	defer s.Close()
-	s.preciseTimers()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	p := s.Profile()
 	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",

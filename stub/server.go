@@ -60,8 +60,6 @@ type Server struct {
 	// bodies are buffers for chat request bodies (readBody).
 	bodies sync.Pool
 
-	stopWaker func() // stops the precise timer (preciseTimers)
-
 	mu     sync.Mutex
 	rng    *mrand.Rand // network jitter
 	seq    int
@@ -85,10 +83,9 @@ func New(cfg Config) (*Server, error) {
 		s.stats.ReplayOmitted = cfg.Replay.Omitted
 	}
 	if cfg.Log != nil {
-		cfg.Log = &syncWriter{w: cfg.Log} // engines and handlers log
+		cfg.Log = &syncWriter{w: cfg.Log} // engines and stream handlers log
 	}
 	s.eng = newEngine(cfg.Profile, cfg.Model, cfg.TimeScale, cfg.Slowdown, cfg.Log)
-	s.eng.clock.early = max(0, cfg.TransportAllowance-time.Duration(float64(cfg.Profile.Network)/cfg.TimeScale)) / 2
 	s.engines = []*engine{s.eng}
 	for i := 1; i < cfg.DataParallel; i++ {
 		e := newEngine(cfg.Profile, cfg.Model, cfg.TimeScale, cfg.Slowdown, cfg.Log)
@@ -156,22 +153,7 @@ func (s *Server) Close() error {
 	s.killAll()
 	s.cancel()
 	<-s.done
-	if s.stopWaker != nil {
-		s.stopWaker()
-	}
 	return nil
-}
-
-// preciseTimers makes a served twin wake on the system's precise timer
-// (precise.go) until Close; without one it keeps package time's timers.
-// Called before the twin serves its first request.
-func (s *Server) preciseTimers() {
-	w, stop, err := newWaker()
-	if err != nil {
-		return
-	}
-	s.eng.clock.waker.Store(w)
-	s.stopWaker = stop
 }
 
 // Profile is the twin's profile.
@@ -290,17 +272,12 @@ const MaxLogprobTokenIDs = 128
 // maxBody bounds a request body (two large images fit many times over).
 const maxBody = 64 << 20
 
-// roundTrip draws one request's network round trip (model seconds), less
-// the transport allowance. Below 0 (an allowance larger than the modelled
-// network) the request is taken to have reached the twin half of it
-// before its handler ran, and its answer is sent that much before its
-// model time (delivery.go), so that the client, past the real
-// transport's own latency, has it on time.
+// roundTrip draws one request's network round trip (model seconds).
 func (s *Server) roundTrip() float64 {
 	s.mu.Lock()
 	u := s.rng.Float64()
 	s.mu.Unlock()
-	return s.eng.t.roundTrip(u) - s.eng.clock.model(s.cfg.TransportAllowance)
+	return max(0, s.eng.t.roundTrip(u)-s.eng.clock.model(s.cfg.TransportAllowance))
 }
 
 // Model time on the request path is computed from when the handler

@@ -27,7 +27,6 @@ func Start(cfg Config) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.preciseTimers()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = s.Close()

@@ -317,7 +317,7 @@ func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
 			break
 		}
 		sw.due = at + sw.c.rt/2
-		if eng.clock.deliverAt(ctx, sw.due) != nil {
+		if eng.clock.sleepUntil(ctx, sw.due) != nil {
 			return false, false
 		}
 		last := finished && j == view.generated && view.finishReason != "error"
