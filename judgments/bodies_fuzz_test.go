@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 // spaces is n bytes of JSON whitespace, made as they are read.
@@ -110,10 +111,9 @@ func FuzzBodies(f *testing.F) {
 			if !errors.As(err, &se) || se.Code != code {
 				t.Fatalf("status %d lost: %v", code, err)
 			}
-			// A JSON error's message is kept whole (vLLM's run past 200
-			// characters), bounded by the error body's cap.
-			if len(se.Message) > MaxErrorBody+len("…") {
-				t.Fatalf("message past the error cap: %d bytes", len(se.Message))
+			// Whatever the body's shape, the message is clipped.
+			if n := utf8.RuneCountInString(se.Message); n > MaxMessage+1 {
+				t.Fatalf("message of %d characters, past the %d kept", n, MaxMessage)
 			}
 		case size > limit:
 			if !errors.Is(err, ErrBodyTooLarge) {

@@ -564,10 +564,7 @@ func (c *Client) send(ctx context.Context, path, requestID string, parts [][]byt
 	data, over := buf.Bytes(), int64(buf.Len()) > limit
 	if res.StatusCode != http.StatusOK {
 		// The status is the news; a huge error body is read no further.
-		e := statusError(path, res, data[:min(int64(len(data)), limit)])
-		e.Message = c.secret.Redact(e.Message)
-		e.Type, e.Param = c.secret.Redact(e.Type), c.secret.Redact(e.Param)
-		return e
+		return ParseStatusError(path, res, data[:min(int64(len(data)), limit)], c.secret)
 	}
 	if over {
 		return fmt.Errorf("%s: %w: more than %d bytes (the cap on %s), not read further", path, ErrBodyTooLarge, limit, bodyKind(path))
@@ -623,9 +620,40 @@ func truncatedJSON(data []byte, err error) bool {
 	return errors.As(err, &se) && se.Offset >= int64(len(bytes.TrimRight(data, " \t\r\n")))
 }
 
-// statusError reads vLLM's error body: {"error": {message, type, param,
-// code}} since 0.10.1, flat before, and {"error": "Unauthorized"} from the
-// --api-key middleware. code may be an int or a string.
+// MaxMessage is how many characters of an error's message, type and param
+// are kept: vLLM's own fit whole (a context-length error runs to ~330, a
+// validation error lists at most 10 entries), a hostile server's 64 KiB
+// does not reach every receipt and log line.
+const MaxMessage = 2000
+
+// clip cuts s to MaxMessage characters (runes, so no UTF-8 sequence is
+// split), marking the cut with "…".
+func clip(s string) string {
+	n := 0
+	for i := range s {
+		if n == MaxMessage {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+// ParseStatusError reads the body of a non-200 answer to path (data: as
+// much of it as was read, at most MaxErrorBody) as vLLM writes it:
+// {"error": {message, type, param, code}} since 0.10.1, flat before, and
+// {"error": "Unauthorized"} from the --api-key middleware; code may be an
+// int or a string; any other body is its text. Retry-After is kept. Its
+// strings have the key redacted, then are clipped to MaxMessage
+// characters (in that order: a key cut in two would no longer match).
+func ParseStatusError(path string, res *http.Response, data []byte, key Secret) *StatusError {
+	e := statusError(path, res, data)
+	e.Message = clip(key.Redact(e.Message))
+	e.Type, e.Param = clip(key.Redact(e.Type)), clip(key.Redact(e.Param))
+	return e
+}
+
+// statusError is ParseStatusError before redaction and clipping.
 func statusError(path string, res *http.Response, data []byte) *StatusError {
 	e := &StatusError{Endpoint: path, Code: res.StatusCode}
 	if res.Request != nil {
@@ -659,9 +687,6 @@ func statusError(path string, res *http.Response, data []byte) *StatusError {
 	case json.Unmarshal(data, &flat) == nil && flat.Message != "":
 	default:
 		flat.Message = strings.TrimSpace(string(data))
-		if len(flat.Message) > 200 {
-			flat.Message = flat.Message[:200] + "…"
-		}
 	}
 	e.Message, e.Type = flat.Message, flat.Type
 	if flat.Param != nil {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
@@ -205,6 +206,12 @@ func TestJudgeFailsClosed(t *testing.T) {
 }
 
 func TestStatusErrors(t *testing.T) {
+	// vLLM 0.19's context-length message (vllm-contract.md 2.8): longer
+	// than 200 characters, kept whole.
+	const long = "This model's maximum context length is 32768 tokens. However, you requested 512 output tokens and your prompt contains 32836 input tokens, for a total of 33348 tokens (32836 + 512 = 33348 > 32768). Please reduce the length of the input prompt or the number of requested output tokens."
+	// A hostile 30 KB message of two-byte characters, offset by one byte
+	// so a byte-count cut would split one: kept to MaxMessage characters.
+	huge := "x" + strings.Repeat("é", 15000)
 	for _, tc := range []struct {
 		name    string
 		code    int
@@ -222,6 +229,9 @@ func TestStatusErrors(t *testing.T) {
 			"NotFoundError", "The model `x` does not exist.", "model", 0, "HTTP 404"},
 		{"429", 429, "3", `{"error":{"message":"busy","type":"TooManyRequests","param":null,"code":"rate_limited"}}`, "TooManyRequests", "busy", "", 3 * time.Second, "retry after 3s"},
 		{"html", 502, "", `<html>bad gateway</html>`, "", "<html>bad gateway</html>", "", 0, "HTTP 502"},
+		{"vllm long", 400, "", `{"error":{"message":"` + long + `","type":"BadRequestError","param":"input_tokens","code":400}}`, "BadRequestError", long, "input_tokens", 0, "maximum context length"},
+		{"huge", 500, "", `{"error":{"message":"` + huge + `","type":"` + huge + `","code":500}}`, huge[:1+2*(MaxMessage-1)] + "…", huge[:1+2*(MaxMessage-1)] + "…", "", 0, "HTTP 500"},
+		{"huge html", 502, "", huge, "", huge[:1+2*(MaxMessage-1)] + "…", "", 0, "HTTP 502"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeVLLM{chat: func(map[string]any) (int, string) { return tc.code, tc.body }}
@@ -239,6 +249,7 @@ func TestStatusErrors(t *testing.T) {
 			require.Equal(t, tc.code, se.Code)
 			require.Equal(t, tc.typ, se.Type)
 			require.Equal(t, tc.msg, se.Message)
+			require.True(t, utf8.ValidString(se.Message), "no character is split")
 			require.Equal(t, tc.param, se.Param)
 			require.Equal(t, tc.retry, se.RetryAfter)
 			require.ErrorContains(t, err, tc.wantErr)

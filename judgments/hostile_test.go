@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -70,7 +71,7 @@ func TestBodiesAreCapped(t *testing.T) {
 				var se *StatusError
 				require.ErrorAs(t, err, &se)
 				require.Equal(t, tc.code, se.Code)
-				require.LessOrEqual(t, len(se.Message), 201+len("…"), "the message is clipped")
+				require.LessOrEqual(t, utf8.RuneCountInString(se.Message), MaxMessage+1, "the message is clipped")
 			}
 			require.Less(t, body.read.Load(), tc.limit+64<<10, "read past the cap")
 		})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench/stream"
+	"github.com/vetbench/vetbench/judgments"
 )
 
 // padding is the document a long prompt repeats until it is long enough:
@@ -205,7 +206,7 @@ func tokenizeCounter(hc *http.Client, base, model string, auth func(*http.Reques
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		if resp.StatusCode != http.StatusOK {
-			return 0, stream.StatusError(resp, data)
+			return 0, judgments.ParseStatusError("/tokenize", resp, data, "")
 		}
 		var out struct {
 			Count *int `json:"count"`

@@ -11,13 +11,11 @@ package stream
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +138,7 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		res.End = c.now()
-		res.Err = StatusError(resp, data)
+		res.Err = judgments.ParseStatusError(Path, resp, data, judgments.Secret(c.apiKey))
 		return res
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
@@ -206,38 +204,6 @@ func (c *Client) failure(ctx context.Context, watch *watches, err error) error {
 		return fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
 	return err
-}
-
-// StatusError reads a non-200 answer as vLLM writes it: {"error": {message,
-// type, param, code}} since 0.10.1, the flat shape before, and {"error":
-// "Unauthorized"} from the API-key middleware. Retry-After is kept.
-func StatusError(resp *http.Response, data []byte) *judgments.StatusError {
-	e := &judgments.StatusError{Endpoint: Path, Code: resp.StatusCode}
-	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-			e.RetryAfter = time.Duration(n) * time.Second
-		}
-	}
-	var nested struct {
-		Error json.RawMessage `json:"error"`
-	}
-	var flat struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-	}
-	switch {
-	case json.Unmarshal(data, &nested) == nil && len(nested.Error) > 0 && string(nested.Error) != "null":
-		se := serverError(nested.Error)
-		e.Message, e.Type, e.Param = se.Message, se.Type, se.Param
-	case json.Unmarshal(data, &flat) == nil && flat.Message != "":
-		e.Message, e.Type = flat.Message, flat.Type
-	default:
-		e.Message = strings.TrimSpace(string(data))
-		if len(e.Message) > 200 {
-			e.Message = e.Message[:200] + "…"
-		}
-	}
-	return e
 }
 
 // ErrorClass names the kind of a Result's error with the stable words of

@@ -306,6 +306,13 @@ func TestHTTPErrorsBeforeTheStream(t *testing.T) {
 			s:    &script{Status: 502, Body: "<html>bad gateway</html>", Header: map[string]string{"Content-Type": "text/html"}},
 			code: 502, msg: "<html>bad gateway</html>", class: "http_502",
 		},
+		{
+			// A hostile 40 KB message is clipped as a judgment's is (one parser).
+			name: "500_huge_message",
+			s: &script{Status: 500, Body: `{"error":{"message":"` + strings.Repeat("m", 40000) + `","type":"InternalServerError","code":500}}`,
+				Header: map[string]string{"Content-Type": "application/json"}},
+			code: 500, typ: "InternalServerError", msg: strings.Repeat("m", judgments.MaxMessage) + "…", class: "http_500",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
