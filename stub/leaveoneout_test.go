@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vetbench/vetbench/receipts/roofline"
+	"github.com/vetbench/vetbench/stub/internal/simplex"
 )
 
 // looSet is one set of published figures as the leave-one-out table
@@ -128,7 +129,7 @@ func fitDeepSeek(t *testing.T) (Efficiency, float64) {
 	h := EfficiencyHopper
 	x := []float64{math.Log(h.BandwidthShare), math.Log(h.ComputeShare), math.Log(h.AttentionShare),
 		math.Log(float64(h.KernelLaunch)), math.Log(float64(h.PerSeq)), math.Log(0.678 / (1 - 0.678))}
-	best := nelderMead(score, x, 2, 300)
+	best := simplex.NelderMead(score, x, 2, 300)
 	require.LessOrEqual(t, score(best), score(x), "the DeepSeek fit made it worse")
 	return from(best)
 }

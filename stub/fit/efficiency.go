@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/internal/simplex"
 )
 
 // Rows says which rows of the E2B matrix a fit of efficiency constants
@@ -61,7 +62,7 @@ func Efficiency(rows Rows, start stub.Efficiency, dec map[[2]int]stub.PublishedC
 		return Score(figs, s.Margin)
 	}
 	x := k.vector(start)
-	best := NelderMead(s.watch(score), x, s.Restarts, s.Iterations)
+	best := simplex.NelderMead(s.watch(score), x, s.Restarts, s.Iterations)
 	e := k.from(start, best)
 	used, err := figures(e)
 	return Result{Name: "efficiency " + string(rows), Before: score(x), After: score(best), Constants: fmt.Sprintf("%#v", e), Used: used}, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/internal/simplex"
 )
 
 // Search bounds a Nelder–Mead search: Restarts simplexes of Iterations
@@ -119,7 +120,7 @@ func RTX3090(rec stub.RTX3090Receipt, s Search) Result {
 	}
 	score := func(v []float64) float64 { return Score(stub.RTX3090Figures(fromVec(v), rec), s.Margin) }
 	x := toVec(stub.ProfileRTX3090())
-	best := NelderMead(s.watch(score), x, s.Restarts, s.Iterations)
+	best := simplex.NelderMead(s.watch(score), x, s.Restarts, s.Iterations)
 	q := fromVec(best)
 	consts := ""
 	for i, name := range []string{"StepBase", "StepPerToken", "StepPerSeq", "StepPerImage", "FrontendBase", "FrontendImageMiss", "FrontendPerInflight", "IngestBase"} {

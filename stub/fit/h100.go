@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/internal/simplex"
 )
 
 // H100 fits ProfileH100Gemma4's timings (and its KV block count) to
@@ -45,7 +46,7 @@ func H100(sweep *stub.TypevetSweep, rec map[string]stub.TypevetReceipt, only str
 	}
 	score := func(v []float64) float64 { return h100Score(figures(h100From(v)), s.Margin) }
 	x := h100Vector(start)
-	best := NelderMead(s.watch(score), x, s.Restarts, s.Iterations)
+	best := simplex.NelderMead(s.watch(score), x, s.Restarts, s.Iterations)
 	q := h100From(best)
 	r := Result{Name: "h100-gemma4-31b", Before: score(x), After: score(best), Constants: h100Constants(q), Used: h100Weighed(figures(q))}
 	r.HeldOut = h100HeldOut(rec, fitted, only)
