@@ -1,6 +1,7 @@
 package speed
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -66,12 +67,33 @@ func MinP(a benchmath.Assumption, n1, n2 int) float64 {
 // MinCount is the least number of runs per side with which a comparison
 // under a can give p < threshold; 0 when no count up to 100 can.
 func MinCount(a benchmath.Assumption, threshold float64) int {
+	return MinCountAgainst(a, threshold, 0)
+}
+
+// MinCountAgainst is the least number of runs of one side with which a
+// comparison under a against other runs of the other side can give
+// p < threshold (other 0: as many as its own, MinCount); 0 when no count
+// up to 100 can. A side read from a file has its runs already.
+func MinCountAgainst(a benchmath.Assumption, threshold float64, other int) int {
 	for n := 1; n <= maxCount; n++ {
-		if MinP(a, n, n) < threshold {
+		if reaches(MinP(a, n, cmp.Or(other, n)), threshold) {
 			return n
 		}
 	}
 	return 0
+}
+
+// reaches says a best p of minP can get below threshold: the one test of
+// whether runs suffice, before measuring and after.
+func reaches(minP, threshold float64) bool { return minP < threshold }
+
+// threshold is the p a metric must get below on its own with tested
+// metrics in the family: alpha/tested with Holm, alpha without.
+func threshold(p Policy, tested int) float64 {
+	if p.Holm && tested > 0 {
+		return p.Alpha / float64(tested)
+	}
+	return p.Alpha
 }
 
 // tested says m is decided by a statistical test: Holm's family.
@@ -80,7 +102,7 @@ func tested(m Metric) bool { return m.Verdict == "" && m.P != nil && m.dir != 0 
 // power sets each tested metric's MinP and says what the runs can reach
 // against the strictest threshold the correction applies.
 func power(ms []Metric, p Policy) Power {
-	pw := Power{Threshold: p.Alpha, Allowed: p.AllowFewRuns}
+	pw := Power{Allowed: p.AllowFewRuns}
 	cache := map[[3]any]float64{}
 	for i := range ms {
 		m := &ms[i]
@@ -96,9 +118,7 @@ func power(ms []Metric, p Policy) Power {
 		}
 		m.MinP = &mp
 	}
-	if p.Holm && pw.Tested > 0 {
-		pw.Threshold = p.Alpha / float64(pw.Tested)
-	}
+	pw.Threshold = threshold(p, pw.Tested)
 	counts := map[benchmath.Assumption]int{}
 	unreachable := false
 	for _, m := range ms {
@@ -122,7 +142,7 @@ func power(ms []Metric, p Policy) Power {
 // underpowered says a tested metric's runs cannot reach the threshold and
 // no step of the correction found it significant: it is not decided.
 func underpowered(m *Metric, pw Power) bool {
-	return m.MinP != nil && *m.MinP >= pw.Threshold && !m.Significant
+	return m.MinP != nil && !reaches(*m.MinP, pw.Threshold) && !m.Significant
 }
 
 // fewRunsProblems says, per pair of run counts, which tested metrics were
@@ -170,29 +190,68 @@ func fewRunsLine(pw Power, p Policy, n1, n2 int, minP float64, names []string) s
 	if len(names) < pw.Tested {
 		fmt.Fprintf(&b, " on %d of %d tested metrics (%s)", len(names), pw.Tested, listNames(names, 3))
 	}
-	if p.Holm {
-		fmt.Fprintf(&b, ": with %d tested metric%s Holm needs p < %.3g", pw.Tested, plural(pw.Tested), pw.Threshold)
-	} else {
-		fmt.Fprintf(&b, ": p < %g is needed", p.Alpha)
-	}
-	fmt.Fprintf(&b, "; %d vs %d runs reach at best p = %.2g", n1, n2, minP)
-	if pw.MinCount > 0 {
-		fmt.Fprintf(&b, "; use -count %d or more", pw.MinCount)
-	} else {
-		b.WriteString("; use many more runs")
-	}
-	var or []string
-	if p.Holm && minP < p.Alpha {
-		// minP < alpha/m holds for every m below alpha/minP.
-		if most := int(math.Ceil(p.Alpha/minP)) - 1; most >= 1 && most < pw.Tested {
-			or = append(or, fmt.Sprintf("gate at most %d metrics", most))
-		}
-		or = append(or, "-holm=false")
-	}
+	or := writeNeeds(&b, pw, p, n1, n2, minP, "")
 	if len(names) < pw.Tested && !pw.Allowed {
 		or = append(or, fmt.Sprintf("-allow-few-runs to gate the other %d", pw.Tested-len(names)))
 	}
 	if len(or) > 0 {
+		fmt.Fprintf(&b, " (or %s)", strings.Join(or, ", or "))
+	}
+	return b.String()
+}
+
+// writeNeeds writes what the test needs, what n1 vs n2 runs reach and the
+// count that suffices (the figures of a too-few-runs line, before
+// measuring and after), and returns the other fixes. tested is said as
+// its number after the prefix ("at least ").
+func writeNeeds(b *strings.Builder, pw Power, p Policy, n1, n2 int, minP float64, prefix string) (or []string) {
+	if p.Holm {
+		fmt.Fprintf(b, ": with %s%d tested metric%s Holm needs p < %.3g", prefix, pw.Tested, plural(pw.Tested), pw.Threshold)
+	} else {
+		fmt.Fprintf(b, ": p < %g is needed", p.Alpha)
+	}
+	fmt.Fprintf(b, "; %d vs %d runs reach at best p = %.2g", n1, n2, minP)
+	if pw.MinCount > 0 {
+		fmt.Fprintf(b, "; use -count %d or more", pw.MinCount)
+	} else {
+		b.WriteString("; use many more runs")
+	}
+	if p.Holm && minP < p.Alpha {
+		// minP < alpha/m holds for every m below alpha/minP.
+		if most := int(math.Ceil(p.Alpha/minP)) - 1; most >= 1 && most < pw.Tested {
+			or = append(or, fmt.Sprintf("gate at most %d metric%s", most, plural(most)))
+		}
+		or = append(or, "-holm=false")
+	}
+	return or
+}
+
+// FewRunsAhead is, before any run is measured, why n1 vs n2 runs a side
+// cannot decide at least tested metrics of the U test (units without
+// assume=) under p, in the words of the too-few-runs problem Decide would
+// give then; "" when they may. fixed says a side is read from a file: its
+// runs are what they are, so the count to use is the other side's against
+// them. Tested is only a bound before measuring, and the fewest metrics
+// give the loosest threshold: so runs that cannot reach it cannot reach
+// the gate's.
+func FewRunsAhead(p Policy, tested, n1, n2 int, fixed [2]bool) string {
+	a := benchmath.AssumeNothing
+	pw := Power{Tested: tested, Threshold: threshold(p, tested), TooFewRuns: tested, Allowed: p.AllowFewRuns}
+	minP := MinP(a, n1, n2)
+	if tested < 1 || reaches(minP, pw.Threshold) {
+		return ""
+	}
+	switch {
+	case fixed[0] && !fixed[1]:
+		pw.MinCount = MinCountAgainst(a, pw.Threshold, n1)
+	case fixed[1] && !fixed[0]:
+		pw.MinCount = MinCountAgainst(a, pw.Threshold, n2)
+	default:
+		pw.MinCount = MinCount(a, pw.Threshold)
+	}
+	var b strings.Builder
+	b.WriteString("too few runs")
+	if or := writeNeeds(&b, pw, p, n1, n2, minP, "at least "); len(or) > 0 {
 		fmt.Fprintf(&b, " (or %s)", strings.Join(or, ", or "))
 	}
 	return b.String()

@@ -188,3 +188,65 @@ func TestPowerMixed(t *testing.T) {
 	require.True(t, rep.NoVerdict())
 	require.Contains(t, rep.Problems[0], "too few runs: with 48 tested metrics")
 }
+
+// Before measuring, FewRunsAhead says what Decide will say of the runs
+// once measured (here: fully separated, the best a U test can see): no
+// line where they decide, and where they cannot the same line, its tested
+// count "at least". With a side read from a file, the count it names is
+// the least that decides against that file's runs (one fewer does not).
+func TestFewRunsAhead(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		metrics, nb, nc int
+		holm            bool
+		fixed           [2]bool
+		want            string // "" when the runs can decide
+	}{
+		{6, 3, 3, true, [2]bool{}, "too few runs: with at least 6 tested metrics Holm needs p < 0.00833; 3 vs 3 runs reach at best p = 0.1; use -count 5 or more"},
+		{6, 5, 5, true, [2]bool{}, ""}, // 0.0079 < 0.0083
+		{7, 5, 5, true, [2]bool{}, "too few runs: with at least 7 tested metrics Holm needs p < 0.00714; 5 vs 5 runs reach at best p = 0.0079; use -count 6 or more (or gate at most 6 metrics, or -holm=false)"},
+		{1, 4, 4, true, [2]bool{}, ""}, // 0.029 < 0.05
+		{2, 4, 4, true, [2]bool{}, "too few runs: with at least 2 tested metrics Holm needs p < 0.025; 4 vs 4 runs reach at best p = 0.029; use -count 5 or more (or gate at most 1 metric, or -holm=false)"},
+		{1, 3, 3, false, [2]bool{}, "too few runs: p < 0.05 is needed; 3 vs 3 runs reach at best p = 0.1; use -count 4 or more"},
+		{5, 10, 2, true, [2]bool{true, false}, "too few runs: with at least 5 tested metrics Holm needs p < 0.01; 10 vs 2 runs reach at best p = 0.03; use -count 3 or more (or gate at most 1 metric, or -holm=false)"},
+		{5, 10, 3, true, [2]bool{true, false}, ""}, // 2/C(13,3) = 0.007
+		{5, 2, 10, true, [2]bool{false, true}, "too few runs: with at least 5 tested metrics Holm needs p < 0.01; 2 vs 10 runs reach at best p = 0.03; use -count 3 or more (or gate at most 1 metric, or -holm=false)"},
+		{0, 3, 3, true, [2]bool{}, ""}, // nothing tested
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%dv%d_m%d_holm=%v_fixed=%v", c.nb, c.nc, c.metrics, c.holm, c.fixed), func(t *testing.T) {
+			t.Parallel()
+			p := speed.DefaultPolicy()
+			p.Holm = c.holm
+			got := speed.FewRunsAhead(p, c.metrics, c.nb, c.nc, c.fixed)
+			require.Equal(t, c.want, got)
+			if c.metrics == 0 {
+				return
+			}
+			rep := speed.Decide(separated(t, c.metrics, c.nb, 1000), separated(t, c.metrics, c.nc, 500), p)
+			if got == "" {
+				require.True(t, rep.Failed(), "%v", rep.Problems)
+				return
+			}
+			require.True(t, rep.NoVerdict())
+			if c.fixed == [2]bool{} {
+				require.Equal(t, []string{strings.Replace(got, "with at least ", "with ", 1)}, rep.Problems)
+				return
+			}
+			// The count named against the file's runs decides; one fewer does not.
+			var k int
+			_, err := fmt.Sscanf(got[strings.Index(got, "use -count "):], "use -count %d", &k)
+			require.NoError(t, err)
+			n := func(live int) (int, int) {
+				if c.fixed[0] {
+					return c.nb, live
+				}
+				return live, c.nc
+			}
+			nb, nc := n(k)
+			require.True(t, speed.Decide(separated(t, c.metrics, nb, 1000), separated(t, c.metrics, nc, 500), p).Failed(), "-count %d", k)
+			nb, nc = n(k - 1)
+			require.True(t, speed.Decide(separated(t, c.metrics, nb, 1000), separated(t, c.metrics, nc, 500), p).NoVerdict(), "-count %d", k-1)
+		})
+	}
+}

@@ -274,6 +274,17 @@ func (s *Samples) Values(benchmark, unit string) []float64 {
 	return slices.Clone(s.values[benchmark][unit])
 }
 
+// TestedRuns is how many runs of benchmark × unit s holds for the U test
+// to compare: 0 when it holds none, or declares the unit compared
+// otherwise (assume=exact, assume=normal). A gate yet to measure its
+// other side counts what this side can already reach (FewRunsAhead).
+func (s *Samples) TestedRuns(benchmark, unit string) int {
+	if s.units.GetAssumption(unit) != benchmath.AssumeNothing {
+		return 0
+	}
+	return len(s.values[benchmark][unit])
+}
+
 // Summary is the gate's summary of one benchmark × unit of s under p, as
 // Decide gives it for that side of the Metric (benchmath's center, the
 // median for a unit without assume=, and its interval); nil when s holds
