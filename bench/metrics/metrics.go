@@ -149,6 +149,24 @@ func FromReceipt(r *receipts.Receipt) []Metric {
 	return out
 }
 
+// Assured are the units FromReceipt reports for every point that kept a
+// judgment, whatever the server, among those the speed gate decides with
+// a test (no exact counts): the rates and latency percentiles, and the
+// client queue of an open loop and goodput under a stated SLO (openLoop,
+// slo). The server's figures (prefix-hit-ratio, queue-sec…) are left out:
+// they depend on what it exposes. A gate counts from them, before
+// measuring, the least number of metrics it will test.
+func Assured(openLoop, slo bool) []string {
+	out := []string{JudgmentsPerSec, ImagesPerSec, P50Sec, P95Sec, P99Sec}
+	if openLoop {
+		out = append(out, ClientQueueSec)
+	}
+	if slo {
+		out = append(out, Goodput, GoodPerSec)
+	}
+	return out
+}
+
 // Moved is the count of items whose verdict differs from the golden receipt.
 func Moved(n int) Metric { return Metric{float64(n), MovedItems} }
 

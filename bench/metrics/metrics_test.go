@@ -14,6 +14,7 @@ import (
 	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tally"
 )
 
 func f(v float64) *float64 { return &v }
@@ -80,6 +81,35 @@ func TestFromReceipt(t *testing.T) {
 	r = &receipts.Receipt{Throughput: receipts.Throughput{WallSeconds: 1, Failed: 136, Discarded: 3}}
 	ms := FromReceipt(r)
 	require.Equal(t, []Metric{{136, FailedItems}, {3, DiscardedItems}, {0, JudgmentsPerSec}, {0, ImagesPerSec}}, ms)
+}
+
+// Every point that kept one judgment, through the tally that makes its
+// figures and with no server figures at all, reports each Assured unit,
+// and each is one the speed gate tests (a direction, not exact): the
+// least a gate counts before measuring holds.
+func TestAssured(t *testing.T) {
+	units := map[string]Unit{}
+	for _, u := range Units() {
+		units[u.Name] = u
+	}
+	for _, c := range []struct {
+		open, slo bool
+		n         int
+	}{{false, false, 5}, {true, false, 6}, {false, true, 7}, {true, true, 8}} {
+		ty := tally.Tally{Concurrency: 1, WallSeconds: 1, OpenLoop: c.open}
+		if c.slo {
+			ty.SLOSeconds = 0.001 // the judgment misses it: goodput 0, still reported
+		}
+		ty.Add(tally.Judgment{LatencySeconds: 0.5, Images: 1, Requests: 1})
+		got := unitsOf(FromReceipt(&receipts.Receipt{Throughput: ty.Close()}))
+		assured := Assured(c.open, c.slo)
+		require.Len(t, assured, c.n)
+		for _, u := range assured {
+			require.Contains(t, got, u, "open %v slo %v", c.open, c.slo)
+			require.NotEmpty(t, units[u].Better, u)
+			require.False(t, units[u].Exact, u)
+		}
+	}
 }
 
 func unitsOf(ms []Metric) []string {

@@ -10,6 +10,7 @@ import (
 	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/metrics"
+	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
 )
@@ -34,10 +35,14 @@ type Step struct {
 func (s Step) Name(armed bool) string { return s.Point.Name(s.Set, armed) }
 
 // Steps are one pass's points: every set × its points, in order.
-func (r *Run) Steps() []Step {
-	points := Points(r.Config)
+func (r *Run) Steps() []Step { return Steps(r.Config) }
+
+// Steps are the points of one pass of a run of cfg, known before the run
+// is opened: every set × its points, in order.
+func Steps(cfg config.Config) []Step {
+	points := Points(cfg)
 	var out []Step
-	for _, set := range r.Config.Sets {
+	for _, set := range cfg.Sets {
 		for _, p := range points {
 			out = append(out, Step{Set: set, Point: p})
 		}
@@ -49,7 +54,21 @@ func (r *Run) Steps() []Step {
 }
 
 // Armed says whether point names carry the arm (more than one arm).
-func (r *Run) Armed() bool { return len(r.Config.Arms) > 1 }
+func (r *Run) Armed() bool { return armed(r.Config) }
+
+func armed(cfg config.Config) bool { return len(cfg.Arms) > 1 }
+
+// AssuredMetrics are what every pass of a judgment run of cfg that does
+// not fail reports whatever the server, known before it is opened: the
+// benchmarks of its steps, as bench.txt names them, each with the units
+// of metrics.Assured (a point that kept no judgment fails, whatever
+// failures are accepted). A gate of such runs tests at least these.
+func AssuredMetrics(cfg config.Config) (benchmarks, units []string) {
+	for _, st := range Steps(cfg) {
+		benchmarks = append(benchmarks, metrics.FullName(st.Name(armed(cfg))))
+	}
+	return benchmarks, metrics.Assured(cfg.OpenLoop.On(), cfg.SLO.Latency > 0)
+}
 
 // Outcome is one measured point: its receipt (nil when nothing ran) and
 // where it was written, and its error.
