@@ -170,6 +170,13 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	if !sides[0].Live() && !sides[1].Live() {
 		return []string{sides[0].File, sides[1].File}, failed, nil
 	}
+	if line := fewRunsAhead(o, cfg, sides); line != "" {
+		then := "exit 2"
+		if sides[1].Live() {
+			then += ", or 1 if the candidate's run fails"
+		}
+		fmt.Fprintf(e.stderr, "vetbench gate: -count %d: %s; measuring anyway: the runs are written and gated, but no verdict can come of them (%s)\n", o.count, line, then)
+	}
 	root, err := openRunDir(e, cfg)
 	if err != nil {
 		return nil, failed, err
@@ -180,6 +187,38 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 	files, failed, err := sweep.MeasureAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments), o.count,
 		abConsole(ctx, e, prog, o.count))
 	return files[:], failed, err
+}
+
+// fewRunsAhead is why the runs gate -run is about to measure cannot
+// decide (speed.FewRunsAhead), "" when they may. What they will test is
+// only known once measured, so it counts a lower bound: the metrics every
+// run that does not fail reports (sweep.AssuredMetrics; a failed run has
+// no verdict, or fails, whatever the statistics). Fewer metrics give a
+// looser threshold, so runs that cannot reach it cannot reach the gate's:
+// it never warns of runs that could decide. A side read from a file
+// counts what it holds of those metrics, with the most runs any has (one
+// with fewer reaches less).
+func fewRunsAhead(o gateOpts, cfg config.Config, sides [2]sweep.Side) string {
+	benchmarks, units := sweep.AssuredMetrics(cfg)
+	tested, n, fixed := len(benchmarks)*len(units), [2]int{o.count, o.count}, [2]bool{}
+	for i, s := range sides {
+		if s.Live() {
+			continue
+		}
+		f, err := speed.LoadFile(s.File)
+		if err != nil {
+			return "" // the gate says why once the runs are measured
+		}
+		tested, n[i], fixed[i] = 0, 0, true
+		for _, b := range benchmarks {
+			for _, u := range units {
+				if runs := f.TestedRuns(b, u); runs > 0 {
+					tested, n[i] = tested+1, max(n[i], runs)
+				}
+			}
+		}
+	}
+	return speed.FewRunsAhead(o.policy, tested, n[0], n[1], fixed)
 }
 
 // abConsole is gate -run's console: a progress line, a line per side and

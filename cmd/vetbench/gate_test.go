@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/receipts/speed"
 	"github.com/vetbench/vetbench/stub"
 )
@@ -241,6 +242,96 @@ func TestGateRunInterleaves(t *testing.T) {
 
 	_, _, code = run(t, "gate", "-run", "http://user:pw@a:8000", "http://b:8000")
 	require.Equal(t, exitNoVerdict, code, "credentials on the command line are refused")
+}
+
+// sideFile writes n runs of a side read from a file: one benchmark line a
+// run for each of levels of set checks, named as the live side names
+// them, with units[i] the units of levels[i]; exact declares a unit
+// assume=exact (compared exactly, not by the U test).
+func sideFile(t *testing.T, dir string, n int, exact string, levels []int, units ...[]string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, u := range metrics.Units() {
+		if !u.Exact {
+			b.WriteString(u.Line())
+			if u.Name == exact {
+				b.WriteString(" assume=exact")
+			}
+			b.WriteString("\n")
+		}
+	}
+	for r := range n {
+		for i, us := range units {
+			fmt.Fprintf(&b, "Benchmark%s\t1", metrics.FullName(metrics.PointName("checks", levels[i], "", false)))
+			for _, u := range us {
+				fmt.Fprintf(&b, "\t%g %s", 1+0.01*float64(r), u)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("PASS\n")
+	return writeFile(t, dir, fmt.Sprintf("side%d.txt", rand.Int()), b.String())
+}
+
+// gate -run warns, before its first run, when its -count cannot decide:
+// the too-few-runs line of the decision, with "at least" the metrics every
+// run reports (5 a point here: the server's own figures come on top), and
+// the runs a side read from a file has. It measures anyway: the runs are
+// written and gated, and where it warned the gate has no verdict (2),
+// saying too few runs; where it did not, the decision does not say so.
+// Each boundary has its pair: 7 tested metrics warn at 5 runs, 6 do not;
+// 6 warn at 4 runs, not at 5; 10 file runs against 2 warn, against 3 not.
+func TestGateRunWarnsTooFewRuns(t *testing.T) {
+	dir := t.TempDir()
+	five := []string{metrics.JudgmentsPerSec, metrics.ImagesPerSec, metrics.P50Sec, metrics.P95Sec, metrics.P99Sec}
+	seven := sideFile(t, dir, 5, "", []int{1, 2}, five, five[:2])
+	six := sideFile(t, dir, 5, "", []int{1, 2}, five, five[:1])
+	sevenExact := sideFile(t, dir, 5, metrics.P50Sec, []int{1, 2}, five, five[:2])
+	tenRuns := sideFile(t, dir, 10, "", []int{2}, five)
+	const anyway = "; measuring anyway: the runs are written and gated, but no verdict can come of them (exit 2"
+	for _, c := range []struct {
+		name       string
+		count      int
+		levels     string
+		base, cand string
+		want       string // the warning, "" for none
+	}{
+		{"3 vs 3 live cannot decide", 3, "2", "inprocess", "inprocess",
+			"vetbench gate: -count 3: too few runs: with at least 5 tested metrics Holm needs p < 0.01; 3 vs 3 runs reach at best p = 0.1; use -count 5 or more" + anyway + ", or 1 if the candidate's run fails)\n"},
+		{"6 vs 6 live decide", 6, "2", "inprocess", "inprocess", ""},
+		{"7 file metrics at 5 runs cannot decide", 5, "1,2", seven, "inprocess",
+			"vetbench gate: -count 5: too few runs: with at least 7 tested metrics Holm needs p < 0.00714; 5 vs 5 runs reach at best p = 0.0079; use -count 6 or more (or gate at most 6 metrics, or -holm=false)" + anyway + ", or 1 if the candidate's run fails)\n"},
+		{"6 file metrics at 5 runs decide", 5, "1,2", six, "inprocess", ""},
+		{"6 file metrics at 4 runs cannot decide", 4, "1,2", six, "inprocess",
+			"vetbench gate: -count 4: too few runs: with at least 6 tested metrics Holm needs p < 0.00833; 5 vs 4 runs reach at best p = 0.016; use -count 5 or more (or gate at most 3 metrics, or -holm=false)" + anyway + ", or 1 if the candidate's run fails)\n"},
+		{"assume=exact is no U test metric", 5, "1,2", sevenExact, "inprocess", ""},
+		{"2 live runs against 10 in a file cannot decide", 2, "2", "inprocess", tenRuns,
+			"vetbench gate: -count 2: too few runs: with at least 5 tested metrics Holm needs p < 0.01; 2 vs 10 runs reach at best p = 0.03; use -count 3 or more (or gate at most 1 metric, or -holm=false)" + anyway + ")\n"},
+		{"3 live runs against 10 in a file decide", 3, "2", "inprocess", tenRuns, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": c.levels}
+			out := filepath.Join(t.TempDir(), "ab")
+			stdout, stderr, code := runWith(t, environ, "gate", "-run", "-count", fmt.Sprint(c.count), "-benchstat=false", "-out", out, c.base, c.cand)
+			first := strings.Index(stderr, "run 1/")
+			require.Positive(t, first, stderr)
+			if c.want == "" {
+				require.NotContains(t, stderr, "too few runs", stderr)
+				require.NotContains(t, stdout, "too few runs", "the decision agrees the runs sufficed")
+			} else {
+				at := strings.Index(stderr, c.want)
+				require.True(t, at >= 0 && at < first, "the warning, before the first run's lines:\n%s", stderr)
+				require.Equal(t, 1, strings.Count(stderr, "too few runs"), stderr)
+				require.Equal(t, exitNoVerdict, code, stdout+stderr)
+				require.Contains(t, stdout, "too few runs: ")
+			}
+			// Measured and written all the same.
+			side := map[bool]string{true: "baseline", false: "candidate"}[c.base == "inprocess"]
+			bench, err := os.ReadFile(filepath.Join(out, side, "bench.txt"))
+			require.NoError(t, err)
+			require.Equal(t, c.count*len(strings.Split(c.levels, ",")), strings.Count(string(bench), "BenchmarkJudgments/"))
+		})
+	}
 }
 
 // TestGateIdentity: a fast-profile run against an h100-profile run is
