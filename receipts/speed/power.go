@@ -202,8 +202,8 @@ func fewRunsLine(pw Power, p Policy, n1, n2 int, minP float64, names []string) s
 
 // writeNeeds writes what the test needs, what n1 vs n2 runs reach and the
 // count that suffices (the figures of a too-few-runs line, before
-// measuring and after), and returns the other fixes. tested is said as
-// its number after the prefix ("at least ").
+// measuring and after), and returns the other fixes. prefix goes before
+// the tested count ("at least " while it is a bound).
 func writeNeeds(b *strings.Builder, pw Power, p Policy, n1, n2 int, minP float64, prefix string) (or []string) {
 	if p.Holm {
 		fmt.Fprintf(b, ": with %s%d tested metric%s Holm needs p < %.3g", prefix, pw.Tested, plural(pw.Tested), pw.Threshold)
@@ -216,7 +216,7 @@ func writeNeeds(b *strings.Builder, pw Power, p Policy, n1, n2 int, minP float64
 	} else {
 		b.WriteString("; use many more runs")
 	}
-	if p.Holm && minP < p.Alpha {
+	if p.Holm && reaches(minP, p.Alpha) {
 		// minP < alpha/m holds for every m below alpha/minP.
 		if most := int(math.Ceil(p.Alpha/minP)) - 1; most >= 1 && most < pw.Tested {
 			or = append(or, fmt.Sprintf("gate at most %d metric%s", most, plural(most)))
@@ -236,7 +236,7 @@ func writeNeeds(b *strings.Builder, pw Power, p Policy, n1, n2 int, minP float64
 // the gate's.
 func FewRunsAhead(p Policy, tested, n1, n2 int, fixed [2]bool) string {
 	a := benchmath.AssumeNothing
-	pw := Power{Tested: tested, Threshold: threshold(p, tested), TooFewRuns: tested, Allowed: p.AllowFewRuns}
+	pw := Power{Tested: tested, Threshold: threshold(p, tested)}
 	minP := MinP(a, n1, n2)
 	if tested < 1 || reaches(minP, pw.Threshold) {
 		return ""

@@ -275,9 +275,9 @@ func (s *Samples) Values(benchmark, unit string) []float64 {
 }
 
 // TestedRuns is how many runs of benchmark × unit s holds for the U test
-// to compare: 0 when it holds none, or declares the unit compared
-// exactly (assume=exact). A gate yet to measure its
-// other side counts what this side can already reach (FewRunsAhead).
+// to compare: 0 when it holds none, or declares the unit compared exactly
+// (assume=exact). A gate yet to measure its other side counts what this
+// side can already reach (FewRunsAhead).
 func (s *Samples) TestedRuns(benchmark, unit string) int {
 	if s.units.GetAssumption(unit) != benchmath.AssumeNothing {
 		return 0
