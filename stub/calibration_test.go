@@ -60,20 +60,33 @@ func checksSession(ctx context.Context, t testing.TB, cl *judgments.Client, set 
 // at c=16 then c=32, on fake time, and compares the five figures with the
 // receipts check_match_vllm_throughput_full_c16/c32: within ±15%. On fake
 // time the client costs nothing and no timer fires late, so the figures
-// are the profile's own, whatever else the machine is doing (their only
-// run-to-run spread, about 1%, is the order in which requests that arrive
-// at the same instant draw their network jitter). A 30% slower server must
-// break the calibration. The same session over real HTTP, time-scaled, is
-// BenchmarkCalibrationChecksHTTP (make calibrate).
+// are the profile's own, whatever else the machine is doing. They still
+// move from run to run: requests that complete in the same engine step
+// wake their workers in the same instant, and which worker takes which
+// item next, and which request draws which network jitter, is the order
+// the goroutines ran in (c=32's p50 spread over −15…−3% in 40 runs, its
+// prefix hit rate over ±10%). So each figure is the median of
+// calibrationSessions sessions, each on a fresh twin. A 30% slower server
+// must break the calibration. The same session over real HTTP,
+// time-scaled, is BenchmarkCalibrationChecksHTTP (make calibrate).
 func TestCalibrationChecksTwin(t *testing.T) {
 	set := twintest.CompactChecks(t)
 	rec := twintest.LoadTypevetThroughput(t)
-	session := func(t *testing.T, levels []int, cfg stub.Config) (got map[int]twintest.Figures) {
-		synctest.Test(t, func(t *testing.T) {
-			cfg.Profile = stub.ProfileH100Gemma4()
-			tw := newTwin(t, cfg)
-			got = checksSession(t.Context(), t, tw.client(), set, levels, 1)
-		})
+	session := func(t *testing.T, levels []int, cfg stub.Config) map[int]twintest.Figures {
+		runs := map[int][]twintest.Figures{}
+		for range calibrationSessions {
+			synctest.Test(t, func(t *testing.T) {
+				cfg.Profile = stub.ProfileH100Gemma4()
+				tw := newTwin(t, cfg)
+				for c, f := range checksSession(t.Context(), t, tw.client(), set, levels, 1) {
+					runs[c] = append(runs[c], f)
+				}
+			})
+		}
+		got := map[int]twintest.Figures{}
+		for c, fs := range runs {
+			got[c] = twintest.MedianFigures(fs)
+		}
 		return got
 	}
 	got := session(t, []int{16, 32}, stub.Config{})
@@ -88,6 +101,10 @@ func TestCalibrationChecksTwin(t *testing.T) {
 	outside := twintest.CompareFigures(t, "slowdown 1.3", slow[16], twintest.ReceiptFigures(rec["checks_full_c16"].Throughput))
 	require.NotEmpty(t, outside, "a 30% slower server still passes: the calibration check cannot fail")
 }
+
+// calibrationSessions is how many sessions TestCalibrationChecksTwin
+// takes the median of.
+const calibrationSessions = 5
 
 // calibrationTimeScale is how much faster than real time the HTTP
 // calibration runs the H100 profile.

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,6 +379,30 @@ func LoadTypevetThroughput(t testing.TB) map[string]Receipt {
 // model seconds.
 type Figures struct {
 	JPS, P50, P95, HitRate, QueueMean float64
+}
+
+// MedianFigures is each figure's median over runs (the middle one; the
+// mean of the middle two for an even count).
+func MedianFigures(runs []Figures) Figures {
+	med := func(get func(Figures) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, f := range runs {
+			v[i] = get(f)
+		}
+		slices.Sort(v)
+		n := len(v)
+		if n%2 == 1 {
+			return v[n/2]
+		}
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return Figures{
+		JPS:       med(func(f Figures) float64 { return f.JPS }),
+		P50:       med(func(f Figures) float64 { return f.P50 }),
+		P95:       med(func(f Figures) float64 { return f.P95 }),
+		HitRate:   med(func(f Figures) float64 { return f.HitRate }),
+		QueueMean: med(func(f Figures) float64 { return f.QueueMean }),
+	}
 }
 
 // ReceiptFigures are a receipt's five figures.
