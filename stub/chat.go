@@ -32,7 +32,7 @@ type chatCall struct {
 
 // chat serves POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
-	c := &chatCall{recv: s.eng.clock.now(), rid: hr.Header.Get("X-Request-Id")}
+	c := &chatCall{recv: s.arrived(hr), rid: hr.Header.Get("X-Request-Id")}
 	if c.rid == "" {
 		c.rid = newRequestID()
 	}

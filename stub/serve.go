@@ -31,7 +31,8 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) e
 	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",
 		Version, s.Model(), p.Name, s.TimeScale(), cfg.DevMode, len(cfg.APIKeys) > 0, max(cfg.DataParallel, 1), len(cfg.Faults), ln.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	sl := withArrivals(srv, ln)
+	go func() { errc <- srv.Serve(sl) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

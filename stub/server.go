@@ -306,7 +306,7 @@ type tokenizeRequest struct {
 // tokenize serves POST /tokenize: a prompt (special tokens added unless
 // add_special_tokens is false) or chat messages (through the template).
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
-	recv := s.eng.clock.now()
+	recv := s.arrived(r)
 	var req tokenizeRequest
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {

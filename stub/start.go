@@ -33,7 +33,8 @@ func Start(cfg Config) (*Running, error) {
 		return nil, fmt.Errorf("stub: listen: %w", err)
 	}
 	rs := &Running{Server: s, srv: &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String()}
-	go func() { _ = rs.srv.Serve(ln) }()
+	sl := withArrivals(rs.srv, ln)
+	go func() { _ = rs.srv.Serve(sl) }()
 	return rs, nil
 }
 
