@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,15 +51,18 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 		st.PromptTokens = httpPromptTokens(b, p, tr)
 		for _, scale := range []float64{1, 10} {
 			b.Run(fmt.Sprintf("%s/c=%d/scale=%g", pc.name, pc.c, scale), func(b *testing.B) {
-				var tokps, ttft, missed, late, cpu, cpuWall float64
+				var tokps, ttft, wire, send, missed, late, cpu, cpuWall float64
 				n := 0
 				for b.Loop() {
 					got := httpTokens(b, Config{Profile: p, TimeScale: scale}, tr, pc.c)
 					sim := simulateTokens(p, st, "text", pc.c, got.sends)
-					b.Logf("sim %.1f tok/s TTFT %.1f ms; HTTP %.1f tok/s TTFT %.1f ms (model time); sends spread %.1f ms",
-						sim.Aggregate, sim.TTFT*1e3, got.Aggregate, got.TTFT*1e3, got.spread*1e3)
+					onWire := simulateTokens(p, st, "text", pc.c, got.wrote)
+					b.Logf("sim %.1f tok/s TTFT %.1f ms; HTTP %.1f tok/s TTFT %.1f ms (model time), %.1f ms from the wire (sim %.1f); sends spread %.1f ms",
+						sim.Aggregate, sim.TTFT*1e3, got.Aggregate, got.TTFT*1e3, got.wireTTFT*1e3, onWire.TTFT*1e3, got.spread*1e3)
 					tokps += got.Aggregate / sim.Aggregate
 					ttft += got.TTFT / sim.TTFT
+					wire += got.wireTTFT / onWire.TTFT
+					send += got.sendLag
 					missed += got.missed
 					late += got.late
 					cpu += got.cpu
@@ -71,6 +76,8 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 				f := float64(n)
 				b.ReportMetric(tokps/f, "tokps-ratio")
 				b.ReportMetric(ttft/f, "ttft-ratio")
+				b.ReportMetric(wire/f, "ttft-wire-ratio")
+				b.ReportMetric(send/f*1e6, "client-send-µs")
 				b.ReportMetric(missed/f, "missed-steps")
 				b.ReportMetric(late/f, "late-deliveries")
 				b.ReportMetric(cpu/f*1e6, "cpu-µs/token")
@@ -81,13 +88,17 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 }
 
 // httpRun is what httpTokens measured: the figures in model time, each
-// timed batch's sends (model seconds after the batch started), the mean
-// time from a batch's start to its last send, the twin's missed
-// deadlines and late deliveries and the process's CPU seconds per token of
-// the timed batches.
+// timed batch's sends and the times the client had written each request
+// (model seconds after the batch started), the mean TTFT from the
+// request's write (wireTTFT, model s) and the mean wall time from a send
+// to its write (sendLag: the client's own), the mean time from a batch's
+// start to its last send, the twin's missed deadlines and late
+// deliveries and the process's CPU seconds per token of the timed
+// batches.
 type httpRun struct {
 	TokensPoint
-	sends             [][]float64
+	sends, wrote      [][]float64
+	wireTTFT, sendLag float64
 	spread            float64
 	missed, late, cpu float64
 }
@@ -101,7 +112,12 @@ func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
 	defer rs.Close()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c + 1}}
 	seq := 0
-	batch := func() (wall, ttft float64, tokens int, sends []float64) {
+	type batchRun struct {
+		wall, ttft, wire, lag float64
+		tokens                int
+		sends, wrote          []float64
+	}
+	batch := func() (br batchRun) {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		t0 := time.Now()
@@ -110,34 +126,41 @@ func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
 			body := httpBody(rs.Model(), seq, tr)
 			wg.Go(func() {
 				sent := time.Now()
-				first, n := streamOnce(b, hc, rs.URL(), body)
+				wrote, first, n := streamOnce(b, hc, rs.URL(), body)
 				mu.Lock()
-				sends = append(sends, sent.Sub(t0).Seconds()*scale)
-				ttft += first.Sub(sent).Seconds()
-				tokens += n
-				wall = max(wall, time.Since(t0).Seconds())
+				br.sends = append(br.sends, sent.Sub(t0).Seconds()*scale)
+				br.wrote = append(br.wrote, wrote.Sub(t0).Seconds()*scale)
+				br.ttft += first.Sub(sent).Seconds() * scale / float64(c)
+				br.wire += first.Sub(wrote).Seconds() * scale / float64(c)
+				br.lag += wrote.Sub(sent).Seconds() / float64(c)
+				br.tokens += n
+				br.wall = max(br.wall, time.Since(t0).Seconds()*scale)
 				mu.Unlock()
 			})
 		}
 		wg.Wait()
-		return wall * scale, ttft * scale / float64(c), tokens, sends
+		return br
 	}
 	batch() // warm-up
 	run := httpRun{TokensPoint: TokensPoint{Workload: "text", C: c}}
 	cpu0 := cpuSeconds()
 	var total int
 	var totalWall, ttft float64
+	k := float64(tr.Repeats)
 	for range tr.Repeats {
 		time.Sleep(time.Duration(float64(time.Second) / scale))
-		w, f, n, sends := batch()
-		total += n
-		totalWall += w
-		ttft += f
-		run.sends = append(run.sends, sends)
-		run.spread += slices.Max(sends) / float64(tr.Repeats)
+		br := batch()
+		total += br.tokens
+		totalWall += br.wall
+		ttft += br.ttft
+		run.wireTTFT += br.wire / k
+		run.sendLag += br.lag / k
+		run.sends = append(run.sends, br.sends)
+		run.wrote = append(run.wrote, br.wrote)
+		run.spread += slices.Max(br.sends) / k
 	}
 	run.Aggregate = float64(total) / totalWall
-	run.TTFT = ttft / float64(tr.Repeats)
+	run.TTFT = ttft / k
 	run.missed = rs.eng.missedSteps()
 	rs.eng.m.mu.Lock()
 	run.late = rs.eng.m.lateDeliveries
@@ -174,10 +197,16 @@ func cpuSeconds() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// streamOnce sends one streamed chat request and returns when its first
-// content chunk arrived and how many content chunks came.
-func streamOnce(b testing.TB, hc *http.Client, url, body string) (first time.Time, chunks int) {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+// streamOnce sends one streamed chat request and returns when the client
+// had written it, when its first content chunk arrived and how many
+// content chunks came.
+func streamOnce(b testing.TB, hc *http.Client, url, body string) (wrote, first time.Time, chunks int) {
+	// The hook runs on the transport's write goroutine, once the request
+	// is in its buffer (one write from the socket).
+	var w atomic.Int64
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { w.Store(time.Now().UnixNano()) }}
+	ctx := httptrace.WithClientTrace(context.Background(), trace)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 	require.NoError(b, err)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := hc.Do(req)
@@ -195,5 +224,5 @@ func streamOnce(b testing.TB, hc *http.Client, url, body string) (first time.Tim
 		}
 		chunks++
 	}
-	return first, chunks
+	return time.Unix(0, w.Load()), first, chunks
 }
