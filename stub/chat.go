@@ -248,6 +248,10 @@ func (s *Server) answerWhole(w http.ResponseWriter, hr *http.Request, c *chatCal
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush() // on the wire now, so its delay is the client's
+	}
+	c.eng.firstDelivered(r.finished+c.rt/2, c.recv)
 }
 
 // lateFault applies the faults that spoil a finished answer on its way

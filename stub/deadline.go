@@ -112,6 +112,27 @@ func (e *engine) delivered(t float64) {
 	}
 }
 
+// firstDelivered records that a response's first tokens, due at the
+// client at model time due for a request the client sent at model time
+// sent, were written now. /metrics sums how much later than due (model
+// seconds, none when early: vetbench_twin_first_delivery_delay_seconds_total)
+// and due − sent, the TTFT a client of the model sees
+// (vetbench_twin_first_delivery_model_seconds_total), over
+// vetbench_twin_first_deliveries_total. Every response counts, not only
+// those past the slack: delay over model is how far a client's TTFT runs
+// behind the model, which a reader of the figures needs however small.
+func (e *engine) firstDelivered(due, sent float64) {
+	late := max(time.Since(e.clock.wall(due)), 0)
+	e.mu.Lock()
+	m := e.m
+	e.mu.Unlock()
+	m.mu.Lock()
+	m.firstDeliveries++
+	m.firstDelay += e.clock.model(late)
+	m.firstModel += due - sent
+	m.mu.Unlock()
+}
+
 // syncWriter serialises the writes of the twin's log lines: each engine's
 // goroutine and the stream handlers write them.
 type syncWriter struct {

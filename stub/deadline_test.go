@@ -44,8 +44,9 @@ func TestDeadlinesObserve(t *testing.T) {
 // lag, which is why it is reported.
 func TestEngineDeadlinesFakeTime(t *testing.T) {
 	type result struct {
-		missed, lag, e2e float64
-		page, log        string
+		missed, lag, e2e     float64
+		firsts, first, model float64 // first deliveries, their summed delay and modelled TTFT
+		page, log            string
 	}
 	run := func(t *testing.T, stall time.Duration) (r result) {
 		synctest.Test(t, func(t *testing.T) {
@@ -71,7 +72,9 @@ func TestEngineDeadlinesFakeTime(t *testing.T) {
 			c, sum := sc.Hist("vllm:e2e_request_latency_seconds")
 			page, _ := twintest.Get(t.Context(), t, hc, "http://twin/metrics")
 			r = result{missed: sc.Value("vetbench_twin_deadline_missed_steps_total"), lag: sc.Value("vetbench_twin_deadline_lag_seconds_total"),
-				e2e: sum / c, page: string(page), log: buf.String()}
+				e2e: sum / c, page: string(page), log: buf.String(),
+				firsts: sc.Value("vetbench_twin_first_deliveries_total"), first: sc.Value("vetbench_twin_first_delivery_delay_seconds_total"),
+				model: sc.Value("vetbench_twin_first_delivery_model_seconds_total")}
 		})
 		return r
 	}
@@ -80,6 +83,8 @@ func TestEngineDeadlinesFakeTime(t *testing.T) {
 	require.Zero(t, onTime.missed)
 	require.Zero(t, onTime.lag)
 	require.Empty(t, onTime.log)
+	require.Equal(t, 1.0, onTime.firsts, "the body is the response's first delivery")
+	require.Zero(t, onTime.first)
 	late := run(t, 30*time.Millisecond)
 	require.Equal(t, 8.0, late.missed, "every step of the 8 tokens came back late")
 	// 30 ms of stall against 10 ms steps cannot be absorbed: the engine
@@ -92,6 +97,10 @@ func TestEngineDeadlinesFakeTime(t *testing.T) {
 	require.InDelta(t, want, late.lag, 0.001, "steps are a little over 10 ms (scheduling)")
 	require.Contains(t, late.log, "engine 0 fell behind its model clock")
 	require.InDelta(t, onTime.e2e, late.e2e, 1e-9, "the model absorbs the late wake-ups")
+	require.Equal(t, 1.0, late.firsts)
+	require.InDelta(t, 0.030+0.020*7, late.first, 0.002, "the body leaves when the last step completed, 170 ms late")
+	require.Positive(t, onTime.model)
+	require.InDelta(t, onTime.model, late.model, 1e-9, "the modelled TTFT does not stretch")
 	for _, line := range strings.Split(late.page, "\n") {
 		if strings.Contains(line, "deadline") {
 			require.True(t, strings.HasPrefix(line, "# HELP vetbench_twin_") || strings.HasPrefix(line, "# TYPE vetbench_twin_") ||
@@ -120,6 +129,26 @@ func TestLateDeliveryCounted(t *testing.T) {
 		time.Sleep(deadlineLogEvery)
 		e.delivered(due)
 		require.Equal(t, 2, strings.Count(log.String(), "late (wall)"))
+	})
+}
+
+// TestFirstDeliveryDelay: every response's first write counts, early ones
+// as no delay, late ones by how late in model seconds (the wall delay
+// times the time scale), slack or not. Fake time.
+func TestFirstDeliveryDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEngine(ProfileFast(), "m", 10, 1, nil)
+		now := e.clock.model(time.Since(e.clock.origin))
+		e.firstDelivered(now+1, now+0.5) // due in a model second: early
+		require.Equal(t, 1.0, e.m.firstDeliveries)
+		require.Zero(t, e.m.firstDelay)
+		time.Sleep(time.Millisecond)
+		e.firstDelivered(now, now-0.1) // 1 ms of wall late at ×10
+		time.Sleep(4 * time.Millisecond)
+		e.firstDelivered(now, now-0.2) // 5 ms late
+		require.Equal(t, 3.0, e.m.firstDeliveries)
+		require.InDelta(t, 0.010+0.050, e.m.firstDelay, 1e-9, "model seconds: (1 ms + 5 ms) × 10")
+		require.InDelta(t, 0.5+0.1+0.2, e.m.firstModel, 1e-9, "the modelled TTFTs, due − sent")
 	})
 }
 
@@ -157,4 +186,41 @@ func BenchmarkWakeLateness(b *testing.B) {
 			b.ReportMetric(float64((dev / time.Duration(len(lates))).Microseconds()), "spread-µs")
 		})
 	}
+}
+
+// TestFirstDeliveryStreamed: a stream counts its first token chunk once,
+// by how late it was written: 30 ms of stall against 10 ms steps makes the
+// first step, and so its chunk, 30 ms late. Without the stall, on time.
+// Control: counting every chunk would give 8 deliveries and far more delay.
+func TestFirstDeliveryStreamed(t *testing.T) {
+	run := func(t *testing.T, stall time.Duration) (firsts, delay float64) {
+		synctest.Test(t, func(t *testing.T) {
+			p := ProfileFast()
+			p.StepBase = 10 * time.Millisecond
+			s, err := New(Config{Profile: p})
+			require.NoError(t, err)
+			defer s.Close()
+			if stall > 0 {
+				s.eng.busyMachine = func() { time.Sleep(stall) }
+			}
+			hc := &http.Client{Transport: twintest.Transport(s)}
+			body := `{"messages":[{"role":"user","content":"hello"}],"max_tokens":8,"ignore_eos":true,"stream":true}`
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://twin/v1/chat/completions", strings.NewReader(body))
+			require.NoError(t, err)
+			res, err := hc.Do(req)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, res.Body)
+			require.NoError(t, res.Body.Close())
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			sc := twintest.ScrapeMetrics(t.Context(), t, hc, "http://twin")
+			firsts, delay = sc.Value("vetbench_twin_first_deliveries_total"), sc.Value("vetbench_twin_first_delivery_delay_seconds_total")
+		})
+		return firsts, delay
+	}
+	firsts, delay := run(t, 0)
+	require.Equal(t, 1.0, firsts)
+	require.Zero(t, delay)
+	firsts, delay = run(t, 30*time.Millisecond)
+	require.Equal(t, 1.0, firsts, "one stream, one first delivery")
+	require.InDelta(t, 0.030, delay, 0.002)
 }

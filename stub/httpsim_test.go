@@ -31,7 +31,9 @@ import (
 // It reports HTTP/simulation ratios of aggregate tok/s (tokps-ratio) and
 // mean TTFT (ttft-ratio), the engine steps that missed their model-clock
 // deadline (missed-steps) and the streamed writes that ran late
-// (late-deliveries): a measurement of how well modelled
+// (late-deliveries), and the twin's own first-token delay over the TTFT it
+// models (first-delay-share, what a receipt's warning reads):
+// a measurement of how well modelled
 // time survives a busy machine, so it is opt-in (make calibrate), never
 // part of make test. With -benchtime Nx each figure is the mean of N runs,
 // each against the simulation of its own sends.
@@ -51,7 +53,7 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 		st.PromptTokens = httpPromptTokens(b, p, tr)
 		for _, scale := range []float64{1, 10} {
 			b.Run(fmt.Sprintf("%s/c=%d/scale=%g", pc.name, pc.c, scale), func(b *testing.B) {
-				var tokps, ttft, wire, send, missed, late, cpu, cpuWall float64
+				var tokps, ttft, wire, send, missed, late, cpu, cpuWall, firstShare float64
 				n := 0
 				for b.Loop() {
 					got := httpTokens(b, Config{Profile: p, TimeScale: scale}, tr, pc.c)
@@ -64,6 +66,7 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 					wire += got.wireTTFT / onWire.TTFT
 					send += got.sendLag
 					missed += got.missed
+					firstShare += got.firstShare
 					late += got.late
 					cpu += got.cpu
 					// The process's CPU per streamed token (server and
@@ -80,6 +83,7 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 				b.ReportMetric(send/f*1e6, "client-send-µs")
 				b.ReportMetric(missed/f, "missed-steps")
 				b.ReportMetric(late/f, "late-deliveries")
+				b.ReportMetric(firstShare/f, "first-delay-share")
 				b.ReportMetric(cpu/f*1e6, "cpu-µs/token")
 				b.ReportMetric(cpuWall/f, "cpu-per-model-wall")
 			})
@@ -101,6 +105,10 @@ type httpRun struct {
 	wireTTFT, sendLag float64
 	spread            float64
 	missed, late, cpu float64
+	// firstShare is the timed batches' first token chunks' summed delay
+	// over their summed modelled TTFT, as the twin counted them
+	// (vetbench_twin_first_delivery_*): what a receipt's warning reads.
+	firstShare float64
 }
 
 // httpTokens runs the token-throughput method against the twin of cfg
@@ -143,6 +151,12 @@ func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
 	}
 	batch() // warm-up
 	run := httpRun{TokensPoint: TokensPoint{Workload: "text", C: c}}
+	firsts := func() (delay, model float64) {
+		rs.eng.m.mu.Lock()
+		defer rs.eng.m.mu.Unlock()
+		return rs.eng.m.firstDelay, rs.eng.m.firstModel
+	}
+	d0, m0 := firsts()
 	cpu0 := cpuSeconds()
 	var total int
 	var totalWall, ttft float64
@@ -166,6 +180,8 @@ func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
 	run.late = rs.eng.m.lateDeliveries
 	rs.eng.m.mu.Unlock()
 	run.cpu = (cpuSeconds() - cpu0) / float64(max(total, 1))
+	d1, m1 := firsts()
+	run.firstShare = (d1 - d0) / max(m1-m0, 1e-12)
 	return run
 }
 

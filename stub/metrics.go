@@ -79,8 +79,12 @@ type metrics struct {
 
 	// missedSteps and lagSeconds are the twin's own deadline counters
 	// (deadlines); lateDeliveries counts token writes that completed late
-	// (engine.delivered).
+	// (engine.delivered); firstDelay sums, over firstDeliveries
+	// responses, how long after its model time (model seconds) each
+	// response's first tokens were written, firstModel their modelled
+	// TTFT at the client (engine.firstDelivered).
 	missedSteps, lagSeconds, lateDeliveries float64
+	firstDelay, firstModel, firstDeliveries float64
 
 	prefixQueries, prefixHits float64
 	mmQueries, mmHits         float64
@@ -315,6 +319,12 @@ func (m *metrics) write(w io.Writer) error {
 		one("vetbench_twin_deadline_lag_seconds_total", m.lagSeconds))
 	counter("vetbench_twin_deadline_late_deliveries", "Twin only: streamed token writes completed later than their model time by more than the slack, for all the delivery lead (the machine could not keep the modelled time at the client).",
 		one("vetbench_twin_deadline_late_deliveries_total", m.lateDeliveries))
+	counter("vetbench_twin_first_delivery_delay_seconds", "Twin only: model seconds by which each response's first tokens (a stream's first token chunk, a non-streamed body) were written after their model time, summed; a client's TTFT is later than the model's by at least their mean.",
+		one("vetbench_twin_first_delivery_delay_seconds_total", m.firstDelay))
+	counter("vetbench_twin_first_delivery_model_seconds", "Twin only: model seconds from each request's arrival to its first tokens' model time at the client (the TTFT a client of the model sees), summed.",
+		one("vetbench_twin_first_delivery_model_seconds_total", m.firstModel))
+	counter("vetbench_twin_first_deliveries", "Twin only: responses whose first tokens were written (the count the vetbench_twin_first_delivery_* series sum over).",
+		one("vetbench_twin_first_deliveries_total", m.firstDeliveries))
 	info := labels{"engine": eng}
 	for k, v := range m.cache {
 		info[k] = v

@@ -192,6 +192,8 @@ type streamWriter struct {
 	head              []byte    // every chunk's fixed part, encoded once (chunkjson.go)
 	times             []float64 // reused copy of the token times sendNew reads
 	due               float64   // model time the last tokens written were due at the client (-1: none since the last flush)
+	firstDue          float64   // model time the first token chunk was due at the client (-1: not written yet)
+	firstCounted      bool      // its write has been counted (engine.firstDelivered)
 	// ch groups the tokens into chunks: one per engine step, or per
 	// --stream-interval tokens (chunks.go).
 	ch chunker
@@ -236,6 +238,10 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c *chatCall) {
 			c.eng.delivered(sw.due)
 			sw.due = -1
 		}
+		if sw.firstDue >= 0 && !sw.firstCounted {
+			c.eng.firstDelivered(sw.firstDue, c.recv)
+			sw.firstCounted = true
+		}
 		if finished {
 			s.countServed()
 			return
@@ -268,7 +274,7 @@ func newStreamWriter(s *Server, c *chatCall, out *sse) *streamWriter {
 	opts, _ := c.req.streamOptions()
 	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
 	sw := &streamWriter{s: s, c: c, out: out, id: "chatcmpl-" + c.rid, created: time.Now().Unix(), prompt: len(c.r.prompt.Tokens),
-		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1, due: -1,
+		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1, due: -1, firstDue: -1,
 		ch: chunker{interval: s.cfg.Profile.StreamInterval}}
 	sw.head = chunkHead(&chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: s.cfg.Model})
 	if c.fault != nil && c.fault.Kind == FaultTruncate {
@@ -323,6 +329,9 @@ func (sw *streamWriter) sendNew(ctx context.Context) (finished, ok bool) {
 		last := finished && j == view.generated && view.finishReason != "error"
 		if k := sw.ch.take(j, last); k > 0 {
 			sw.sendTokens(&view, j-k, j, last)
+			if sw.firstDue < 0 {
+				sw.firstDue = sw.due
+			}
 		}
 		if sw.cut >= 0 && j >= sw.cut {
 			sw.out.flush()
