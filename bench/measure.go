@@ -217,8 +217,9 @@ func (s *Session) figures(rec *receipts.Receipt, w measured, c int, p Point, res
 }
 
 // checks are the window's self-checks: Little's law over service (and
-// for an open loop over the response time, and the arrivals' lag), and
-// the reconciliation of the client's counts with the server's.
+// for an open loop over the response time, and the arrivals' lag), the
+// reconciliation of the client's counts with the server's, and a twin's
+// report that it fell behind its model.
 func (s *Session) checks(rec *receipts.Receipt, w measured, p Point) {
 	tp := rec.Throughput
 	var timed, responses []float64
@@ -248,6 +249,9 @@ func (s *Session) checks(rec *receipts.Receipt, w measured, p Point) {
 	}
 	if !rc.OK {
 		rec.Warnings = append(rec.Warnings, "reconciliation: "+rc.Verdict+": "+rc.Detail)
+	}
+	if dw := audit.DeliveryWarning(rec.Server); dw != "" {
+		rec.Warnings = append(rec.Warnings, dw)
 	}
 }
 

@@ -87,6 +87,25 @@ func TestMeasureReceipt(t *testing.T) {
 	require.Equal(t, rec.Identity.Digest, back.Identity.Digest)
 }
 
+// A twin run far faster than this machine can keep (×10⁴) reports it on
+// /metrics, and the receipt keeps the report (server extra) and warns; the
+// figures stand. Every answer's body counts as a first delivery.
+// audit.TestDeliveryWarning holds the threshold.
+func TestMeasureSaysTwinFellBehind(t *testing.T) {
+	s := getSuite(t)
+	sess := inProcess(t, firstCases(s.set(t, "checks"), 8), testConfig(), stub.Config{TimeScale: 1e4})
+	rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4, Warmup: 1})
+	require.NoError(t, err)
+	require.Equal(t, 8, rec.Throughput.Judgments)
+	require.Equal(t, float64(rec.Throughput.Requests), rec.Server.Extra["twin_first_deliveries"])
+	require.Positive(t, rec.Server.Extra["twin_first_delivery_delay_seconds"])
+	found := false
+	for _, w := range rec.Warnings {
+		found = found || strings.Contains(w, "the twin fell behind its model")
+	}
+	require.True(t, found, "%q", rec.Warnings)
+}
+
 // A broken answer fails its judgment closed and stops the run at that item;
 // the receipt still holds what ran, with a stopped block. Under
 // ContinueOnError the item is recorded as failed and the run goes on.

@@ -123,6 +123,8 @@ type Runner struct {
 	afterDo func()
 	// control bounds the probes (WithControlTimeout).
 	control time.Duration
+	// metrics reads the server's /metrics (a failure is in the snapshot).
+	metrics func(context.Context) scrape.Snapshot
 }
 
 // Option configures a Runner.
@@ -203,10 +205,14 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		Sampling:       Sampling,
 		HarnessVersion: bench.HarnessVersion,
 	}
-	if snap, err := scrape.Fetch(ctx, &control, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth)); err == nil {
+	r.metrics = func(ctx context.Context) scrape.Snapshot {
+		snap, _ := scrape.Fetch(ctx, &control, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth))
+		return snap
+	}
+	if snap := r.metrics(ctx); snap.Err == nil {
 		r.Identity.Profile = scrape.CacheConfig(snap)
 	} else {
-		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics: cache configuration unrecorded (%v)", err))
+		r.Notes = append(r.Notes, fmt.Sprintf("no /metrics: cache configuration unrecorded (%v)", snap.Err))
 	}
 	r.client = stream.New(ep.BaseURL, stream.WithAPIKey(ep.APIKey), stream.WithHTTPClient(hc),
 		stream.WithClock(r.now), stream.WithStallTimeout(r.stall), stream.WithBudget(r.budget))
@@ -256,6 +262,10 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 			break
 		}
 	}
+	var before scrape.Snapshot
+	if stopErr == nil {
+		before = r.metrics(ctx)
+	}
 	for i := 0; stopErr == nil && i < p.Repeats; i++ {
 		run, err := r.batch(ctx, p)
 		if err != nil {
@@ -273,6 +283,9 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 			stop("error", fmt.Sprintf("repeat %d: every request failed (%s)", i+1, run.Requests[0].Error))
 			stopErr = errors.New(rec.Stopped.Message)
 		}
+	}
+	if dw := r.deliveryWarning(ctx, before, len(rec.Runs)); dw != "" {
+		rec.Warnings = append(rec.Warnings, dw)
 	}
 	rec.Finished = r.now().UTC()
 	rec.Summary = tokens.Summarize(rp, rec.Runs)
@@ -294,6 +307,17 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 		return rec, fmt.Errorf("%w: %s", slo.ErrMissed, msg)
 	}
 	return rec, nil
+}
+
+// deliveryWarning reads /metrics again after the repeats (after Ctrl-C
+// too, bounded by the control timeout) and says whether a twin fell behind
+// its model over them (audit.DeliveryWarning); "" when no repeat ran.
+func (r *Runner) deliveryWarning(ctx context.Context, before scrape.Snapshot, runs int) string {
+	if runs == 0 {
+		return ""
+	}
+	srv := scrape.Diff(before, r.metrics(context.WithoutCancel(ctx)))
+	return audit.DeliveryWarning(&srv)
 }
 
 func (p Point) validate() error {

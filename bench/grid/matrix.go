@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/audit"
 	"github.com/vetbench/vetbench/bench/loop"
 	"github.com/vetbench/vetbench/bench/probe"
 	"github.com/vetbench/vetbench/bench/scrape"
@@ -412,6 +413,9 @@ func (r *Runner) measure(ctx context.Context, o Options, row *Row, c int, spent 
 		cell = row.Cell(ctx, c)
 	}
 	m.Cells = append(m.Cells, cell)
+	for _, w := range cell.Warnings {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%s c=%d: %s", row.Label, c, w))
+	}
 	r.logf("%s c=%d: %s", row.Label, c, cellLine(cell))
 	if err := ctx.Err(); err != nil {
 		return err
@@ -619,7 +623,7 @@ func (r *Runner) gauges(ctx context.Context) Gauges {
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
 	snap, err := scrape.Fetch(ctx, r.hc, r.Endpoint.BaseURL+"/metrics", scrape.WithAuthorize(r.auth))
-	g := Gauges{At: r.now()}
+	g := Gauges{At: r.now(), snap: snap}
 	if err != nil {
 		return g
 	}
@@ -782,6 +786,12 @@ func (r *Runner) finish(ctx context.Context, cell matrix.Cell, w *workers, start
 		cell.Reason = joinReason(cell.Reason, "no token arrived inside the window")
 	}
 	cell.Serve = Serve(w.all(), end, o.OutputTokens)
+	if len(readings) > 1 {
+		srv := scrape.Diff(readings[0].snap, readings[len(readings)-1].snap)
+		if dw := audit.DeliveryWarning(&srv); dw != "" {
+			cell.Warnings = append(cell.Warnings, dw)
+		}
+	}
 	return cell
 }
 

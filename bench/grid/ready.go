@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
@@ -15,6 +16,7 @@ type Gauges struct {
 	At               time.Time
 	Running, Waiting float64
 	OK               bool
+	snap             scrape.Snapshot // the reading they came from
 }
 
 // Readiness decides when a sustained-decode cell may start its window:

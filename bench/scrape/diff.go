@@ -119,10 +119,11 @@ func (d *differ) counters() (counters map[string]float64, success, queries, hits
 }
 
 // extra are the figures outside the fixed counter set: the external
-// prefix cache (and its hit rate) and requests by finished_reason.
+// prefix cache (and its hit rate), requests by finished_reason and a
+// twin's report of its clock.
 func (d *differ) extra(success []seriesDelta) map[string]float64 {
 	extra := map[string]float64{}
-	for _, spec := range externalSpecs() {
+	for _, spec := range extraSpecs() {
 		if deltas, ok := d.counter(spec); ok {
 			extra[spec.key] = sum(deltas)
 		}

@@ -45,6 +45,16 @@ const (
 	// ExtraRequestSuccessPrefix + finished_reason ("stop", "length",
 	// "abort", …) holds request_success split by reason.
 	ExtraRequestSuccessPrefix = "request_success_"
+	// A server that models its own time (vetbench's twin; vLLM has no
+	// such series) reports how well it kept it: the summed delay (model
+	// seconds) of each response's first tokens past their model time,
+	// their summed modelled TTFT at the client, the count both sum over,
+	// and the engine steps that missed their deadline. Absent on a server
+	// without them.
+	ExtraFirstDeliveryDelay = "twin_first_delivery_delay_seconds"
+	ExtraFirstDeliveryModel = "twin_first_delivery_model_seconds"
+	ExtraFirstDeliveries    = "twin_first_deliveries"
+	ExtraMissedSteps        = "twin_missed_steps"
 )
 
 // Status values of receipts.Server and receipts.Histogram.
@@ -79,10 +89,15 @@ func counterSpecs() []counterSpec {
 	}
 }
 
-func externalSpecs() []counterSpec {
+// extraSpecs are the counters read into Extra, each optional.
+func extraSpecs() []counterSpec {
 	return []counterSpec{
 		{key: ExtraExternalQueries, name: "vllm:external_prefix_cache_queries", optional: true},
 		{key: ExtraExternalHits, name: "vllm:external_prefix_cache_hits", optional: true},
+		{key: ExtraFirstDeliveryDelay, name: "vetbench_twin_first_delivery_delay_seconds", optional: true},
+		{key: ExtraFirstDeliveryModel, name: "vetbench_twin_first_delivery_model_seconds", optional: true},
+		{key: ExtraFirstDeliveries, name: "vetbench_twin_first_deliveries", optional: true},
+		{key: ExtraMissedSteps, name: "vetbench_twin_deadline_missed_steps", optional: true},
 	}
 }
 

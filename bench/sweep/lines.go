@@ -105,9 +105,10 @@ func ratio(p *float64) string {
 	return strconv.FormatFloat(*p, 'f', 3, 64)
 }
 
-// TokenLine is the line a console prints per token point: aggregate and per-request tok/s, TPOT, TTFT,
-// verified tokens, and what went wrong; a time-scaled twin's in model time,
-// labelled.
+// TokenLine is the line a console prints per token point: aggregate and
+// per-request tok/s, TPOT, TTFT, verified tokens, and what went wrong; a
+// time-scaled twin's in model time, labelled; then the receipt's warnings,
+// one per line, as PointLine prints a judgments point's.
 func TokenLine(r *tokens.Receipt, scale Scale) string {
 	s := r.Summary
 	var b strings.Builder
@@ -131,6 +132,9 @@ func TokenLine(r *tokens.Receipt, scale Scale) string {
 	}
 	if scale.Scaled() {
 		fmt.Fprintf(&b, "  [%s; wall clock %.1f tok/s]", scale, s.AggregateOutputTokS)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "\n    warning: %s", w)
 	}
 	return b.String()
 }

@@ -162,6 +162,9 @@ type Cell struct {
 	// none completed, in older files and in a published CSV (which has no
 	// such columns).
 	Serve *tokens.Serve `json:"vllm_bench_serve,omitempty"`
+	// Warnings are what a reader of the cell's figures must know: a twin
+	// that fell behind its model in the window.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Stopped says why a matrix ended before its last cell.
