@@ -3,6 +3,7 @@ package stub
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -60,15 +61,7 @@ func TestEngineDeadlinesFakeTime(t *testing.T) {
 				s.eng.busyMachine = func() { time.Sleep(stall) }
 			}
 			hc := &http.Client{Transport: twintest.Transport(s)}
-			body := `{"messages":[{"role":"user","content":"hello"}],"max_tokens":8,"ignore_eos":true}`
-			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://twin/v1/chat/completions", strings.NewReader(body))
-			require.NoError(t, err)
-			res, err := hc.Do(req)
-			require.NoError(t, err)
-			_, _ = io.Copy(io.Discard, res.Body)
-			require.NoError(t, res.Body.Close())
-			require.Equal(t, http.StatusOK, res.StatusCode)
-			sc := twintest.ScrapeMetrics(t.Context(), t, hc, "http://twin")
+			sc := askEight(t, hc, false)
 			c, sum := sc.Hist("vllm:e2e_request_latency_seconds")
 			page, _ := twintest.Get(t.Context(), t, hc, "http://twin/metrics")
 			r = result{missed: sc.Value("vetbench_twin_deadline_missed_steps_total"), lag: sc.Value("vetbench_twin_deadline_lag_seconds_total"),
@@ -188,6 +181,21 @@ func BenchmarkWakeLateness(b *testing.B) {
 	}
 }
 
+// askEight asks the twin behind hc for 8 tokens (streamed or not), reads
+// the whole answer and returns /metrics after it.
+func askEight(t *testing.T, hc *http.Client, stream bool) twintest.Scrape {
+	t.Helper()
+	body := fmt.Sprintf(`{"messages":[{"role":"user","content":"hello"}],"max_tokens":8,"ignore_eos":true,"stream":%t}`, stream)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://twin/v1/chat/completions", strings.NewReader(body))
+	require.NoError(t, err)
+	res, err := hc.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	return twintest.ScrapeMetrics(t.Context(), t, hc, "http://twin")
+}
+
 // TestFirstDeliveryStreamed: a stream counts its first token chunk once,
 // by how late it was written: 30 ms of stall against 10 ms steps makes the
 // first step, and so its chunk, 30 ms late. Without the stall, on time.
@@ -203,16 +211,7 @@ func TestFirstDeliveryStreamed(t *testing.T) {
 			if stall > 0 {
 				s.eng.busyMachine = func() { time.Sleep(stall) }
 			}
-			hc := &http.Client{Transport: twintest.Transport(s)}
-			body := `{"messages":[{"role":"user","content":"hello"}],"max_tokens":8,"ignore_eos":true,"stream":true}`
-			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://twin/v1/chat/completions", strings.NewReader(body))
-			require.NoError(t, err)
-			res, err := hc.Do(req)
-			require.NoError(t, err)
-			_, _ = io.Copy(io.Discard, res.Body)
-			require.NoError(t, res.Body.Close())
-			require.Equal(t, http.StatusOK, res.StatusCode)
-			sc := twintest.ScrapeMetrics(t.Context(), t, hc, "http://twin")
+			sc := askEight(t, &http.Client{Transport: twintest.Transport(s)}, true)
 			firsts, delay = sc.Value("vetbench_twin_first_deliveries_total"), sc.Value("vetbench_twin_first_delivery_delay_seconds_total")
 		})
 		return firsts, delay
