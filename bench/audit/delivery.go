@@ -53,7 +53,7 @@ func DeliveryWarning(srv *receipts.Server) string {
 	if steps := srv.Extra[scrape.ExtraMissedSteps]; steps > 0 {
 		missed = fmt.Sprintf(", %.0f engine step(s) missed their deadline", steps)
 	}
-	return fmt.Sprintf("the twin fell behind its model: responses' first tokens left it %.1f ms (model time) late on average, %.0f%% of the TTFT it models%s; "+
+	return fmt.Sprintf(receipts.TwinBehind+": responses' first tokens left it %.1f ms (model time) late on average, %.0f%% of the TTFT it models%s; "+
 		"latencies here are slower than the model by at least that (this machine cannot keep this time scale at this concurrency: lower either)",
 		mean*1e3, share*100, missed)
 }

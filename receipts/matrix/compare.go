@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/vetbench/vetbench/receipts"
 )
 
 // DefaultTolerance is the relative error a figure may have against its
@@ -76,7 +78,8 @@ type Comparison struct {
 	Extra []string `json:"extra,omitempty"`
 	// NotCompared are the baseline's cells left out under Subset.
 	NotCompared []string `json:"not_compared,omitempty"`
-	// Notes say what differs between the two runs' settings.
+	// Notes say what differs between the two runs' settings, then which
+	// compared cells' twin fell behind its model, on which side.
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -128,6 +131,7 @@ func Compare(base, cand *Matrix, o CompareOptions) (*Comparison, error) {
 				{b.TotalTokS, k.TotalTokS}, {b.PerRequestTokS, k.PerRequestTokS},
 				{b.TTFTMs, k.TTFTMs}, {b.TimeBetweenTokensMs, k.TimeBetweenTokensMs}})
 			common++
+			c.Notes = append(c.Notes, behindNotes(d.Name(), &b, k)...)
 		} else {
 			d.Missing = true
 		}
@@ -147,6 +151,22 @@ func Compare(base, cand *Matrix, o CompareOptions) (*Comparison, error) {
 		return c, fmt.Errorf("%w (baseline %s; candidate %s)", ErrNothingInCommon, gridText(base), gridText(cand))
 	}
 	return c, nil
+}
+
+// behindNotes are the notes for a cell whose twin fell behind its model
+// on either side (receipts.TwinBehind): its figures are the machine's as
+// much as the model's, whatever the verdict.
+func behindNotes(name string, base, cand *Cell) []string {
+	var out []string
+	for _, side := range []struct {
+		name string
+		cell *Cell
+	}{{"baseline", base}, {"candidate", cand}} {
+		for _, w := range receipts.FellBehind(side.cell.Warnings) {
+			out = append(out, fmt.Sprintf("%s: %s: %s", name, side.name, w))
+		}
+	}
+	return out
 }
 
 func (c *Comparison) add(d Diff) {

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,26 @@ func TestCompareAgainstItselfIsSame(t *testing.T) {
 	require.Equal(t, Counts{Compared: 73}, n)
 	require.False(t, c.Worse())
 	require.False(t, c.Incomplete())
+}
+
+// TestCompareNotesTwinFellBehind: a compared cell whose twin fell behind
+// its model is noted, with its side, and printed; other cell warnings are
+// not, and the verdict stays the figures' (SAME here).
+func TestCompareNotesTwinFellBehind(t *testing.T) {
+	t.Parallel()
+	base, err := ReadCSVFile(deepseekCSV)
+	require.NoError(t, err)
+	cand := scaled(t, 1, nil)
+	behind := receipts.TwinBehind + ": responses' first tokens left it 11.7 ms (model time) late on average"
+	cand.Cells[3].Warnings = []string{"something else", behind}
+	c, err := Compare(base, cand, CompareOptions{})
+	require.NoError(t, err)
+	name := fmt.Sprintf("%s c=%d", cand.Cells[3].Context, cand.Cells[3].Concurrency)
+	require.Equal(t, []string{name + ": candidate: " + behind}, c.Notes)
+	require.Equal(t, "SAME", c.Verdict())
+	var b strings.Builder
+	require.NoError(t, c.WriteText(&b))
+	require.Contains(t, b.String(), "note: "+name+": candidate: "+behind+"\n")
 }
 
 func TestCompareCatchesEachChange(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/vetbench/vetbench/receipts"
 )
 
 // Delta is one figure of a baseline point against a candidate point.
@@ -80,6 +82,11 @@ type PointComparison struct {
 	// the candidate's (worse), the rest are the baseline's.
 	Problems     []string `json:"problems"`
 	CandProblems int      `json:"candidate_problems"`
+	// FellBehind are the sides' warnings that the twin they measured fell
+	// behind its model (receipts.TwinBehind), each led by its side: those
+	// figures are the machine's as much as the model's. They do not change
+	// the verdict; a worse one says so.
+	FellBehind []string `json:"twin_fell_behind,omitempty"`
 }
 
 // Figure returns the compared figure of that name.
@@ -177,6 +184,9 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 			pc.CandProblems = len(probs)
 		}
 		pc.Problems = append(pc.Problems, probs...)
+		for _, w := range receipts.FellBehind(side.r.Warnings) {
+			pc.FellBehind = append(pc.FellBehind, side.name+": "+w)
+		}
 	}
 	return pc, nil
 }
@@ -302,6 +312,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		for _, s := range p.Problems {
 			fmt.Fprintf(&b, "problem (%s): %s\n", p.Key, s)
 		}
+		for _, s := range p.FellBehind {
+			fmt.Fprintf(&b, "warning (%s): %s\n", p.Key, s)
+		}
 	}
 	for _, k := range c.OnlyBase {
 		fmt.Fprintf(&b, "only in baseline: %s\n", k)
@@ -384,9 +397,28 @@ func (c *Comparison) Verdict(margin float64) Verdict {
 	case len(cannot) > 0:
 		v.Outcome, v.Reasons = CouldNotCompare, append(cannot, worse...)
 	case len(worse) > 0:
-		v.Outcome, v.Reasons = Worse, worse
+		v.Outcome, v.Reasons = Worse, append(worse, c.behindReasons()...)
 	}
 	return v
+}
+
+// behindReasons are a worse verdict's last reasons when a side's twin fell
+// behind its model: what is slower may be the machine that ran it.
+func (c *Comparison) behindReasons() []string {
+	var out []string
+	for _, p := range c.Points {
+		sides := map[string]bool{}
+		for _, w := range p.FellBehind {
+			side, _, _ := strings.Cut(w, ":")
+			sides[side] = true
+		}
+		for _, side := range []string{"baseline", "candidate"} {
+			if sides[side] {
+				out = append(out, fmt.Sprintf("%s: the %s's twin fell behind its model: part of the difference may be the machine that ran it, not the software", p.Key, side))
+			}
+		}
+	}
+	return out
 }
 
 // RunSchema names the JSON form of a measured run (vetbench tokens

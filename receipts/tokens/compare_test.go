@@ -131,3 +131,36 @@ func ExampleCompare() {
 	// only in baseline: workload=text/c=16/output=128
 	// only in baseline: workload=text/c=32/output=128
 }
+
+// TestCompareSaysTwinFellBehind: a side whose twin fell behind its model
+// is named on the point and, when the verdict is worse, in its reasons;
+// the outcome is the figures'. Other warnings stay out; without the
+// warning no such reason (the control).
+func TestCompareSaysTwinFellBehind(t *testing.T) {
+	t.Parallel()
+	pub, err := ReadPublishedFile(publishedPath)
+	require.NoError(t, err)
+	base := slower(t, pub[0], 1)
+	slow := func(warnings ...string) *Receipt {
+		r := slower(t, pub[0], 1.25)
+		r.Warnings = warnings
+		return r
+	}
+	behind := receipts.TwinBehind + ": responses' first tokens left it 6.5 ms (model time) late on average"
+	c, err := Compare([]*Receipt{base}, []*Receipt{slow("repeat 1: Little's law: idle", behind)})
+	require.NoError(t, err)
+	require.Equal(t, []string{"candidate: " + behind}, c.Points[0].FellBehind)
+	v := c.Judge(0.05)
+	require.Equal(t, Worse, v.Outcome)
+	require.Contains(t, v.Reasons[len(v.Reasons)-1], "the candidate's twin fell behind its model: part of the difference may be the machine")
+	require.Contains(t, c.Text(), "warning ("+c.Points[0].Key.String()+"): candidate: "+behind)
+
+	c, err = Compare([]*Receipt{base}, []*Receipt{slow("repeat 1: Little's law: idle")})
+	require.NoError(t, err)
+	require.Empty(t, c.Points[0].FellBehind)
+	v = c.Judge(0.05)
+	require.Equal(t, Worse, v.Outcome)
+	for _, r := range v.Reasons {
+		require.NotContains(t, r, "fell behind")
+	}
+}
