@@ -113,6 +113,7 @@ func parseGate(e *env, args []string) (o gateOpts, pos []string, code int, ok bo
 // hold only the points that ran, or lines over failed work.
 func decideGate(ctx context.Context, e *env, o gateOpts, base, cand *speed.Samples, files []string, runErrs [2]error) int {
 	rep := speed.Decide(base, cand, o.policy)
+	rep.Notes = append(rep.Notes, speed.FellBehind([2]string(files))...)
 	refused := rep.Identity.Refused()
 	if o.benchstat && !o.asJSON && !refused {
 		showBenchstat(ctx, e, base, cand, files)

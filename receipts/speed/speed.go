@@ -458,6 +458,9 @@ type Report struct {
 	Identity IdentityCheck `json:"identity"`
 	// Power is what the runs can reach against what the correction needs.
 	Power Power `json:"power"`
+	// Notes are facts a reader of the verdict needs that do not change it
+	// (a side whose twin fell behind its model: FellBehind).
+	Notes []string `json:"notes,omitempty"`
 
 	// baseRunFailed and candRunFailed are set by AddRuns.
 	baseRunFailed, candRunFailed bool
@@ -800,6 +803,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if len(id.Differs)+len(id.Changed)+len(id.Unverified) > 0 {
 		b.WriteString("\n")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n\n", n)
 	}
 	if pw := r.Power; pw.TooFewRuns > 0 && len(r.Problems) == 0 {
 		fmt.Fprintf(&b, "too few runs (allowed: not decided): %d of %d tested metrics cannot reach p < %.3g; -count %d or more decides them\n\n", pw.TooFewRuns, pw.Tested, pw.Threshold, pw.MinCount)
