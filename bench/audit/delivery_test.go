@@ -10,8 +10,8 @@ import (
 )
 
 // TestDeliveryWarning: the share is the summed first-delivery delay over
-// the summed modelled TTFT; it speaks above MaxDeliveryDelayShare and a
-// mean over MinDeliveryDelay only, and never for a server that says nothing (vLLM) or a window in which it
+// the summed modelled TTFT; it speaks above MaxDeliveryDelayShare, a mean
+// over MinDeliveryDelay and modelled TTFTs of MinModelledTTFT only, never for a server that says nothing (vLLM) or a window in which it
 // wrote nothing.
 func TestDeliveryWarning(t *testing.T) {
 	twin := func(n, delay, model, missed float64) *receipts.Server {
@@ -34,13 +34,17 @@ func TestDeliveryWarning(t *testing.T) {
 		// 12 ms late on 100 ms: 12%, 3 missed steps.
 		{"fell behind", twin(10, 0.12, 1, 3), 0.12, []string{"the twin fell behind its model", "12.0 ms (model time) late on average, 12% of the TTFT it models", "3 engine step(s) missed"}},
 		{"fell behind, no step missed", twin(10, 0.12, 1, 0), 0.12, []string{"12% of the TTFT it models; latencies"}},
-		// 0.4 ms late on 2.2 ms TTFTs (the fast twin in a container): 18%,
-		// but below a millisecond.
-		{"under a millisecond", twin(10, 0.004, 0.022, 0), 0.004 / 0.022, nil},
-		{"just over a millisecond", twin(10, 0.0101, 0.022, 0), 0.0101 / 0.022, []string{"1.0 ms (model time) late"}},
+		// 0.4 ms late on 22 ms TTFTs: 1.8%... and on 12 ms: 3.3%, but
+		// below a millisecond.
+		{"under a millisecond", twin(10, 0.004, 0.12, 0), 0.004 / 0.12, nil},
+		{"just over a millisecond", twin(10, 0.0101, 0.22, 0), 0.0101 / 0.22, []string{"1.0 ms (model time) late"}},
+		// The fast twin at c=32: 4.3 ms late on 7.3 ms TTFTs, 59%, but it
+		// models no GPU's timing.
+		{"modelled TTFT under 10 ms", twin(10, 0.043, 0.073, 0), 0.043 / 0.073, nil},
+		{"modelled TTFT of 10 ms", twin(10, 0.043, 0.1, 0), 0.43, []string{"43% of the TTFT it models"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, share, ok := DeliveryDelay(tc.srv)
+			_, _, share, ok := DeliveryDelay(tc.srv)
 			require.Equal(t, tc.share >= 0, ok)
 			if ok {
 				require.InDelta(t, tc.share, share, 1e-12)
