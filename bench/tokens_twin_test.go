@@ -84,6 +84,11 @@ func TestTwinBehindItsModelIsSaid(t *testing.T) {
 
 	mr, err := grid.NewRunner(ctx, tg.Endpoint)
 	require.NoError(t, err)
+	// The grid waits on a time-scaled twin's model clock (its 30 s ready
+	// timeout would be 3 ms at ×10⁴, and a loaded machine misses it: the
+	// cell never ready, never measured); here it waits on the wall clock,
+	// as the token runner does, so the cell is measured whatever the load.
+	mr.TimeScale = 1
 	m, err := mr.Run(ctx, grid.Options{Contexts: []int{1024}, Levels: []int{4}, Duration: 200 * time.Millisecond,
 		OutputTokens: 256, ScrapeInterval: 20 * time.Millisecond, Hold: 20 * time.Millisecond,
 		Pause: -1, ReadyTimeout: 30 * time.Second})
