@@ -51,6 +51,9 @@ type Dir struct {
 	mu      sync.Mutex
 	passes  map[string]int
 	release func() error // the lock's (LockFile); nil when not held
+	// force is what the directory was opened with; its Subs inherit it,
+	// so that gate -run -force replaces baseline/ and candidate/ too.
+	force bool
 }
 
 // New makes a new run directory root/runs/<UTC time>-<random> and points
@@ -127,7 +130,7 @@ func named(path string, force, locked bool) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	d := &Dir{Path: path, ID: filepath.Base(path)}
+	d := &Dir{Path: path, ID: filepath.Base(path), force: force}
 	if locked {
 		var err error
 		if d.release, d.Warning, err = lock(path); err != nil {
@@ -215,9 +218,11 @@ func joinNames(names []string) string {
 }
 
 // Sub prepares the named directory name inside d as a run directory of its
-// own (gate -run: baseline/ and candidate/); d's lock covers it.
+// own (gate -run: baseline/ and candidate/); d's lock covers it. One that
+// holds results is refused as Named refuses it, unless d was opened with
+// force, which replaces them.
 func (d *Dir) Sub(name string) (*Dir, error) {
-	return named(filepath.Join(d.Path, name), false, false)
+	return named(filepath.Join(d.Path, name), d.force, false)
 }
 
 // File is the path of a file of the layout (BenchFile, SettingsFile, TwinLog).

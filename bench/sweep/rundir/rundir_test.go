@@ -161,3 +161,36 @@ func openClosed(t *testing.T, path string, force bool) (*Dir, error) {
 	}
 	return d, err
 }
+
+// A sub-directory's earlier results (gate -run's baseline/ and candidate/)
+// are refused as a named directory's are, and replaced when the parent was
+// opened with force (gate -run -out DIR -force).
+func TestSubReplacesOnlyWhenForced(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "gate")
+	fill := func() string {
+		d, err := Named(root, false)
+		require.NoError(t, err)
+		defer d.Close()
+		sub, err := d.Sub("baseline")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(sub.File(BenchFile), []byte("BenchmarkX 1 2 ns/op\n"), 0o644))
+		return sub.File(BenchFile)
+	}
+	bench := fill()
+
+	d, err := Named(root, false)
+	require.NoError(t, err)
+	_, err = d.Sub("baseline")
+	require.ErrorIs(t, err, ErrHoldsResults)
+	require.FileExists(t, bench, "a refusal touches nothing")
+	require.NoError(t, d.Close())
+
+	d, err = Named(root, true)
+	require.NoError(t, err)
+	defer d.Close()
+	sub, err := d.Sub("baseline")
+	require.NoError(t, err)
+	require.NoFileExists(t, bench, "forced: the earlier side's results are replaced")
+	require.NoError(t, sub.Close())
+}
