@@ -78,8 +78,10 @@ type Config struct {
 	// 0: 1.
 	DataParallel int
 
-	// Log receives the twin's own log lines (an engine that fell behind
-	// its model clock); nil: none. vllmstub logs to its stderr.
+	// Log receives the twin's own log lines (Start's serving line, an
+	// engine that fell behind its model clock); nil: none. vllmstub logs
+	// to its stderr; a container's output is followed back to it
+	// (stub/container).
 	Log io.Writer
 
 	// Replay serves recorded distributions (NewReplay). In-process only:

@@ -10,6 +10,13 @@ import (
 	"time"
 )
 
+// serving is the line a served twin starts with: what it serves, how, and
+// where (never the API keys themselves).
+func (s *Server) serving(cfg Config, addr net.Addr) string {
+	return fmt.Sprintf("vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s",
+		Version, s.Model(), s.Profile().Name, s.TimeScale(), cfg.DevMode, len(cfg.APIKeys) > 0, max(cfg.DataParallel, 1), len(cfg.Faults), addr)
+}
+
 // ShutdownGrace bounds how long Serve waits, once its context ends, for
 // requests in flight to finish before it closes their connections.
 const ShutdownGrace = 10 * time.Second
@@ -27,9 +34,7 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) e
 	}
 	defer s.Close()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	p := s.Profile()
-	fmt.Fprintf(stdout, "vllmstub %s: serving %s (profile %s, time scale %g, dev mode %t, api key %t, data parallel %d, %d fault(s)) on http://%s\n",
-		Version, s.Model(), p.Name, s.TimeScale(), cfg.DevMode, len(cfg.APIKeys) > 0, max(cfg.DataParallel, 1), len(cfg.Faults), ln.Addr())
+	fmt.Fprintln(stdout, s.serving(cfg, ln.Addr()))
 	errc := make(chan error, 1)
 	sl := withArrivals(srv, ln)
 	go func() { errc <- srv.Serve(sl) }()

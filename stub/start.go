@@ -21,7 +21,8 @@ type Running struct {
 	url string
 }
 
-// Start builds a twin (New) and serves it on 127.0.0.1 at a free port.
+// Start builds a twin (New) and serves it on 127.0.0.1 at a free port. With
+// Config.Log, the log starts with the line Serve prints: what it serves, where.
 func Start(cfg Config) (*Running, error) {
 	s, err := New(cfg)
 	if err != nil {
@@ -33,6 +34,10 @@ func Start(cfg Config) (*Running, error) {
 		return nil, fmt.Errorf("stub: listen: %w", err)
 	}
 	rs := &Running{Server: s, srv: &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String()}
+	if cfg.Log != nil {
+		// Its log starts as a served twin's output does (Serve).
+		fmt.Fprintln(s.cfg.Log, s.serving(cfg, ln.Addr()))
+	}
 	sl := withArrivals(rs.srv, ln)
 	go func() { _ = rs.srv.Serve(sl) }()
 	return rs, nil

@@ -93,6 +93,7 @@ type Run struct {
 
 	opts     Options
 	benchTxt *os.File
+	twinLog  *pendingLog // the twin's log, dir/twin.log once recorded; nil for a live target
 	// transport carries every request of the run's sessions and runners:
 	// one per target, its idle connections sized to the most the run
 	// holds in flight.
@@ -102,31 +103,37 @@ type Run struct {
 }
 
 // Open starts the target cfg names and, when dir is not nil, records the
-// run there (Record; the container twin logs to dir/twin.log).
+// run there (Record; the twin, in-process or in a container, logs to
+// dir/twin.log).
 func Open(ctx context.Context, cfg config.Config, dir *rundir.Dir, o Options) (*Run, error) {
 	if o.Sets == nil {
 		o.Sets = map[string]fixtures.Set{}
 	}
 	r := &Run{Config: cfg, opts: o, sessions: map[string]*bench.Session{}}
-	if dir != nil && cfg.Target.Endpoint == "" && cfg.Twin.Placement != receipts.TargetInProcess {
-		log, err := os.OpenFile(dir.File(rundir.TwinLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, err
+	var twinLog io.Writer // nil: a live target
+	if cfg.Target.Endpoint == "" {
+		r.twinLog = &pendingLog{}
+		twinLog = r.twinLog
+		if dir != nil && cfg.Twin.Placement != receipts.TargetInProcess {
+			target.LogContainersTo(r.twinLog) // until the container is gone
 		}
-		target.LogContainersTo(log) // kept open: testcontainers logs until the container is gone
 	}
 	var err error
 	if r.transport, err = r.newTransport(ctx); err != nil {
 		return nil, err
 	}
-	if r.Target, err = target.Open(ctx, cfg); err != nil {
-		return nil, err
+	if r.Target, err = target.Open(ctx, cfg, twinLog); err != nil {
+		if dir != nil && r.twinLog != nil {
+			// What testcontainers said of a container that did not start.
+			err = errors.Join(err, r.twinLog.attach(dir.File(rundir.TwinLog)))
+		}
+		return nil, errors.Join(err, r.twinLog.close())
 	}
 	if dir == nil {
 		return r, nil
 	}
 	if err := r.Record(ctx, dir); err != nil {
-		return nil, errors.Join(err, r.Target.Close())
+		return nil, errors.Join(err, r.Target.Close(), r.twinLog.close())
 	}
 	return r, nil
 }
@@ -150,7 +157,9 @@ func (r *Run) newTransport(ctx context.Context) (*http.Transport, error) {
 }
 
 // Record makes dir the run's results directory: it writes settings.toml
-// there and opens bench.txt with the run's configuration lines. A command
+// there, opens bench.txt with the run's configuration lines, and the
+// twin's log goes to twin.log from then on (what it logged before first).
+// A command
 // that first checks the target answers (a token runner's probe) records
 // only then, so that a target that does not leaves no empty run behind.
 func (r *Run) Record(ctx context.Context, dir *rundir.Dir) error {
@@ -161,6 +170,9 @@ func (r *Run) Record(ctx context.Context, dir *rundir.Dir) error {
 	if err := r.openBenchFile(ctx); err != nil {
 		r.Dir = nil
 		return err
+	}
+	if r.twinLog != nil {
+		return r.twinLog.attach(dir.File(rundir.TwinLog))
 	}
 	return nil
 }
@@ -239,7 +251,7 @@ func (r *Run) Describe() string {
 // refuses its bench.txt as cut short. Then the run directory's lock is
 // released.
 func (r *Run) Close(passed bool) error {
-	err := r.Target.Close()
+	err := errors.Join(r.Target.Close(), r.twinLog.close())
 	r.transport.CloseIdleConnections()
 	if r.benchTxt != nil {
 		err = errors.Join(err, r.write(func() error { return r.Lines.End(passed) }), r.benchTxt.Sync(), r.benchTxt.Close())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +205,30 @@ func TestTokenLittlesLaw(t *testing.T) {
 	require.ErrorContains(t, err, "(repeat 2)")
 	require.NotContains(t, err.Error(), "(repeat 1)")
 	require.NoError(t, sweep.TokenLittlesLaw(&tokens.Receipt{Runs: []tokens.Run{{LittlesLaw: &clean}, {LittlesLaw: &noise}, {}}}))
+}
+
+// The twin's log lands in the run directory's twin.log, from its first
+// line (what it serves), whether the run had its directory when it
+// started the twin or recorded into one later (a token run, once its
+// probe answered); a run with no directory writes none.
+func TestTwinLogInRunDirectory(t *testing.T) {
+	cfg := load(t, nil)
+	for _, later := range []bool{false, true} {
+		dir, err := rundir.Open(filepath.Join(t.TempDir(), "run"), "", false, time.Now())
+		require.NoError(t, err)
+		at := dir
+		if later {
+			at = nil
+		}
+		run, err := sweep.Open(t.Context(), cfg, at, sweep.Options{})
+		require.NoError(t, err)
+		if later {
+			require.NoFileExists(t, dir.File(rundir.TwinLog), "no directory yet")
+			require.NoError(t, run.Record(t.Context(), dir))
+		}
+		require.NoError(t, run.Close(true))
+		b, err := os.ReadFile(dir.File(rundir.TwinLog))
+		require.NoError(t, err)
+		require.Regexp(t, `^vllmstub \S+: serving \S+ \(profile fast, time scale 1, .*\) on `+regexp.QuoteMeta(run.Target.Endpoint.BaseURL)+"\n", string(b), "later %t", later)
+	}
 }

@@ -63,7 +63,8 @@ var _ testcontainers.ContainerCustomizer = Option(nil)
 // WithConfig configures the twin in the container: the config becomes
 // vllmstub's command line and environment (stub.Config.Args). Values no
 // command line can carry (Config.Replay, Config.Adjust) make Run fail with
-// errors.ErrUnsupported; use WithReplayFile for a replay.
+// errors.ErrUnsupported; use WithReplayFile for a replay. Config.Log gets
+// what the container prints, as the in-process twin's log would.
 func WithConfig(cfg stub.Config) Option {
 	return func(o *options) error { o.twin = cfg; return nil }
 }
@@ -159,6 +160,12 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 	if len(env) > 0 {
 		defaults = append(defaults, testcontainers.WithEnv(env))
 	}
+	if o.twin.Log != nil {
+		// Config.Log cannot cross into the container: the twin's output
+		// (its serving line, an engine that fell behind its model clock)
+		// is followed back to it instead.
+		defaults = append(defaults, testcontainers.WithLogConsumers(logTo{o.twin.Log}))
+	}
 	if o.replayFile != "" {
 		defaults = append(defaults,
 			testcontainers.WithFiles(testcontainers.ContainerFile{HostFilePath: o.replayFile, ContainerFilePath: "/replay.json", FileMode: 0o444}),
@@ -177,6 +184,11 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 	}
 	return c, nil
 }
+
+// logTo writes what the container prints to w.
+type logTo struct{ w io.Writer }
+
+func (l logTo) Accept(line testcontainers.Log) { _, _ = l.w.Write(line.Content) }
 
 // ImageRepo is the repository of the images Run builds. Each is tagged
 // with a digest of the binary and the Dockerfile and kept, so a later Run

@@ -37,13 +37,15 @@ func (t *Target) Close() error {
 // container, in-process when it is inprocess, and when it is empty in a
 // container if a Docker daemon answers and in-process otherwise, with a
 // note in every receipt saying why (under CI=true, a daemon that answers
-// and a container that still cannot start is an error).
-func Open(ctx context.Context, cfg config.Config) (*Target, error) {
-	return open(ctx, cfg, dockerAvailable)
+// and a container that still cannot start is an error). The twin, in
+// either place, logs to twinLog (nil: nowhere): that an engine fell
+// behind its model clock, and in a container all it prints.
+func Open(ctx context.Context, cfg config.Config, twinLog io.Writer) (*Target, error) {
+	return open(ctx, cfg, twinLog, dockerAvailable)
 }
 
 // open is Open with the Docker check given (tests fake a missing daemon).
-func open(ctx context.Context, cfg config.Config, docker func(context.Context) error) (*Target, error) {
+func open(ctx context.Context, cfg config.Config, twinLog io.Writer, docker func(context.Context) error) (*Target, error) {
 	if cfg.Target.Endpoint != "" {
 		return Live(cfg.Target), nil
 	}
@@ -51,6 +53,7 @@ func open(ctx context.Context, cfg config.Config, docker func(context.Context) e
 	if err != nil {
 		return nil, err
 	}
+	twin.Log = twinLog
 	n := cfg.Twin.Replicas
 	switch cfg.Twin.Placement {
 	case receipts.TargetContainer:

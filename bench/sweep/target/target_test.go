@@ -48,7 +48,7 @@ func TestTwinConfig(t *testing.T) {
 func TestLive(t *testing.T) {
 	cfg := config.Default()
 	cfg.Target = config.Target{Endpoint: "http://user:pass@gpu-box:8000", Model: "google/gemma-4-31B-it", APIKey: "sk-secret"}
-	tg, err := Open(t.Context(), cfg)
+	tg, err := Open(t.Context(), cfg, nil)
 	require.NoError(t, err)
 	require.NoError(t, tg.Close(), "nothing to stop")
 	ep := tg.Endpoint
@@ -70,7 +70,7 @@ func TestInProcess(t *testing.T) {
 	cfg := config.Default()
 	cfg.Twin = config.Twin{Placement: receipts.TargetInProcess, Profile: "h100-gemma4-31b", TimeScale: 10, Slowdown: 1}
 	cfg.Target.Model = "other"
-	tg, err := Open(t.Context(), cfg)
+	tg, err := Open(t.Context(), cfg, nil)
 	require.NoError(t, err)
 	ep := tg.Endpoint
 	require.Equal(t, receipts.TargetInProcess, ep.Target.Kind)
@@ -92,7 +92,7 @@ func TestFallbackInProcess(t *testing.T) {
 	prev := Stderr
 	Stderr = &said
 	defer func() { Stderr = prev }()
-	tg, err := open(t.Context(), config.Default(), noDocker)
+	tg, err := open(t.Context(), config.Default(), nil, noDocker)
 	require.Equal(t, 1, strings.Count(said.String(), "no container: docker: daemon not running"), said.String())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tg.Close() })
@@ -100,7 +100,7 @@ func TestFallbackInProcess(t *testing.T) {
 	require.Equal(t, []string{"twin runs in-process (VETBENCH_STUB unset): no container: docker: daemon not running"}, tg.Endpoint.Notes)
 	health(t, tg.Endpoint.BaseURL)
 
-	_, err = Open(t.Context(), config.Config{Twin: config.Twin{Placement: "vm"}})
+	_, err = Open(t.Context(), config.Config{Twin: config.Twin{Placement: "vm"}}, nil)
 	require.ErrorContains(t, err, `twin placement "vm"`)
 }
 
@@ -117,7 +117,7 @@ func TestContainerFailsFallbackOrCI(t *testing.T) {
 		var said strings.Builder
 		Stderr = &said
 		ci = func() bool { return inCI }
-		tg, err := open(t.Context(), config.Default(), docker)
+		tg, err := open(t.Context(), config.Default(), nil, docker)
 		if inCI {
 			require.ErrorIs(t, err, why)
 			require.ErrorContains(t, err, "CI=true")
