@@ -183,10 +183,9 @@ func runTargets(ctx context.Context, e *env, o gateOpts, a, b string) ([]string,
 		return nil, failed, err
 	}
 	defer root.Close()
-	fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root.Path)
 	prog := newProgress(e.stderr)
 	files, failed, err := sweep.MeasureAB(ctx, cfg, sides, root, e.runOptions("gate", prog, nil, sweep.Judgments), o.count,
-		abConsole(ctx, e, prog, o.count))
+		abConsole(ctx, e, prog, o.count, root.Path))
 	return files[:], failed, err
 }
 
@@ -224,11 +223,14 @@ func fewRunsAhead(o gateOpts, cfg config.Config, sides [2]sweep.Side) string {
 
 // abConsole is gate -run's console: a progress line, a line per side and
 // per run on stderr.
-func abConsole(ctx context.Context, e *env, prog *progress.Renderer, count int) sweep.ABConsole {
+func abConsole(ctx context.Context, e *env, prog *progress.Renderer, count int, root string) sweep.ABConsole {
 	return sweep.ABConsole{
 		Now:  e.now,
 		Note: func(msg string) { fmt.Fprintf(e.stderr, "vetbench gate: %s\n", msg) },
+		// Said once both sides are open: a side refused (its directory
+		// holds an earlier gate's results) has put nothing there.
 		Start: func(ab *sweep.AB) {
+			fmt.Fprintf(e.stderr, "vetbench gate: results in %s\n", root)
 			for i, r := range ab.Runs {
 				if r != nil {
 					fmt.Fprintln(e.stderr, targetLine(sweep.ABNames[i], r))

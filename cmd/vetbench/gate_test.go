@@ -541,3 +541,31 @@ func TestGateTooFewRunsForHolm(t *testing.T) {
 		}
 	}
 }
+
+// gate -run into an -out that holds an earlier gate's sides: refused
+// (exit 2) before anything is measured or said to be there, the earlier
+// results untouched; with -force both sides are replaced.
+func TestGateRunOutHoldsResults(t *testing.T) {
+	environ := map[string]string{"VETBENCH_FIXTURE_SIZE": "1", "VETBENCH_SETS": "checks", "VETBENCH_LEVELS": "1"}
+	out := filepath.Join(t.TempDir(), "ab")
+	earlier := filepath.Join(out, "baseline", "bench.txt")
+	require.NoError(t, os.MkdirAll(filepath.Dir(earlier), 0o755))
+	require.NoError(t, os.WriteFile(earlier, []byte("BenchmarkJudgments/set=checks/c=1 1 1 ns/op\n"), 0o644))
+	args := []string{"gate", "-run", "-count", "1", "-allow-few-runs", "-benchstat=false", "-out", out, "inprocess", "inprocess"}
+
+	_, stderr, code := runWith(t, environ, args...)
+	require.Equal(t, exitNoVerdict, code, stderr)
+	require.Contains(t, stderr, filepath.Join(out, "baseline")+" holds results of an earlier run (bench.txt)")
+	require.NotContains(t, stderr, "results in", "nothing was measured there")
+	b, err := os.ReadFile(earlier)
+	require.NoError(t, err)
+	require.Equal(t, "BenchmarkJudgments/set=checks/c=1 1 1 ns/op\n", string(b), "the earlier results are kept")
+
+	_, stderr, code = runWith(t, environ, append(args[:len(args)-2:len(args)-2], "-force", "inprocess", "inprocess")...)
+	require.NotContains(t, stderr, "holds results", "exit %d", code)
+	require.Contains(t, stderr, "vetbench gate: results in "+out)
+	b, err = os.ReadFile(earlier)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "\nBenchmarkJudgments/set=checks/c=1-", "replaced by this run's lines")
+	require.NotContains(t, string(b), " 1 1 ns/op\n")
+}
