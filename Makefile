@@ -51,9 +51,10 @@ test: vet
 ##            a measurement, so opt-in and not part of make test: reports
 ##            twin/receipt ratios (benchstat-friendly) and fails outside ±15%
 ##            (BenchmarkHTTPvsSim: the twin over HTTP against its own
-##            simulation at time scale 1 and 10, c up to 128; reports only)
+##            simulation at time scale 1 and 10, c up to 128; BenchmarkLoopbackFloor:
+##            the same token stream with no twin in it; reports only)
 calibrate:
-	$(GO) test ./stub -run '^$$' -bench '^Benchmark(CalibrationChecksHTTP|TimeScale|HTTPvsSim)$$' -benchtime 1x -count 1 -timeout 20m -args -calibrate
+	$(GO) test ./stub -run '^$$' -bench '^Benchmark(CalibrationChecksHTTP|TimeScale|HTTPvsSim|LoopbackFloor)$$' -benchtime 1x -count 1 -timeout 20m -args -calibrate
 
 ## predict: the prediction report: every published figure a physical profile
 ##          stands for (E2B and DeepSeek-V4-Flash matrices), twin vs published,

@@ -39,16 +39,8 @@ import (
 // each against the simulation of its own sends.
 func BenchmarkHTTPvsSim(b *testing.B) {
 	tr := TokensRun{PromptTokens: 32, Output: 128, Repeats: 3}
-	for _, pc := range []struct {
-		name string
-		p    Profile
-		c    int
-	}{
-		{"rtx3090", ProfileRTX3090(), 1}, {"rtx3090", ProfileRTX3090(), 32},
-		{"e2b", ProfileE2BH200NVL(), 32}, {"e2b", ProfileE2BH200NVL(), 128},
-	} {
+	for _, pc := range httpPoints() {
 		p := pc.p
-		p.Network, p.NetworkJitter = 0, 0
 		st := tr
 		st.PromptTokens = httpPromptTokens(b, p, tr)
 		for _, scale := range []float64{1, 10} {
@@ -89,6 +81,26 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 			})
 		}
 	}
+}
+
+// httpPoint is a profile and concurrency the HTTP benchmarks measure.
+type httpPoint struct {
+	name string
+	p    Profile
+	c    int
+}
+
+// httpPoints are the HTTP benchmarks' points, network off (the
+// simulation has none).
+func httpPoints() []httpPoint {
+	pts := []httpPoint{
+		{"rtx3090", ProfileRTX3090(), 1}, {"rtx3090", ProfileRTX3090(), 32},
+		{"e2b", ProfileE2BH200NVL(), 32}, {"e2b", ProfileE2BH200NVL(), 128},
+	}
+	for i := range pts {
+		pts[i].p.Network, pts[i].p.NetworkJitter = 0, 0
+	}
+	return pts
 }
 
 // httpRun is what httpTokens measured: the figures in model time, each
