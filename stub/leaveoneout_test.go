@@ -3,6 +3,7 @@ package stub
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +46,17 @@ func leaveOneOut(t *testing.T) (string, []looRow) {
 	for i := range dsFit {
 		dsFit[i].Fitted = true
 	}
+	effKL, accKL := fitDeepSeekLaunch(t)
+	e2bOnKL := e2bAll(t, effKL, false)
+	dsKL := deepseekFigures(deepseekProfileOn(t, effKL, accKL), roofline.Speculative{Tokens: 3, Acceptance: accKL}, loadDeepSeekMatrix(t))
+	for i := range dsKL {
+		dsKL[i].Fitted = slices.Contains([]string{"Prefill 8K c=1", "Decode 8K c=1", "Decode 8K c=128"}, dsKL[i].Row)
+	}
 	rows := []looRow{
 		{"E2B 8K/16K rows", "EfficiencyHopper (make fit FIT=hopper)", []looSet{{"E2B", hopperE2B}, {"DeepSeek", dsOnHopper}}},
 		{"E2B every row", "EfficiencyE2BH200NVL (make fit FIT=e2b)", []looSet{{"E2B", allE2B}, {"DeepSeek", dsOnE2B}}},
+		{"DeepSeek 8K c=1+128", fmt.Sprintf("EfficiencyHopper but %v a kernel and acceptance %.3f, fitted on those two cells (fitDeepSeekLaunch)",
+			effKL.KernelLaunch, accKL), []looSet{{"E2B", e2bOnKL}, {"DeepSeek", dsKL}}},
 		{"DeepSeek every cell", fmt.Sprintf("shares %.3f/%.3f/%.3f, %v a kernel, %v a sequence, acceptance %.3f",
 			effDS.BandwidthShare, effDS.ComputeShare, effDS.AttentionShare, effDS.KernelLaunch, effDS.PerSeq, accDS),
 			[]looSet{{"E2B", e2bOnDS}, {"DeepSeek", dsFit}}},
@@ -102,6 +111,38 @@ func e2bAll(t *testing.T, eff Efficiency, fitted bool) []predicted {
 	return out
 }
 
+// fitDeepSeekLaunch fits the two constants a c=1 cell cannot tell apart
+// — what each kernel a step launches costs (the fixed part of a step) and
+// the draft acceptance (the tokens a step yields) — on the DeepSeek
+// matrix's 8K c=1 and 8K c=128 cells, the rest EfficiencyHopper's and the
+// GEMM share the profile's: a c=1 step's time between tokens is fixed +
+// variable over the yield, and only a large batch, whose variable part is
+// many times the fixed, separates them. For each kernel cost the
+// acceptance is the one the c=1 cell gives (deepseekFitOn's rule); the
+// kernel cost is the one whose c=128 time between tokens is published.
+func fitDeepSeekLaunch(t *testing.T) (Efficiency, float64) {
+	_, one := deepseekFitCells(t)
+	cells := loadDeepSeekMatrix(t)
+	k := slices.IndexFunc(cells, func(c deepseekCell) bool { return c.phase != "Prefill" && c.label == "8K" && c.c == 128 })
+	require.GreaterOrEqual(t, k, 0)
+	big := cells[k]
+	at := func(launch float64) (Efficiency, float64) {
+		e := EfficiencyHopper
+		e.KernelLaunch = time.Duration(launch)
+		step1 := deepseekProfileOn(t, e, 0.5).seconds(decodeStep(1, one.ctx+2048))
+		acc := bisect(0, 1, func(a float64) float64 {
+			return roofline.Speculative{Tokens: 3, Acceptance: a}.TokensPerStep() - step1/one.tb
+		})
+		return e, acc
+	}
+	launch := bisect(0, float64(EfficiencyHopper.KernelLaunch), func(l float64) float64 {
+		e, acc := at(l)
+		tb := deepseekProfileOn(t, e, acc).seconds(decodeStep(big.c, big.ctx+2048)) / roofline.Speculative{Tokens: 3, Acceptance: acc}.TokensPerStep()
+		return big.tb - tb // the larger the fixed part, the smaller the large batch's time between tokens
+	})
+	return at(launch)
+}
+
 // fitDeepSeek fits the step constants (bandwidth, compute and attention
 // shares, the per-kernel and per-sequence costs) and the draft acceptance
 // on every Valid cell of the DeepSeek matrix, from EfficiencyHopper:
@@ -132,4 +173,36 @@ func fitDeepSeek(t *testing.T) (Efficiency, float64) {
 	best := simplex.NelderMead(score, x, 2, 300)
 	require.LessOrEqual(t, score(best), score(x), "the DeepSeek fit made it worse")
 	return from(best)
+}
+
+// TestDeepSeekLaunchFit: the DeepSeek matrix's 8K c=1 cell cannot tell a
+// step's fixed part from the draft acceptance; with its 8K c=128 cell
+// beside it the two are fitted (fitDeepSeekLaunch), reproduce both, and
+// the large batches they did not see come within what the profile, fitted
+// on c=1 alone, misses by (docs/prediction.md quotes both).
+func TestDeepSeekLaunchFit(t *testing.T) {
+	eff, acc := fitDeepSeekLaunch(t)
+	t.Logf("DeepSeek 8K c=1 + c=128: %v a kernel, acceptance %.3f", eff.KernelLaunch, acc)
+	require.Less(t, eff.KernelLaunch, EfficiencyHopper.KernelLaunch, "a smaller fixed part")
+	require.Less(t, acc, DeepSeekAcceptance, "and a lower acceptance")
+	large := func(rows []predicted, skip ...string) (mean float64) {
+		var figs []figure
+		for _, r := range rows {
+			if strings.HasPrefix(r.Row, "Decode") && concurrency(r.Row) >= 32 && !slices.Contains(skip, r.Row) {
+				figs = append(figs, r.figure)
+			}
+		}
+		_, mean = errorSummary(figs)
+		return mean
+	}
+	rows := deepseekFigures(deepseekProfileOn(t, eff, acc), roofline.Speculative{Tokens: 3, Acceptance: acc}, loadDeepSeekMatrix(t))
+	for _, r := range rows {
+		if r.Row == "Decode 8K c=1" || r.Row == "Decode 8K c=128" {
+			require.InDelta(t, 0, r.Rel(), 0.01, "%s %s: a fitted cell", r.Row, r.Name)
+		}
+	}
+	held := large(rows, "Decode 8K c=128")
+	profile := large(deepseekPredictions(t))
+	t.Logf("decode c ≥ 32, not fitted: mean error %.1f%%; the profile's %.1f%%", 100*held, 100*profile)
+	require.Less(t, held, profile/2, "the large batches, predicted from the two cells")
 }
