@@ -28,11 +28,51 @@ func removedOnExit(terminate func(context.Context) error) func() error {
 		once.Do(func() { err = terminate(context.Background()) })
 		return err
 	}
-	unregister := interrupt.AtExit(func() {
+	unregister := atExit(func() {
 		fmt.Fprintln(os.Stderr, "[vetbench] removing the twin's container before exiting")
 		_ = once1()
 	})
 	return func() error { defer unregister(); return once1() }
+}
+
+// atExit is interrupt.AtExit (tests record what is registered).
+var atExit = interrupt.AtExit
+
+// births registers each container a start creates for removal at exit
+// the moment Docker has created it (a PostCreates hook), before the start
+// returns it: while its image builds, it starts and its /health is
+// awaited, a second Ctrl-C would otherwise exit past a container nobody
+// has registered (with replicas, every one already started). release
+// unregisters them once removedOnExit holds the removal.
+type births struct {
+	mu         sync.Mutex
+	unregister []func()
+}
+
+// hook is the container option that registers each creation.
+func (b *births) hook() testcontainers.ContainerCustomizer {
+	return testcontainers.WithAdditionalLifecycleHooks(testcontainers.ContainerLifecycleHooks{
+		PostCreates: []testcontainers.ContainerHook{func(_ context.Context, c testcontainers.Container) error {
+			u := atExit(func() {
+				fmt.Fprintln(os.Stderr, "[vetbench] removing the twin's container before exiting")
+				_ = c.Terminate(context.Background())
+			})
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.unregister = append(b.unregister, u)
+			return nil
+		}},
+	})
+}
+
+// release unregisters every creation registered so far.
+func (b *births) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, u := range b.unregister {
+		u()
+	}
+	b.unregister = nil
 }
 
 // dockerAvailable is nil when a Docker daemon answers.
@@ -58,13 +98,16 @@ func imageOptions(tw stub.Config) []testcontainers.ContainerCustomizer {
 // runContainer starts the twin of tw in a container and returns its base
 // URL and how to remove it.
 func runContainer(ctx context.Context, tw stub.Config) (baseURL string, stop func() error, err error) {
-	ctr, err := container.Run(ctx, imageOptions(tw)...)
+	var born births
+	defer born.release()
+	ctr, err := container.Run(ctx, append(imageOptions(tw), born.hook())...)
 	if ctr == nil {
 		return "", nil, fmt.Errorf("start twin container: %w", err)
 	}
-	// Registered the moment a container exists, on the way out too: a
-	// Ctrl-C in its start cancels ctx, and a second one during the removal
-	// that follows must wait for it, not exit past it.
+	// Registered as soon as Run returns it, on the way out too (and from
+	// its creation until then by born): a Ctrl-C in its start cancels
+	// ctx, and a second one during the removal that follows must wait for
+	// it, not exit past it.
 	stop = removedOnExit(func(ctx context.Context) error { return ctr.Terminate(ctx) })
 	if err != nil {
 		_ = stop()
@@ -87,7 +130,9 @@ func runContainers(ctx context.Context, n int, tw stub.Config) (baseURLs []strin
 		}
 		return []string{base}, stop, nil
 	}
-	reps, err := container.RunReplicas(ctx, n, imageOptions(tw)...)
+	var born births
+	defer born.release()
+	reps, err := container.RunReplicas(ctx, n, append(imageOptions(tw), born.hook())...)
 	if reps == nil {
 		return nil, nil, fmt.Errorf("start %d twin containers: %w", n, err)
 	}
