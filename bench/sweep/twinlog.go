@@ -17,6 +17,7 @@ type pendingLog struct {
 	f       *os.File
 	pending []byte
 	dropped bool
+	closed  bool
 }
 
 // Write appends to the file, or holds p until there is one (beyond
@@ -27,7 +28,7 @@ func (l *pendingLog) Write(p []byte) (int, error) {
 	if l.f != nil {
 		return l.f.Write(p)
 	}
-	if len(l.pending)+len(p) > maxPendingLog {
+	if l.closed || len(l.pending)+len(p) > maxPendingLog {
 		l.dropped = true
 		return len(p), nil
 	}
@@ -43,8 +44,8 @@ func (l *pendingLog) attach(path string) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f != nil {
-		return errors.Join(errors.New("twin log already attached"), f.Close())
+	if l.f != nil || l.closed {
+		return errors.Join(errors.New("twin log already attached or closed"), f.Close())
 	}
 	_, err = f.Write(l.pending)
 	if err == nil && l.dropped {
@@ -63,7 +64,7 @@ func (l *pendingLog) close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.f
-	l.f, l.pending, l.dropped = nil, nil, true
+	l.f, l.pending, l.closed = nil, nil, true
 	if f == nil {
 		return nil
 	}
