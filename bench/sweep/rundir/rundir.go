@@ -151,7 +151,7 @@ func (d *Dir) prepare(force bool) error {
 		return fmt.Errorf("run directory %s: %w", path, err)
 	}
 	if len(held) > 0 && !force {
-		return fmt.Errorf("run directory %s %w (%s): name a new directory, or pass -force (make bench FORCE=1) to replace them",
+		return fmt.Errorf("run directory %s %w (%s): name a new directory, or pass -force (VETBENCH_FORCE=1; make bench FORCE=1) to replace them",
 			path, ErrHoldsResults, joinNames(held))
 	}
 	remove := []string{ReceiptsDir, BenchFile, SettingsFile}

@@ -74,7 +74,7 @@ func TestNamed(t *testing.T) {
 	_, err = openClosed(t, abs, false)
 	require.ErrorIs(t, err, ErrHoldsResults)
 	require.ErrorContains(t, err, "(bench.txt, receipts/)")
-	require.ErrorContains(t, err, "pass -force (make bench FORCE=1)")
+	require.ErrorContains(t, err, "pass -force (VETBENCH_FORCE=1; make bench FORCE=1)")
 	require.FileExists(t, path, "a refusal touches nothing")
 
 	_, err = openClosed(t, abs, true)
