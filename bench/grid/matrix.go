@@ -789,11 +789,26 @@ func (r *Runner) finish(ctx context.Context, cell matrix.Cell, w *workers, start
 	if len(readings) > 1 {
 		srv := scrape.Diff(readings[0].snap, readings[len(readings)-1].snap)
 		if dw := audit.DeliveryWarning(&srv); dw != "" {
-			cell.Warnings = append(cell.Warnings, dw)
+			fellBehind(&cell, dw)
 		}
 	}
 	return cell
 }
+
+// fellBehind records that the twin fell behind its model in the cell: the
+// warning, and on a Requests queued cell a reason that says the queue may
+// be the machine's (requests that reach a late twin late leave it running
+// fewer than C), so the status does not read as the model's alone.
+func fellBehind(cell *matrix.Cell, warning string) {
+	cell.Warnings = append(cell.Warnings, warning)
+	if cell.Status == matrix.RequestsQueued {
+		cell.Reason = joinReason(cell.Reason, behindQueued)
+	}
+}
+
+// behindQueued ends the reason of a Requests queued cell measured while
+// the twin fell behind its model.
+const behindQueued = "the twin fell behind its model here, so the queue may be this machine's, not the model's"
 
 // Figures fills a cell's figures from its streams and the window (start,
 // end]: tokens whose usage update arrived inside (a stream that began

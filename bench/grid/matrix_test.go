@@ -390,3 +390,18 @@ func TestContextsThatDoNotFit(t *testing.T) {
 	require.Len(t, m.Cells, 1)
 	require.Contains(t, strings.Join(m.Warnings, "\n"), "8K,16K → 1K (1436 tokens); the grid that will run is 1K × c=1 (1 cell)", "measured once")
 }
+
+// A cell measured while the twin fell behind keeps the warning; a
+// Requests queued one also says its queue may be the machine's, a Valid
+// one's reason is left alone.
+func TestFellBehindCell(t *testing.T) {
+	const w = "the twin fell behind its model: …"
+	queued := matrix.Cell{Status: matrix.RequestsQueued, Reason: "27.10 of 32 requests running on average (below 0.95·C)"}
+	grid.FellBehind(&queued, w)
+	require.Equal(t, []string{w}, queued.Warnings)
+	require.Equal(t, "27.10 of 32 requests running on average (below 0.95·C); "+grid.BehindQueued, queued.Reason)
+	valid := matrix.Cell{Status: matrix.Valid}
+	grid.FellBehind(&valid, w)
+	require.Equal(t, []string{w}, valid.Warnings)
+	require.Empty(t, valid.Reason)
+}
