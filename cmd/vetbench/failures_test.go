@@ -230,3 +230,13 @@ func mustFault(t *testing.T, spec string) stub.Fault {
 	require.NoError(t, err)
 	return f
 }
+
+// An interruption is said of the command it stopped, so that a twin
+// container's own "interrupted" (vetbench twin, told to stop) does not read
+// as the run's in its twin.log.
+func TestCommandName(t *testing.T) {
+	require.Equal(t, "vetbench twin", commandName([]string{"twin", "--profile", "fast"}))
+	require.Equal(t, "vetbench run", commandName([]string{"run"}))
+	require.Equal(t, "vetbench", commandName([]string{"-h"}))
+	require.Equal(t, "vetbench", commandName(nil))
+}

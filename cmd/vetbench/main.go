@@ -125,14 +125,27 @@ func main() {
 	// The first Ctrl-C cancels ctx: the command stops, writes what it has
 	// and says so; the second exits at once, never in a write.
 	ctx, signals := interrupt.Notify(context.Background())
-	signals.OnSecond = func() { fmt.Fprintln(os.Stderr, "vetbench: interrupted again: exiting now") }
+	who := commandName(os.Args[1:])
+	signals.OnSecond = func() { fmt.Fprintf(os.Stderr, "%s: interrupted again: exiting now\n", who) }
 	code := vetbench(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, exec: osExec, signals: signals}, os.Args[1:])
 	signals.Stop()
 	if ctx.Err() != nil && code != exitInterrupted {
-		fmt.Fprintln(os.Stderr, "vetbench: interrupted")
+		fmt.Fprintf(os.Stderr, "%s: interrupted\n", who)
 		code = exitInterrupted
 	}
 	os.Exit(code)
+}
+
+// commandName is "vetbench <command>" for a command line that names one,
+// "vetbench" otherwise: what an interruption is said of (a container's
+// `vetbench twin` told to stop says it of itself, in the run's twin.log).
+func commandName(args []string) string {
+	if len(args) > 0 {
+		if _, ok := commands()[args[0]]; ok {
+			return "vetbench " + args[0]
+		}
+	}
+	return "vetbench"
 }
 
 // vetbench runs one command line and returns the exit status.
