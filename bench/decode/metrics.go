@@ -12,22 +12,22 @@ import (
 // block); output-tok/s, request-tok/s and batch-sec-per-token are the
 // published receipts' (the receipt's summary).
 const (
-	OutputTokPerSec     = "output-tok/s"        // Σ output tokens ÷ Σ run wall time (published definition)
-	RequestTokPerSec    = "request-tok/s"       // output-tok/s ÷ concurrency (published definition)
-	BatchSecPerToken    = "batch-sec-per-token" // mean batch time ÷ output tokens (the published "mean_tpot_ms")
-	ServeOutputTokPerS  = "vllm-output-tok/s"   // output_throughput
-	ServeRequestsPerSec = "vllm-req/s"          // request_throughput
-	TTFTP50Sec          = "ttft-p50-sec"        // median_ttft_ms: send to the first chunk with choices
-	TTFTP99Sec          = "ttft-p99-sec"        // p99_ttft_ms
-	TPOTP50Sec          = "tpot-p50-sec"        // median_tpot_ms: per request (latency − ttft) ÷ (n − 1)
-	TPOTP99Sec          = "tpot-p99-sec"        // p99_tpot_ms
-	ITLP50Sec           = "itl-p50-sec"         // median_itl_ms: every chunk gap of every request
-	ITLP99Sec           = "itl-p99-sec"         // p99_itl_ms
-	E2ELP50Sec          = "e2el-p50-sec"        // median_e2el_ms: send to the last chunk with choices
-	FailedRequests      = "failed-requests"     // failed plus short requests (a count)
-	TBTP50Sec           = "tbt-p50-sec"         // matrix: time between tokens, p50 over requests
-	AverageActive       = "avg-active"          // matrix: mean vllm:num_requests_running in the window
-	QueuedCells         = "queued"              // matrix: 1 when the cell's requests queued (a count)
+	OutputTokPerSec     = tokens.UnitOutputTokPerSec  // Σ output tokens ÷ Σ run wall time (published definition)
+	RequestTokPerSec    = tokens.UnitRequestTokPerSec // output-tok/s ÷ concurrency (published definition)
+	BatchSecPerToken    = tokens.UnitBatchSecPerToken // mean batch time ÷ output tokens (the published "mean_tpot_ms")
+	ServeOutputTokPerS  = "vllm-output-tok/s"         // output_throughput
+	ServeRequestsPerSec = "vllm-req/s"                // request_throughput
+	TTFTP50Sec          = tokens.UnitTTFTP50Sec       // median_ttft_ms: send to the first chunk with choices
+	TTFTP99Sec          = "ttft-p99-sec"              // p99_ttft_ms
+	TPOTP50Sec          = "tpot-p50-sec"              // median_tpot_ms: per request (latency − ttft) ÷ (n − 1)
+	TPOTP99Sec          = "tpot-p99-sec"              // p99_tpot_ms
+	ITLP50Sec           = "itl-p50-sec"               // median_itl_ms: every chunk gap of every request
+	ITLP99Sec           = "itl-p99-sec"               // p99_itl_ms
+	E2ELP50Sec          = "e2el-p50-sec"              // median_e2el_ms: send to the last chunk with choices
+	FailedRequests      = tokens.UnitFailedRequests   // failed plus short requests (a count)
+	TBTP50Sec           = "tbt-p50-sec"               // matrix: time between tokens, p50 over requests
+	AverageActive       = "avg-active"                // matrix: mean vllm:num_requests_running in the window
+	QueuedCells         = "queued"                    // matrix: 1 when the cell's requests queued (a count)
 )
 
 // Units lists the token benchmarks' units with benchstat's metadata; the

@@ -38,12 +38,20 @@ type Run struct {
 	// order.
 	Tokens   []TokensEntry
 	Matrices []MatrixEntry
+	// TokenPasses are the token receipts of the later passes (make tokens
+	// -count N), one list per pass, in pass order: with Tokens, the spread
+	// a token curve shows when there is no bench.txt. LaterMatrices counts
+	// the later passes' speed matrices, which the heat maps leave out.
+	TokenPasses   [][]TokensEntry
+	LaterMatrices int
 	// BenchFile is the benchmark output read (empty when there is none);
 	// Bench its samples.
 	BenchFile string
 	Bench     *speed.Samples
-	// benchNames are Bench's benchmark names by point.
+	// benchNames are Bench's benchmark names by point, tokenNames its
+	// token benchmarks' by workload and concurrency.
 	benchNames map[Key]string
+	tokenNames map[tokenKey]string
 }
 
 // Entry is one receipt of a run and the file it came from.
@@ -144,6 +152,7 @@ func Load(dir, label string) (*Run, error) {
 		}
 		run.BenchFile, run.Bench = bench, s
 		run.benchNames = benchPoints(s.Benchmarks())
+		run.tokenNames = tokenBenchPoints(s.Benchmarks())
 	}
 	return run, nil
 }
@@ -170,9 +179,9 @@ func sortEntries(es []Entry) ([]Entry, error) {
 	return es, nil
 }
 
-// readPasses reads the judgment receipts of ReceiptDir/pass<k> (k ≥ 2),
-// in pass order; their token receipts and matrices are left out (the
-// token section shows the first pass).
+// readPasses reads the receipts of ReceiptDir/pass<k> (k ≥ 2), in pass
+// order: judgment and token receipts kept per pass, speed matrices
+// counted (the heat maps show the first pass's).
 func (run *Run) readPasses() error {
 	dirs, err := filepath.Glob(filepath.Join(run.ReceiptDir, "pass*"))
 	if err != nil {
@@ -208,6 +217,8 @@ func (run *Run) readPasses() error {
 			return err
 		}
 		run.Passes = append(run.Passes, es)
+		run.TokenPasses = append(run.TokenPasses, sweep.Tokens)
+		run.LaterMatrices += len(sweep.Matrices)
 	}
 	return nil
 }
@@ -222,12 +233,7 @@ func benchPoints(names []string) map[Key]string {
 		if !ok {
 			continue
 		}
-		// The -GOMAXPROCS suffix go test adds to the last element.
-		if i := strings.LastIndexByte(rest, '-'); i > 0 && i > strings.LastIndexByte(rest, '/') {
-			if _, err := strconv.Atoi(rest[i+1:]); err == nil {
-				rest = rest[:i]
-			}
-		}
+		rest = trimProcs(rest)
 		k, ok := Key{}, true
 		for _, part := range strings.Split(rest, "/") {
 			key, v, _ := strings.Cut(part, "=")
@@ -248,6 +254,17 @@ func benchPoints(names []string) map[Key]string {
 		}
 	}
 	return out
+}
+
+// trimProcs drops the -GOMAXPROCS suffix go test adds to a benchmark
+// name's last element (c=4-2 → c=4).
+func trimProcs(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 && i > strings.LastIndexByte(name, '/') {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
 }
 
 // benchName is the benchmark of point k in the run's bench.txt: its own

@@ -147,25 +147,11 @@ func (b *builder) spreadNote(cs []curve) string {
 			if !ok {
 				continue
 			}
-			from := fmt.Sprintf("%d -count passes in %s, the medians vetbench gate compares", sp.N, BenchName)
-			switch {
-			case sp.N == 1:
-				from = "one pass, no spread (run with -count N to see one)"
-			case sp.From != BenchName:
-				from = fmt.Sprintf("%d passes' receipts", sp.N)
-			}
-			labels, froms = append(labels, r.Label), append(froms, from)
+			labels, froms = append(labels, r.Label), append(froms, sp.source())
 			break
 		}
 	}
-	parts := []string{}
-	for i := range labels {
-		parts = append(parts, labels[i]+": "+froms[i])
-	}
-	if len(froms) == 2 && froms[0] == froms[1] {
-		parts = []string{"both runs: " + froms[0]}
-	}
-	return "Curves: the median of the passes at each level, bars their min–max (" + strings.Join(parts, "; ") + "). Answers are compared on the first pass (receipts/)."
+	return "Curves: the median of the passes at each level, bars their min–max (" + spreadSources(labels, froms) + "). Answers are compared on the first pass (receipts/)."
 }
 
 func (b *builder) speedTable(set string, cs []curve) Table {

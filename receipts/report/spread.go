@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
@@ -63,16 +65,24 @@ type Spread struct {
 // bench.txt when it has the point (the gate's values, so the curve's
 // figure is the gate's median), else from its receipts of every pass.
 func (b *builder) spread(r *Run, k Key, f figure) (Spread, bool) {
-	if name, ok := r.benchName(k); ok && r.Bench != nil {
-		if vs := r.Bench.Values(name, f.unit); len(vs) > 0 {
-			sm := r.Bench.Summary(name, f.unit, b.opt.Speed)
-			return Spread{Median: sm.Center, Min: slices.Min(vs), Max: slices.Max(vs), N: len(vs), From: BenchName}, true
-		}
-	}
+	name, _ := r.benchName(k)
 	var vs []float64
 	for _, rc := range r.passes(k) {
 		if v, ok := f.of(rc); ok {
 			vs = append(vs, v)
+		}
+	}
+	return b.spreadOf(r, name, f.unit, vs)
+}
+
+// spreadOf is one figure's Spread: the lines of benchmark name in the
+// run's bench.txt when it has any in unit, else vs (one value per pass's
+// receipt, in unit); false when neither holds a value.
+func (b *builder) spreadOf(r *Run, name, unit string, vs []float64) (Spread, bool) {
+	if name != "" && r.Bench != nil {
+		if bv := r.Bench.Values(name, unit); len(bv) > 0 {
+			sm := r.Bench.Summary(name, unit, b.opt.Speed)
+			return Spread{Median: sm.Center, Min: slices.Min(bv), Max: slices.Max(bv), N: len(bv), From: BenchName}, true
 		}
 	}
 	if len(vs) == 0 {
@@ -80,6 +90,18 @@ func (b *builder) spread(r *Run, k Key, f figure) (Spread, bool) {
 	}
 	sm := speed.SummarizeValues(vs, b.opt.Speed)
 	return Spread{Median: sm.Center, Min: slices.Min(vs), Max: slices.Max(vs), N: len(vs), From: "receipts"}, true
+}
+
+// scaled is the spread in another unit (seconds as milliseconds), kept
+// to 12 significant digits: 0.001097 s reads 1.097 ms, not
+// 1.0970000000000002, in the CSV.
+func (sp Spread) scaled(k float64) Spread {
+	to := func(v float64) float64 {
+		r, _ := strconv.ParseFloat(strconv.FormatFloat(k*v, 'g', 12, 64), 64)
+		return r
+	}
+	sp.Median, sp.Min, sp.Max = to(sp.Median), to(sp.Min), to(sp.Max)
+	return sp
 }
 
 // point is a chart point of a spread: the median, the min–max bar, and
@@ -90,6 +112,29 @@ func (sp Spread) point(c int, format func(float64) string, unit string) Point {
 		tip = fmt.Sprintf("c=%d: median %s%s, min–max %s–%s over %d passes (%s)", c, format(sp.Median), unit, format(sp.Min), format(sp.Max), sp.N, sp.From)
 	}
 	return Point{X: float64(c), Y: sp.Median, Lo: sp.Min, Hi: sp.Max, Tip: tip}
+}
+
+// source says where a run's spreads came from, for a section's note.
+func (sp Spread) source() string {
+	switch {
+	case sp.N == 1:
+		return "one pass, no spread (run with -count N to see one)"
+	case sp.From != BenchName:
+		return fmt.Sprintf("%d passes' receipts", sp.N)
+	}
+	return fmt.Sprintf("%d -count passes in %s, the medians vetbench gate compares", sp.N, BenchName)
+}
+
+// spreadSources joins each run's source ("both runs: …" when they agree).
+func spreadSources(labels, froms []string) string {
+	if len(froms) == 2 && froms[0] == froms[1] {
+		return "both runs: " + froms[0]
+	}
+	parts := []string{}
+	for i := range labels {
+		parts = append(parts, labels[i]+": "+froms[i])
+	}
+	return strings.Join(parts, "; ")
 }
 
 // passCounts says, for a chart's legend, over how many passes the bars

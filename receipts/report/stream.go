@@ -98,6 +98,9 @@ func (b *builder) tokensSection() (Section, bool) {
 	if note != "" {
 		s.Notes = append(s.Notes, "Figures of a "+note+".")
 	}
+	if sn := b.tokenSpreadNote(); sn != "" {
+		s.Notes = append(s.Notes, sn)
+	}
 	for _, g := range groups {
 		s.Charts = append(s.Charts, b.tokenCharts(g, note)...)
 	}
@@ -114,49 +117,83 @@ func (b *builder) tokenCharts(g tokenGroup, note string) []Chart {
 	name := fmt.Sprintf("%s, %d output tokens", g.workload, g.output)
 	agg := LineChart{Title: "aggregate output tok/s: " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "output tok/s", LogX: true}
 	tpot := LineChart{Title: "batch ms per token (mean_tpot_ms): " + name, Note: note, XLabel: "concurrency (requests at once)", YLabel: "batch ms per token", LogX: true}
+	var ns []int
 	for i, r := range b.runs() {
 		col := palette[i%len(palette)]
 		sa, st := Series{Name: r.Label, Color: col}, Series{Name: r.Label, Color: col}
 		for _, t := range r.tokensOf(g) {
-			c := float64(t.Point.Concurrency)
-			sm := t.Summary
-			sa.Points = append(sa.Points, Point{X: c, Y: sm.AggregateOutputTokS, Tip: fmt.Sprintf("c=%d: %s tok/s", t.Point.Concurrency, num(sm.AggregateOutputTokS))})
-			st.Points = append(st.Points, Point{X: c, Y: sm.MeanBatchMsPerToken, Tip: fmt.Sprintf("c=%d: %s ms", t.Point.Concurrency, num(sm.MeanBatchMsPerToken))})
+			c := t.Point.Concurrency
+			if sp, ok := b.tokenSpread(r, t, tokAggregate); ok {
+				sa.Points = append(sa.Points, sp.point(c, num, " tok/s"))
+				ns = append(ns, sp.N)
+			}
+			if sp, ok := b.tokenSpread(r, t, tokBatch); ok {
+				st.Points = append(st.Points, sp.scaled(1000).point(c, num, " ms"))
+			}
 		}
 		agg.Series, tpot.Series = append(agg.Series, sa), append(tpot.Series, st)
 	}
+	agg.SpreadLabel, tpot.SpreadLabel = passCounts(ns), passCounts(ns)
 	return []Chart{agg, tpot}
 }
 
-// tokenPoints is every token point of every run, as its receipt says.
+// tokenPoints is every token point of every run: the medians of its
+// passes (as the curves), its requests, failures and stops over them all.
 func (b *builder) tokenPoints(groups []tokenGroup) Table {
-	pts := Table{Caption: "Token-throughput points", CSV: "tokens.csv", Header: []string{"run", "workload", "output tokens", "c", "repeats",
+	pts := Table{Caption: "Token-throughput points: medians of the passes (as the curves)", CSV: "tokens.csv", Header: []string{"run", "workload", "output tokens", "c", "repeats", "passes",
 		"aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "requests", "failed", "short", "stopped"}}
 	for _, g := range groups {
 		for _, r := range b.runs() {
 			for _, t := range r.tokensOf(g) {
-				sm := t.Summary
-				ttft := Cell{Text: "—"}
-				if sm.Serve != nil {
-					ttft = f2(sm.Serve.MedianTTFTMs)
+				med := func(f tokenFigure, scale float64) Cell {
+					if sp, ok := b.tokenSpread(r, t, f); ok {
+						return f2(sp.scaled(scale).Median)
+					}
+					return Cell{Text: "—"}
 				}
-				stopped := Cell{Text: "—"}
-				if st := t.Stopped; st != nil {
-					stopped = Cell{Text: fmt.Sprintf("%s after %d of %d repeats: %s", st.Reason, st.Runs, t.Point.Repeats, st.Message), Tone: Bad}
+				agg, _ := b.tokenSpread(r, t, tokAggregate)
+				passes := r.tokenPasses(t)
+				var requests, failed, short int
+				for _, p := range passes {
+					requests, failed, short = requests+p.Summary.Requests, failed+p.Summary.Failed, short+p.Summary.Short
 				}
 				pts.Rows = append(pts.Rows, []Cell{{Text: r.Label}, {Text: g.workload}, itoa(g.output), itoa(t.Point.Concurrency), itoa(t.Point.Repeats),
-					f2(sm.AggregateOutputTokS), f2(sm.PerRequestOutputTokS), f2(sm.MeanBatchMsPerToken), ttft, itoa(sm.Requests), count(sm.Failed), count(sm.Short), stopped})
+					{Text: fmt.Sprintf("%d (%s)", len(passes), orDash(agg.From)), Raw: strconv.Itoa(len(passes))},
+					med(tokAggregate, 1), med(tokPerRequest, 1), med(tokBatch, 1000), med(tokTTFT, 1000), itoa(requests), count(failed), count(short), stoppedCell(passes)})
 			}
 		}
 	}
 	return pts
 }
 
+// stoppedCell names the passes of a token point that stopped early, and
+// why; "—" when none did.
+func stoppedCell(passes []*tokens.Receipt) Cell {
+	var lines []string
+	for k, t := range passes {
+		if st := t.Stopped; st != nil {
+			line := fmt.Sprintf("%s after %d of %d repeats: %s", st.Reason, st.Runs, t.Point.Repeats, st.Message)
+			if len(passes) > 1 {
+				line = fmt.Sprintf("pass %d: %s", k+1, line)
+			}
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		return Cell{Text: "—"}
+	}
+	return Cell{Text: strings.Join(lines, "; "), Tone: Bad}
+}
+
 // tokenComparison is receipts/tokens' comparison of the runs, point by
 // point, and the points only one side measured.
 func (b *builder) tokenComparison() Table {
 	c := b.tokenCmp
-	t := Table{Caption: "Token throughput, " + b.cand.Label + " vs " + b.base.Label + " (receipts/tokens)", CSV: "tokens_compare.csv",
+	caption := "Token throughput, " + b.cand.Label + " vs " + b.base.Label + " (receipts/tokens)"
+	if len(b.base.TokenPasses)+len(b.cand.TokenPasses) > 0 {
+		caption += ", first pass of each (the curves and the speed gate use every pass)"
+	}
+	t := Table{Caption: caption, CSV: "tokens_compare.csv",
 		Header: []string{"point", "aggregate tok/s", "per-request tok/s", "batch ms per token", "median TTFT ms (vllm bench serve)", "identity", "problems"}}
 	for _, p := range c.Points {
 		// No difference among the fields both record; what only one side
@@ -264,6 +301,9 @@ func (b *builder) matrixSection() (Section, bool) {
 			line := name + ": " + e.File + ", identity " + shortDigest(m.IdentityDigest())
 			if m.Description != "" {
 				line += ". " + m.Description
+			}
+			if r.LaterMatrices > 0 && i == len(r.Matrices)-1 {
+				line += fmt.Sprintf(". The first pass's; %d more in %s/pass2 … are not drawn (the speed gate reads every pass's %s lines)", r.LaterMatrices, r.ReceiptDir, BenchName)
 			}
 			s.Notes = append(s.Notes, line)
 			if m.Stopped != nil {
