@@ -3,6 +3,7 @@ package stub
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -31,18 +32,24 @@ const deadlineLogEvery = 10 * time.Second
 // deadlines counts the steps that missed their deadline and writes the
 // log lines.
 type deadlines struct {
-	log     io.Writer
-	engine  int
-	scale   float64
-	missed  int // since the last log line
-	lag     float64
-	logged  bool
-	lastLog time.Time
+	log    io.Writer
+	engine int
+	scale  float64
+	// Since the last log line (or the engine's start): the steps, those
+	// late, their lag, and the model time the line's span began.
+	steps, missed int
+	lag, from     float64
+	logged        bool
+	lastLog       time.Time
 }
 
 // observe records that a step due at model time due completed at model
 // time now; it returns how late it was beyond the slack (0: on time).
+// The log line says how many of the steps since the last one were late
+// and their lag as a share of the model time since: one step 1 ms late
+// in a minute is a wake-up's grain, not a twin behind its model.
 func (d *deadlines) observe(due, now float64, wall time.Time) float64 {
+	d.steps++
 	late := now - due - deadlineSlack.Seconds()*d.scale
 	if late <= 0 {
 		return 0
@@ -50,11 +57,32 @@ func (d *deadlines) observe(due, now float64, wall time.Time) float64 {
 	d.missed++
 	d.lag += late
 	if d.log != nil && (!d.logged || wall.Sub(d.lastLog) >= deadlineLogEvery) {
-		fmt.Fprintf(d.log, "vllmstub: engine %d fell behind its model clock: %d step(s) late by %.1f ms (model) in all, at time scale %g; figures measured now are slower than the model\n",
-			d.engine, d.missed, d.lag*1e3, d.scale)
-		d.logged, d.lastLog, d.missed, d.lag = true, wall, 0, 0
+		since := "it started"
+		if d.logged {
+			since = "the last line"
+		}
+		fmt.Fprintf(d.log, "vllmstub: engine %d fell behind its model clock: %d of %d step(s) late, by %.1f ms (model) in all over the %.1f s since %s (%s), at time scale %g; their tokens reached clients late\n",
+			d.engine, d.missed, d.steps, d.lag*1e3, now-d.from, since, share(d.lag, now-d.from), d.scale)
+		d.logged, d.lastLog = true, wall
+		d.steps, d.missed, d.lag, d.from = 0, 0, 0, now
 	}
 	return late
+}
+
+// share is part ÷ whole as a percentage: two significant digits below
+// 10%, whole percents above (a lag summed over steps can pass 100%).
+func share(part, whole float64) string {
+	if whole <= 0 {
+		return "all"
+	}
+	p := 100 * part / whole
+	switch {
+	case p < 0.01:
+		return "under 0.01%"
+	case p >= 10:
+		return strconv.FormatFloat(p, 'f', 0, 64) + "%"
+	}
+	return strconv.FormatFloat(p, 'g', 2, 64) + "%"
 }
 
 // checkDeadline records a step that was due at model time end, now that
@@ -91,6 +119,7 @@ func (e *engine) missedSteps() float64 {
 // time: on a busy machine the handlers that write them wait for the CPU.
 func (e *engine) delivered(t float64) {
 	now := time.Now()
+	e.writes.Add(1)
 	if now.Sub(e.clock.wall(t)) <= deadlineSlack {
 		return
 	}
@@ -99,16 +128,17 @@ func (e *engine) delivered(t float64) {
 	e.lateWrites++
 	n := e.lateWrites
 	logIt := e.deadlines.log != nil && now.Sub(e.lateLogged) >= deadlineLogEvery
+	var of int64
 	if logIt {
-		e.lateLogged, e.lateWrites = now, 0
+		e.lateLogged, e.lateWrites, of = now, 0, e.writes.Swap(0)
 	}
 	e.mu.Unlock()
 	m.mu.Lock()
 	m.lateDeliveries++
 	m.mu.Unlock()
 	if logIt {
-		fmt.Fprintf(e.deadlines.log, "vllmstub: engine %d wrote %d streamed chunk(s) more than %v late (wall) at time scale %g; latencies measured now are slower than the model\n",
-			e.index, n, deadlineSlack, e.clock.scale)
+		fmt.Fprintf(e.deadlines.log, "vllmstub: engine %d wrote %d of %d streamed chunk(s) more than %v late (wall) at time scale %g; those reached clients late\n",
+			e.index, n, of, deadlineSlack, e.clock.scale)
 	}
 }
 

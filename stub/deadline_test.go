@@ -27,12 +27,13 @@ func TestDeadlinesObserve(t *testing.T) {
 	require.Zero(t, d.observe(1.0, 1.0+0.019, wall), "2 ms wall at scale 10 is 20 ms model: on time")
 	require.Empty(t, log.String())
 	require.InDelta(t, 0.030, d.observe(1.0, 1.050, wall), 1e-9, "50 ms model late is 30 ms beyond the slack")
-	require.Contains(t, log.String(), "engine 0 fell behind its model clock: 1 step(s) late by 30.0 ms")
+	require.Contains(t, log.String(), "engine 0 fell behind its model clock: 1 of 2 step(s) late, by 30.0 ms (model) in all over the 1.1 s since it started (2.9%)")
 	log.Reset()
+	require.Zero(t, d.observe(1.5, 1.5, wall.Add(time.Second)))
 	require.Positive(t, d.observe(2.0, 2.1, wall.Add(time.Second)))
 	require.Empty(t, log.String(), "one line per deadlineLogEvery")
 	require.Positive(t, d.observe(3.0, 3.1, wall.Add(deadlineLogEvery)))
-	require.Contains(t, log.String(), "2 step(s) late by 160.0 ms", "the steps since the last line")
+	require.Contains(t, log.String(), "2 of 3 step(s) late, by 160.0 ms (model) in all over the 2.0 s since the last line (7.8%)", "the steps since the last line")
 }
 
 // TestEngineDeadlinesFakeTime runs a decode on fake time: on an idle
@@ -119,9 +120,11 @@ func TestLateDeliveryCounted(t *testing.T) {
 		e.delivered(due)
 		require.Equal(t, 2.0, e.m.lateDeliveries)
 		require.Equal(t, 1, strings.Count(log.String(), "streamed chunk(s) more than 2ms late"), "one line per deadlineLogEvery")
+		require.Contains(t, log.String(), "wrote 1 of 2 streamed chunk(s)", "the on-time write is counted among them")
 		time.Sleep(deadlineLogEvery)
 		e.delivered(due)
 		require.Equal(t, 2, strings.Count(log.String(), "late (wall)"))
+		require.Contains(t, log.String(), "wrote 2 of 2 streamed chunk(s)", "since the last line")
 	})
 }
 
@@ -222,4 +225,14 @@ func TestFirstDeliveryStreamed(t *testing.T) {
 	firsts, delay = run(t, 30*time.Millisecond)
 	require.Equal(t, 1.0, firsts, "one stream, one first delivery")
 	require.InDelta(t, 0.030, delay, 0.002)
+}
+
+func TestShare(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		part, whole float64
+		want        string
+	}{{0.03, 1.05, "2.9%"}, {0.001, 60, "under 0.01%"}, {0.8, 0.08, "1000%"}, {0.123, 1, "12%"}, {0.0005, 1, "0.05%"}, {1, 0, "all"}} {
+		require.Equal(t, tc.want, share(tc.part, tc.whole), "%v of %v", tc.part, tc.whole)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -90,9 +91,11 @@ type engine struct {
 	// the engine's goroutine touches it.
 	deadlines deadlines
 	// lateWrites counts the late deliveries since lateLogged, the last
-	// log line about them (engine.delivered).
+	// log line about them, writes every delivery since (engine.delivered;
+	// atomic, so that a write on time takes no lock).
 	lateWrites int
 	lateLogged time.Time
+	writes     atomic.Int64
 	// busyMachine, set by tests, runs after every step's wait: a stand-in
 	// for a machine that gives the engine's goroutine the CPU back late.
 	busyMachine func()
