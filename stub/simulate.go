@@ -248,7 +248,7 @@ type MatrixCell struct {
 	AvgRunning                    float64
 	Completed, OutputTokens       int
 	Window                        float64
-	Queued                        bool // "Requests queued": waiting seen, or running under 0.95·C
+	Queued                        bool // "Requests queued": waiting seen, running under 0.95·C or never C
 	PrefillTokS, PrefillTTFT      float64
 	prefillMeasured               bool
 	warmupTimedOut, readinessSeen bool
@@ -517,9 +517,10 @@ func (c *cellRun) figures(running []float64, queued bool) {
 			completed++
 		}
 	}
-	avg := 0.0
+	avg, most := 0.0, 0.0
 	for _, r := range running {
 		avg += r / float64(len(running))
+		most = max(most, r)
 	}
 	cell := c.cell
 	cell.TTFT, cell.ITL = median(ttft), median(itl)
@@ -529,7 +530,10 @@ func (c *cellRun) figures(running []float64, queued bool) {
 		cell.TotalTokS = float64(c.windowTokens) / cell.Window
 	}
 	cell.AvgRunning, cell.Completed, cell.OutputTokens = avg, completed, c.windowTokens
-	cell.Queued = queued || (cell.C > 1 && avg < 0.95*float64(cell.C)) || cell.warmupTimedOut
+	// The peer's capacity_limited (method.md §4): a queue seen, under
+	// 0.95·C running on average or C in no reading, or no warm-up.
+	under := cell.C > 1 && (avg < 0.95*float64(cell.C) || most < float64(cell.C))
+	cell.Queued = queued || under || cell.warmupTimedOut
 }
 
 // ---- The token-throughput method (token-throughput-rtx3090.json) ----

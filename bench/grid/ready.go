@@ -126,7 +126,7 @@ type Outcome struct {
 
 // Classify gives a cell's status and why, worst first: Looped, Failed,
 // Requests queued (the warm-up timed out, a request waited, or at C > 1
-// fewer than 0.95·C ran on average), Valid.
+// fewer than 0.95·C ran on average or C in no reading), Valid.
 func Classify(o Outcome) (matrix.Status, string) {
 	switch {
 	case o.Loop != nil:
@@ -147,9 +147,13 @@ func Classify(o Outcome) (matrix.Status, string) {
 		why = append(why, fmt.Sprintf("requests waited in %d of %d readings (up to %s)", occ.Queued, occ.Samples, num(occ.MaxWaiting)))
 	}
 	// At C = 1 the gap between one stream and the next is all a reading
-	// can catch: the peer exempts it, so does this.
+	// can catch: the peer exempts it, so does this. Above it the peer
+	// flags a cell that never had all C running in any reading, as well
+	// as one below 0.95·C on average (capacity_limited, method.md §4).
 	if o.C > 1 && occ.Samples > 0 && occ.MeanRunning < Underfilled*float64(o.C) {
 		why = append(why, fmt.Sprintf("%.2f of %d requests running on average (below %.2f·C)", occ.MeanRunning, o.C, Underfilled))
+	} else if o.C > 1 && occ.Samples > 0 && occ.MaxRunning < float64(o.C) {
+		why = append(why, fmt.Sprintf("never all %d requests running: at most %s in %d readings", o.C, num(occ.MaxRunning), occ.Samples))
 	}
 	if len(why) > 0 {
 		return matrix.RequestsQueued, strings.Join(why, "; ")
