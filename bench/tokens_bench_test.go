@@ -109,7 +109,7 @@ func BenchmarkMatrix(b *testing.B) {
 		}
 		measured[row.Tokens] = matrix.ContextLabel(want)
 		for _, c := range o.Levels {
-			point := fmt.Sprintf("ctx=%s/c=%d", row.Label, c)
+			point := sweep.MatrixPoint(row.Label, c)
 			b.Run(point, func(b *testing.B) {
 				ctx := s.context(b)
 				var cell matrix.Cell
@@ -137,17 +137,8 @@ func BenchmarkMatrix(b *testing.B) {
 	if len(m.Cells) == 0 || s.run.Dir == nil {
 		return
 	}
-	for _, f := range []struct {
-		name  string
-		write func(string, *matrix.Matrix) error
-	}{{"grid.json", matrix.WriteFile}, {"grid.csv", matrix.WriteCSVFile}} {
-		path, _, err := s.run.Dir.NextReceipt(f.name)
-		if err == nil {
-			err = s.signals.Write(func() error { return f.write(path, m) })
-		}
-		if err != nil {
-			b.Error(err)
-		}
+	if _, err := s.run.WriteMatrix(m); err != nil {
+		b.Error(err)
 	}
 }
 

@@ -18,7 +18,6 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	var out matrix.Outputs
 	fs.StringVar(&out.JSON, "json", "", "write the matrix as JSON (vetbench.matrix/v1) to `file`")
 	fs.StringVar(&out.CSV, "csv", "", "write the matrix in the published CSV layout to `file`")
-	fs.BoolVar(&out.Force, "force", false, "replace -json and -csv files that exist")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	bf := baselineFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -41,18 +40,34 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if cand != nil {
 		return compareMatrix(e.stdout, e.stderr, bf, base, cand)
 	}
-	if err := out.Refuse(); err != nil {
-		return fail(err)
-	}
 	cfg, err := config.Load(config.Env(e.lookup), flags)
 	if err != nil {
 		return fail(err)
 	}
-	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("matrix", nil, nil, sweep.Judgments))
+	out.Force = cfg.Force
+	if err := out.Refuse(); err != nil {
+		return fail(err)
+	}
+	return matrixRun(ctx, e, cfg, out, *quiet, bf, base)
+}
+
+// matrixRun measures the configured matrix into a run directory of its
+// own (receipts/matrix.json and .csv, bench.txt, settings.toml, the
+// twin's log) and the -json/-csv files asked for, then gives the verdict.
+func matrixRun(ctx context.Context, e *env, cfg config.Config, out matrix.Outputs, quiet bool, bf *matrix.Baseline, base *matrix.Matrix) (code int) {
+	fail := func(err error) int {
+		fmt.Fprintf(e.stderr, "vetbench matrix: %v\n", err)
+		return exitNoVerdict
+	}
+	run, err := sweep.Open(ctx, cfg, nil, e.runOptions("matrix", nil, nil, sweep.Tokens))
 	if err != nil {
 		return fail(err)
 	}
-	defer run.Close(true)
+	defer func() {
+		if err := run.Close(code == exitPass); err != nil {
+			fmt.Fprintf(e.stderr, "vetbench matrix: %v\n", err)
+		}
+	}()
 	r, opts, err := run.MatrixRunner(ctx)
 	if err != nil {
 		return fail(err)
@@ -61,10 +76,20 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	printPlan(e.stderr, r, plan, *quiet)
-	if !*quiet {
+	dir, err := openRunDir(e, cfg)
+	if err == nil {
+		defer dir.Close()
+		err = run.Record(ctx, dir)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	printPlan(e.stderr, r, plan, quiet)
+	if quiet {
+		fmt.Fprintf(e.stderr, "vetbench matrix: results in %s\n", dir.Path)
+	} else {
 		r.Log = e.stderr
-		fmt.Fprintf(e.stderr, "vetbench matrix: target %s, model %s\n", run.Describe(), r.Model)
+		fmt.Fprintf(e.stderr, "vetbench matrix: target %s, model %s; results in %s\n", run.Describe(), r.Model, dir.Path)
 	}
 	m, runErr := r.Run(ctx, opts)
 	if m == nil {
@@ -82,10 +107,22 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stderr, "vetbench matrix: note: %s\n", w)
 		}
 	}
-	if err := out.Write(m, e.signals.Write); err != nil {
+	if err := writeMatrix(e, run, m, out); err != nil {
 		return fail(err)
 	}
 	return matrixVerdict(ctx, e, m, runErr, bf, base)
+}
+
+// writeMatrix writes the matrix into the run directory, its cells'
+// lines into bench.txt, then the -json/-csv files asked for.
+func writeMatrix(e *env, run *sweep.Run, m *matrix.Matrix, out matrix.Outputs) error {
+	if _, err := run.WriteMatrix(m); err != nil {
+		return err
+	}
+	if err := run.MatrixLines(m); err != nil {
+		return err
+	}
+	return out.Write(m, e.signals.Write)
 }
 
 // printPlan says, before anything is measured, what will run: the

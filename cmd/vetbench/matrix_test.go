@@ -58,7 +58,44 @@ func TestMatrixCommand(t *testing.T) {
 	require.Equal(t, before, after)
 	_, stderr, code = runEnv(t, environ, append(args, "-force", "-quiet")...)
 	require.Equal(t, exitPass, code, stderr)
-	require.Empty(t, stderr)
+	require.Equal(t, "vetbench matrix: results in "+environ["VETBENCH_OUT"]+"\n", stderr, "-quiet says only where the results are")
+}
+
+// A measured matrix has a run directory of its own, as run and tokens
+// do: the matrix (JSON and CSV), a bench.txt line per measured cell for
+// vetbench gate, settings.toml; a second run into it is refused, and
+// nothing in it changes, unless -force.
+func TestMatrixCommandRunDirectory(t *testing.T) {
+	t.Parallel()
+	environ, _ := fakeEnv(t, tokenstest.Config{TokenDelay: time.Millisecond})
+	environ = quickMatrix(environ)
+	environ["VETBENCH_MATRIX_READY_TIMEOUT"] = "1m" // a slow machine queues no cell
+	out := environ["VETBENCH_OUT"]
+	args := []string{"matrix", "-contexts", "1000", "-levels", "1,2", "-output", "100000"}
+	_, stderr, code := runEnv(t, environ, args...)
+	require.Equal(t, exitPass, code, stderr)
+	require.Contains(t, stderr, "results in "+out)
+	m, err := matrix.ReadFile(filepath.Join(out, "receipts", "matrix.json"))
+	require.NoError(t, err)
+	c, err := matrix.ReadCSVFile(filepath.Join(out, "receipts", "matrix.csv"))
+	require.NoError(t, err)
+	require.Len(t, c.Cells, len(m.Cells))
+	require.FileExists(t, filepath.Join(out, "settings.toml"))
+	bench, err := os.ReadFile(filepath.Join(out, "bench.txt"))
+	require.NoError(t, err)
+	for _, cell := range []string{"ctx=1000/c=1", "ctx=1000/c=2"} {
+		require.Regexp(t, `(?m)^BenchmarkMatrix/`+cell+`\S*\s+1\s.* output-tok/s`, string(bench), "a line per measured cell")
+	}
+	require.True(t, strings.HasSuffix(string(bench), "PASS\n"))
+
+	_, stderr, code = runEnv(t, environ, args...)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "holds results of an earlier run")
+	again, err := os.ReadFile(filepath.Join(out, "bench.txt"))
+	require.NoError(t, err)
+	require.Equal(t, bench, again, "the refused run changed nothing")
+	_, stderr, code = runEnv(t, environ, append(args, "-force")...)
+	require.Equal(t, exitPass, code, stderr)
 }
 
 func TestMatrixCommandStatuses(t *testing.T) {
@@ -103,6 +140,7 @@ func TestMatrixCommandSaysTheTrimFirst(t *testing.T) {
 	require.Contains(t, stderr.String(), "vetbench matrix: 3K × c=1 (1 cell); estimate 1 cell and 1 prefill row: at least ")
 	require.Equal(t, 1, strings.Count(stderr.String(), "trimmed to it"), "said once, not again at the end")
 
+	environ["VETBENCH_OUT"] = filepath.Join(t.TempDir(), "quiet")
 	_, errText, code := runEnv(t, environ, "matrix", "-levels", "1", "-output", "4096", "-quiet")
 	require.Equal(t, exitPass, code, errText)
 	require.True(t, strings.HasPrefix(errText, "vetbench matrix: NOTE: contexts 8K,16K,32K,64K,128K are over"), errText)
@@ -188,10 +226,12 @@ func TestMatrixCommandBaseline(t *testing.T) {
 	require.Equal(t, exitPass, code, stderr)
 	// Figures of two runs on a shared machine may differ by any factor:
 	// only the statuses and the cells are certain.
+	environ["VETBENCH_OUT"] = filepath.Join(t.TempDir(), "second")
 	stdout, stderr, code := runEnv(t, environ, append(args, "-baseline", first)...)
 	require.Contains(t, []int{exitPass, exitFail}, code, stderr)
 	require.Regexp(t, `3 cells compared: 0 with a status changed, [0-9]+ with a figure beyond ±15%, 0 missing from the candidate: (SAME|DIFFERENT)`, stdout)
 
+	environ["VETBENCH_OUT"] = filepath.Join(t.TempDir(), "third")
 	_, stderr, code = runEnv(t, environ, append(args, "-baseline", publishedDeepSeek, "-baseline-subset")...)
 	require.Equal(t, exitNoVerdict, code, stderr)
 	require.Contains(t, stderr, "the matrices have no cell in common")

@@ -328,10 +328,10 @@ func settings() []setting {
 		}},
 		// Out has a key, but settings.toml leaves it out: the file lies in
 		// that directory, and a copy reused for the next run must not name it.
-		{env: EnvOut, flag: "out", key: "out", scopes: []Scope{ScopeRun, ScopeTokens}, usage: "run `directory`: receipts/, bench.txt and settings.toml go in it (" + EnvOut + "; default a new out/runs/<id>)",
+		{env: EnvOut, flag: "out", key: "out", scopes: []Scope{ScopeRun, ScopeTokens, ScopeMatrix}, usage: "run `directory`: receipts/, bench.txt and settings.toml go in it (" + EnvOut + "; default a new out/runs/<id>)",
 			set: text(func(c *Config) *string { return &c.Out })},
 		// Force is a decision made each time, never kept in a file.
-		{env: EnvForce, flag: "force", boolean: true, scopes: []Scope{ScopeRun, ScopeTokens}, usage: "write into a named run directory that already holds results, replacing them (" + EnvForce + ")",
+		{env: EnvForce, flag: "force", boolean: true, scopes: []Scope{ScopeRun, ScopeTokens, ScopeMatrix}, usage: "write into a named run directory that already holds results, replacing them (matrix: -json and -csv files too; " + EnvForce + ")",
 			set: func(c *Config, v string) error {
 				b, err := strconv.ParseBool(strings.TrimSpace(v))
 				if err != nil {
