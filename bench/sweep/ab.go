@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ func (s Side) Live() bool { return s.File == "" }
 // endpoint without credentials (those belong in VETBENCH_API_KEY, never on
 // a command line that shows up in logs).
 func ParseSide(arg string) (Side, error) {
+	if file := BenchFile(arg); file != arg {
+		return Side{Arg: arg, File: file}, nil
+	}
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		return Side{Arg: arg, File: arg}, nil
 	}
@@ -178,6 +182,19 @@ func (ab *AB) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// BenchFile is the benchmark output an argument names: a run directory's
+// bench.txt (vetbench gate out/runs/a out/runs/b), else the argument.
+func BenchFile(arg string) string {
+	if st, err := os.Stat(arg); err != nil || !st.IsDir() {
+		return arg
+	}
+	file := filepath.Join(arg, rundir.BenchFile)
+	if _, err := os.Stat(file); err != nil {
+		return arg
+	}
+	return file
 }
 
 // ParseSides reads the two sides of an A/B (ParseSide), the error naming

@@ -44,7 +44,7 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	fail := func(format string, a ...any) int {
 		return failure(e, "gate", o.asJSON, exitNoVerdict, fmt.Sprintf(format, a...))
 	}
-	files := pos
+	files := []string{sweep.BenchFile(pos[0]), sweep.BenchFile(pos[1])}
 	var runErrs [2]error
 	if err := sweep.CheckFiles(pos); err != nil && !o.run {
 		return fail("%v", err)

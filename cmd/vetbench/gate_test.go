@@ -113,6 +113,31 @@ func TestGateSlowdownFailsOnEveryMetric(t *testing.T) {
 	require.Zero(t, rep.Worse)
 }
 
+// A run directory stands for its bench.txt (vetbench gate out/runs/a
+// out/runs/b): the same verdict and figures as the files; a directory
+// without one is refused, saying it is a directory.
+func TestGateRunDirectories(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bd, cd := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.MkdirAll(bd, 0o755))
+	require.NoError(t, os.MkdirAll(cd, 0o755))
+	bf := writeFile(t, bd, "bench.txt", benchOutput(rand.New(rand.NewPCG(11, 1)), base, 10, "A"))
+	slower := truth{jps: base.jps * 0.8, p95: base.p95 * 1.25, cv: base.cv}
+	cf := writeFile(t, cd, "bench.txt", benchOutput(rand.New(rand.NewPCG(12, 1)), slower, 10, "B"))
+	files, _, code := run(t, "gate", bf, cf)
+	require.Equal(t, exitFail, code)
+	dirs, stderr, code := run(t, "gate", bd, cd)
+	require.Equal(t, exitFail, code, stderr)
+	require.Equal(t, files, dirs)
+
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.MkdirAll(empty, 0o755))
+	_, stderr, code = run(t, "gate", empty, cd)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "baseline: read "+empty+": not a regular file (a directory)")
+}
+
 func TestGateBadInputs(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -103,7 +103,7 @@ func Open(path string) (*os.File, int64, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+		err = &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
 	}
 	if err != nil {
 		f.Close()
@@ -122,9 +122,18 @@ func regular(path string, stat func(string) (fs.FileInfo, error)) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
 	}
 	return nil
+}
+
+// kind names a mode that is not a regular file's for a message: "a
+// directory", else its type letters (p---------: a named pipe).
+func kind(m fs.FileMode) string {
+	if m.IsDir() {
+		return "a directory"
+	}
+	return m.Type().String()
 }
 
 // MaxDirBytes bounds the documents read from one directory together (a
