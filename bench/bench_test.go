@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/metrics"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/answers"
@@ -36,6 +37,9 @@ func BenchmarkJudgments(b *testing.B) {
 			if down := s.serverDown(); down != nil {
 				b.Fatalf("not measured: %v", down)
 			}
+			if refused := s.setRefused(st.Set); refused != nil {
+				b.Fatalf("not measured: %v", refused)
+			}
 			ctx := s.context(b)
 			s.progress.Next()
 			var recs []*receipts.Receipt
@@ -47,6 +51,9 @@ func BenchmarkJudgments(b *testing.B) {
 				o, err := s.run.Measure(ctx, st)
 				switch {
 				case err != nil || o.Receipt == nil:
+					if errors.Is(o.Err, bench.ErrRefused) {
+						s.refuse(st.Set, o.Err)
+					}
 					b.Fatal(errors.Join(o.Err, err))
 				case o.Err != nil:
 					failed = fmt.Errorf("%w (receipt written to %s)", o.Err, o.Path)

@@ -59,6 +59,34 @@ func (s *Session) checkTokenIDs(ctx context.Context, hc *http.Client, model stri
 	return nil
 }
 
+// ErrRefused says the server refuses what every request of the set asks
+// (more images than it takes a prompt): nothing of the set can be
+// measured on it, so no receipt stands for a point never measured, and
+// the run cannot give a verdict.
+var ErrRefused = errors.New("the server refuses the set's requests")
+
+// imagesRefused is ErrRefused in full when err is vLLM's refusal of the
+// set's images (judgments.ImageLimit), with what to do; nil otherwise.
+func (s *Session) imagesRefused(err error) error {
+	limit, raisable, ok := judgments.ImageLimit(err)
+	if !ok {
+		return nil
+	}
+	most := 0
+	for _, c := range s.Set.Cases {
+		most = max(most, len(c.Item.Images))
+	}
+	fix := fmt.Sprintf("start vLLM with --limit-mm-per-prompt '{\"image\": %d}' or more", most)
+	switch {
+	case raisable:
+	case limit == 0:
+		fix = "the model takes no images: serve a vision-language model"
+	default:
+		fix = fmt.Sprintf("the model takes no more: serve one that takes %d", most)
+	}
+	return fmt.Errorf("%w: %s sends %d image(s) a request and the server takes at most %d (%v); %s", ErrRefused, s.Set.Name, most, limit, err, fix)
+}
+
 // tokenIDsError is ErrTokenIDsIgnored in full: why, and what to do.
 type tokenIDsError struct{ msg string }
 

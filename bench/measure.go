@@ -45,7 +45,9 @@ var (
 // went through its set with more failed judgments than Options.MaxFailed
 // accepts wraps ErrFailures. After failures the server's health is asked:
 // ErrServerDown (also wrapped) means nothing more can be measured on it,
-// and a warmup that failed on a server that is down yields no receipt.
+// and a warmup that failed on a server that is down yields no receipt; nor
+// does one whose images the server refuses (ErrRefused: no point of the
+// set can be measured there).
 func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, error) {
 	c := max(p.Concurrency, 1)
 	var schedule []time.Duration
@@ -61,6 +63,9 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	ctl := s.controlClient()
 	s.prepare()
 	if err := s.warm(ctx, max(c, 1), p.Warmup); err != nil {
+		if refused := s.imagesRefused(err); refused != nil {
+			return nil, refused
+		}
 		if down := s.down(ctx); down != nil {
 			// Nothing was measured and nothing can be: no receipt.
 			return nil, fmt.Errorf("%w: warmup: %w; %w", ErrStopped, err, down)

@@ -407,3 +407,41 @@ func TestMeasureDispatch(t *testing.T) {
 		require.Equal(t, 12*4, rep.AnswersCompared)
 	}
 }
+
+// A server that takes fewer images a prompt than the set sends refuses
+// every request the same way: the point is not counted as failed work
+// but refused (ErrRefused, no receipt for what was never measured), with
+// the fix vLLM's own message allows — the flag when it names one, a
+// vision model when the model takes none. A set within the limit runs.
+func TestMeasureImagesRefused(t *testing.T) {
+	s := getSuite(t)
+	faces := firstCases(s.set(t, "faces"), 2)
+	checks := firstCases(s.set(t, "checks"), 2)
+	for _, tc := range []struct {
+		name     string
+		set      fixtures.Set
+		noVision bool
+		limit    int
+		want     string // "": measured
+	}{
+		{"a limit of 1 for two faces", faces, false, 1, `faces sends 2 image(s) a request and the server takes at most 1 (`},
+		{"the flag named", faces, false, 1, `start vLLM with --limit-mm-per-prompt '{"image": 2}' or more`},
+		{"a text-only model", checks, true, 2, "the model takes no images: serve a vision-language model"},
+		{"one image within a limit of 1", checks, false, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := stub.ProfileFast()
+			p.LimitImages, p.NoVision = tc.limit, tc.noVision
+			rec, err := inProcess(t, tc.set, testConfig(), stub.Config{Profile: p}).Measure(t.Context(), bench.Point{Concurrency: 2, Warmup: 1})
+			if tc.want == "" {
+				require.NoError(t, err)
+				require.Equal(t, len(tc.set.Cases), rec.Throughput.Judgments)
+				return
+			}
+			require.ErrorIs(t, err, bench.ErrRefused)
+			require.NotErrorIs(t, err, bench.ErrStopped, "not a point that failed: one that cannot run here")
+			require.ErrorContains(t, err, tc.want)
+			require.Nil(t, rec)
+		})
+	}
+}

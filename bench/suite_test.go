@@ -51,6 +51,10 @@ type suite struct {
 	// down is why the server can no longer be measured: no later point
 	// runs.
 	down error
+	// refused holds, per set, why the server refuses its requests
+	// (bench.ErrRefused): no later point of the set runs, and the run
+	// exits 2, since it could not measure what it was asked to.
+	refused map[string]error
 	// measured counts the benchmark lines written: none, and the run
 	// directory holds no result (the end says so).
 	measured int
@@ -67,6 +71,26 @@ func (s *suite) fail(point string, err error) {
 	if errors.Is(err, sweep.ErrServerDown) && s.down == nil {
 		s.down = fmt.Errorf("the server is down since %s: %w", point, err)
 	}
+}
+
+// refuse records that the server refuses set's requests.
+func (s *suite) refuse(set string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = map[string]error{}
+	}
+	if s.refused[set] == nil {
+		s.refused[set] = err
+		note("not measured: %v", err)
+	}
+}
+
+// setRefused is non-nil once the server refused the set's requests.
+func (s *suite) setRefused(set string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused[set]
 }
 
 // serverDown is non-nil once a point found the server down.
@@ -117,6 +141,10 @@ func TestMain(m *testing.M) {
 	if len(shared.failed) > 0 {
 		note("FAIL: %d point(s) did not pass:\n  %s", len(shared.failed), strings.Join(shared.failed, "\n  "))
 		code = max(code, 1)
+	}
+	if len(shared.refused) > 0 {
+		note("could not measure %d set(s): the server refuses their requests (above); exit status 2", len(shared.refused))
+		code = max(code, 2)
 	}
 	if interrupted {
 		code = interrupt.ExitCode

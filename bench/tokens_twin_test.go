@@ -106,3 +106,29 @@ func hasWarning(ws []string, part string) bool {
 	}
 	return false
 }
+
+// A model without a vision tower refuses the one_image workload's every
+// request: the point is refused (decode.ErrRefused, no receipt, the fix
+// named), not measured as failures; text runs on the same server.
+func TestTokensImagesRefused(t *testing.T) {
+	p := stub.ProfileFast()
+	p.NoVision = true
+	tg, err := target.InProcess(stub.Config{Profile: p})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tg.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r, err := decode.NewRunner(ctx, tg.Endpoint)
+	require.NoError(t, err)
+	pt := decode.Point{Workload: tokens.WorkloadOneImage, Concurrency: 2, OutputTokens: 8, Repeats: 1, Warmup: 1}
+	rec, err := r.Measure(ctx, pt)
+	require.ErrorIs(t, err, decode.ErrRefused)
+	require.NotErrorIs(t, err, decode.ErrStopped)
+	require.ErrorContains(t, err, "one_image: the server takes at most 0 image(s) a prompt")
+	require.ErrorContains(t, err, "the model takes no images: run -workloads text")
+	require.Nil(t, rec)
+	pt.Workload = tokens.WorkloadText
+	rec, err = r.Measure(ctx, pt)
+	require.NoError(t, err)
+	require.Equal(t, 2*8, rec.Summary.TotalVerifiedOutputTokens)
+}

@@ -61,6 +61,27 @@ func Unauthorized(endpoint string, keySent bool) *StatusError {
 	return &StatusError{Endpoint: endpoint, Code: http.StatusUnauthorized, KeySent: keySent}
 }
 
+// ImageLimit says whether err is vLLM's refusal of a prompt's images
+// (validate_num_items: a 400 on param "image", "At most N image(s) may be
+// provided in one prompt."), and N: 0 for a model without a vision tower
+// or a server started with --limit-mm-per-prompt '{"image": 0}'. Every
+// request with more images than N is refused the same way, so a caller
+// stops asking instead of counting failures. raisable says vLLM named
+// the flag that raises N (the model takes more); without it N is the
+// model's own limit.
+func ImageLimit(err error) (limit int, raisable, ok bool) {
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusBadRequest {
+		return 0, false, false
+	}
+	rest, found := strings.CutPrefix(se.Message, "At most ")
+	if !found || !strings.Contains(rest, " image(s) may be provided in one prompt") {
+		return 0, false, false
+	}
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ' ')])
+	return n, strings.Contains(rest, "--limit-mm-per-prompt"), err == nil && n >= 0
+}
+
 // Is makes a 401 match ErrUnauthorized.
 func (e *StatusError) Is(target error) bool {
 	return target == ErrUnauthorized && e.Code == http.StatusUnauthorized

@@ -114,6 +114,11 @@ func (s *Server) checkImages(msgs []message) *apiError {
 			}
 		}
 	}
+	if s.cfg.Profile.NoVision && images > 0 {
+		// A model that supports no images: no flag raises the limit, so
+		// vLLM's message (validate_num_items) names none.
+		return badRequest("image", "At most 0 image(s) may be provided in one prompt.")
+	}
 	if lim := s.cfg.Profile.LimitImages; images > lim {
 		return badRequest("image", "At most %d image(s) may be provided in one prompt. Set `--limit-mm-per-prompt` to increase this limit.", lim)
 	}

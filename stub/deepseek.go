@@ -80,6 +80,7 @@ func ProfileDeepSeekV4Flash() Profile {
 		panic("stub: " + err.Error())
 	}
 	p.Name = ProfileDeepSeekName
+	p.NoVision = false // the served checkpoint is the Vision-Exp one; the config held is its text model's
 	p.Physical.GEMMShare = DeepSeekGEMMShare
 	a := DeepSeekAcceptance
 	p.SetSpeculative(Speculative{Method: "dspark", NumSpeculativeTokens: k, Acceptance: []float64{a, a, a}})

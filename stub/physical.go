@@ -249,8 +249,9 @@ func EfficiencyFor(gpu string) (Efficiency, error) {
 
 // ServeFlags are the vllm serve flags a physical profile takes: zero
 // fields take vLLM's defaults (max_model_len from the config's context,
-// or 8192 when unknown; 256 sequences; 8192 batched tokens;
-// gpu_memory_utilization 0.9).
+// roofline.Config.MaxPositions, or 2048 when it states none; the batch
+// limits of batchDefaults; gpu_memory_utilization 0.9; up to 999 images a
+// prompt for a model with a vision tower, none without one).
 type ServeFlags struct {
 	MaxModelLen, MaxNumSeqs, MaxNumBatchedTokens int
 	GPUMemoryUtilization                         float64
@@ -267,6 +268,17 @@ type ServeFlags struct {
 	// NoHybridKVCache is --disable-hybrid-kv-cache-manager: every layer
 	// then holds every token, sliding-window layers included.
 	NoHybridKVCache bool
+}
+
+// batchDefaults are vllm serve's max_num_seqs and max_num_batched_tokens
+// when neither is given (EngineArgs.get_batch_defaults): 1024 and 8192 on
+// a GPU of 70 GiB or more that is not an A100 (H100, H200), 256 and 2048
+// on the others.
+func batchDefaults(hw roofline.Hardware) (seqs, tokens int) {
+	if hw.MemoryBytes >= 70*(1<<30) && !strings.Contains(strings.ToLower(hw.Name), "a100") {
+		return 1024, 8192
+	}
+	return 256, 2048
 }
 
 // ProfilePhysical builds a profile from first principles: the model's
@@ -297,11 +309,14 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 	p := ProfileFast()
 	p.Name = name
 	p.Model, p.Root = name, name
-	p.MaxModelLen = 8192
-	p.MaxNumSeqs = 256
-	p.MaxNumBatchedTokens = 8192
+	p.MaxModelLen = cfg.MaxPositions
+	if p.MaxModelLen == 0 {
+		p.MaxModelLen = 2048 // vLLM's default when the config states no length
+	}
+	p.MaxNumSeqs, p.MaxNumBatchedTokens = batchDefaults(hw)
 	p.GPUMemoryUtilization = 0.9
-	p.LimitImages = 1
+	p.LimitImages = 999 // vLLM's default for a modality --limit-mm-per-prompt does not name
+	p.NoVision = !cfg.Vision
 	if f.MaxModelLen > 0 {
 		p.MaxModelLen = f.MaxModelLen
 	}
@@ -327,6 +342,12 @@ func ProfilePhysical(name string, cfg *roofline.Config, d roofline.Dtypes, hw ro
 		return Profile{}, fmt.Errorf("physical profile: %w", err)
 	}
 	p.NumGPUBlocks = plan.NumBlocks
+	if held := p.NumGPUBlocks * p.BlockSize; held < p.MaxModelLen {
+		// vLLM refuses to start the same way (KV cache utils'
+		// check_enough_kv_cache_memory), naming the length that fits.
+		return Profile{}, fmt.Errorf("physical profile: to serve one request of the model's max seq len (%d), the KV cache needs room for %d tokens and has room for %d on %s at gpu_memory_utilization %g: pass --max-model-len %d or less, or raise --gpu-memory-utilization",
+			p.MaxModelLen, p.MaxModelLen, held, hw.Name, p.GPUMemoryUtilization, held)
+	}
 	p.StepBase, p.StepPerToken, p.StepPerSeq, p.StepPerImage, p.StepTokenExponent = 0, 0, 0, 0, 1
 	p.FrontendBase, p.FrontendPerPromptToken = eff.FrontendBase, eff.FrontendPerPromptToken
 	p.IngestBase, p.IngestPerPromptToken = eff.IngestBase, eff.IngestPerPromptToken

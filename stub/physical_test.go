@@ -1,6 +1,8 @@
 package stub_test
 
 import (
+	"fmt"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
@@ -11,6 +13,7 @@ import (
 	"github.com/vetbench/vetbench/bench/stream"
 	"github.com/vetbench/vetbench/receipts/roofline"
 	"github.com/vetbench/vetbench/stub"
+	"github.com/vetbench/vetbench/stub/internal/twintest"
 )
 
 // TestPhysicalUnderTheRoofline: a first-principles twin of a shipped dense
@@ -145,4 +148,47 @@ func TestDeepSeekCellsRun(t *testing.T) {
 		}
 	}
 	require.Equal(t, 6, skipped, "the peer's rule on this capacity")
+}
+
+// TestPhysicalServesAsVLLMDefaults: a first-principles profile takes
+// vllm serve's defaults from the config and the GPU when no flag names
+// them — the config's context (Qwen3-8B: 40960), 1024 sequences and 8192
+// batched tokens on an H100 (256 and 2048 on a 24 GB card) — and a model
+// without a vision tower refuses an image as vLLM does (At most 0, and no
+// flag to raise it), where a vision model takes several.
+func TestPhysicalServesAsVLLMDefaults(t *testing.T) {
+	read := func(name string) *roofline.Config {
+		cfg, err := roofline.ReadConfig(filepath.Join("..", "receipts", "roofline", "testdata", name))
+		require.NoError(t, err)
+		return cfg
+	}
+	h100, err := roofline.LookupGPU("h100-sxm")
+	require.NoError(t, err)
+	rtx, err := roofline.LookupGPU("rtx3090")
+	require.NoError(t, err)
+	qwen, err := stub.ProfilePhysical("Qwen/Qwen3-8B", read("qwen3-8b.json"), roofline.Dtypes{}, h100, stub.EfficiencyHopper, stub.ServeFlags{})
+	require.NoError(t, err)
+	require.Equal(t, [3]int{40960, 1024, 8192}, [3]int{qwen.MaxModelLen, qwen.MaxNumSeqs, qwen.MaxNumBatchedTokens})
+	require.True(t, qwen.NoVision)
+	small, err := stub.ProfilePhysical("Qwen/Qwen3-0.6B", read("qwen3-0.6b.json"), roofline.Dtypes{}, rtx, stub.EfficiencyHopper, stub.ServeFlags{})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{256, 2048}, [2]int{small.MaxNumSeqs, small.MaxNumBatchedTokens})
+	_, err = stub.ProfilePhysical("Qwen/Qwen3-8B", read("qwen3-8b.json"), roofline.Dtypes{}, rtx, stub.EfficiencyHopper, stub.ServeFlags{GPUMemoryUtilization: 0.8})
+	require.ErrorContains(t, err, "pass --max-model-len", "16 GB of weights in 80% of a 24 GB card leave no room for 40960 tokens of 144 KiB")
+	_, err = stub.ProfilePhysical("Qwen/Qwen3-8B", read("qwen3-8b.json"), roofline.Dtypes{}, rtx, stub.EfficiencyHopper, stub.ServeFlags{GPUMemoryUtilization: 0.8, MaxModelLen: 16384})
+	require.NoError(t, err, "a shorter --max-model-len fits")
+	gemma, err := stub.ProfilePhysical("google/gemma-4-E2B-it", read("gemma-4-e2b-it.json"), roofline.Dtypes{}, h100, stub.EfficiencyHopper, stub.ServeFlags{})
+	require.NoError(t, err)
+	require.False(t, gemma.NoVision)
+
+	image := `{"model": "%s", "max_tokens": 1, "messages": [{"role": "user", "content": [{"type": "text", "text": "what is it?"},
+		{"type": "image_url", "image_url": {"url": "` + twintest.PNGImage(t, 16, 16, 1).DataURL() + `"}},
+		{"type": "image_url", "image_url": {"url": "` + twintest.PNGImage(t, 16, 16, 2).DataURL() + `"}}]}]}`
+	synctest.Test(t, func(t *testing.T) {
+		code, body := newTwin(t, stub.Config{Profile: qwen}).post(t, "/v1/chat/completions", fmt.Sprintf(image, qwen.Model))
+		require.Equal(t, http.StatusBadRequest, code, body)
+		require.JSONEq(t, `{"error": {"message": "At most 0 image(s) may be provided in one prompt.", "type": "BadRequestError", "param": "image", "code": 400}}`, body)
+		code, body = newTwin(t, stub.Config{Profile: gemma}).post(t, "/v1/chat/completions", fmt.Sprintf(image, gemma.Model))
+		require.Equal(t, http.StatusOK, code, body)
+	})
 }

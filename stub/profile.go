@@ -39,6 +39,9 @@ type Profile struct {
 	MaxLogprobs              int
 	// LimitImages is --limit-mm-per-prompt's image count.
 	LimitImages int
+	// NoVision says the model has no vision tower: it takes no image,
+	// whatever LimitImages says (vLLM's supported limit of 0).
+	NoVision bool
 
 	// Step time = StepBase + StepPerToken × tokens^StepTokenExponent +
 	// StepPerSeq × sequences in the batch + StepPerImage × images encoded.

@@ -46,6 +46,11 @@ const Sampling = "temperature=0 ignore_eos=true"
 // ErrStopped wraps why a point ended before its last repeat.
 var ErrStopped = errors.New("point stopped early")
 
+// ErrRefused says the server refuses what every request of the workload
+// sends (more images than it takes a prompt): the point is not measured,
+// and no receipt stands for it.
+var ErrRefused = errors.New("the server refuses the workload's requests")
+
 // ErrFailures is a point whose failed and short requests exceed the
 // accepted share.
 var ErrFailures = errors.New("requests failed or came back short")
@@ -256,6 +261,9 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 		if err == nil && run.GeneratedTokens == 0 && len(run.Requests) > 0 {
 			err = fmt.Errorf("every warm-up request failed: %s", run.Requests[0].Error)
 		}
+		if errors.Is(err, ErrRefused) {
+			return nil, err
+		}
 		if err != nil {
 			stop(stopReason(ctx, err), fmt.Sprintf("warm-up %d: %v", i+1, err))
 			stopErr = err
@@ -415,9 +423,38 @@ func (r *Runner) batch(ctx context.Context, p Point) (tokens.Run, error) {
 	}
 	wall := end.Sub(start).Seconds()
 	run := tokens.NewRun(p.receiptPoint(), wall, Requests(results, p.OutputTokens, start))
+	if run.GeneratedTokens == 0 {
+		if err := refused(p, results); err != nil {
+			return run, err
+		}
+	}
 	ll := LittlesLaw(occ, wall, results)
 	run.LittlesLaw = &ll
 	return run, nil
+}
+
+// refused is ErrRefused in full when the server refused the batch's
+// images (judgments.ImageLimit), with what to do; nil otherwise.
+func refused(p Point, results []*stream.Result) error {
+	for _, res := range results {
+		if res == nil || res.Err == nil {
+			continue
+		}
+		limit, raisable, ok := judgments.ImageLimit(res.Err)
+		if !ok {
+			return nil
+		}
+		fix := "start vLLM with a larger --limit-mm-per-prompt, or run -workloads text"
+		switch {
+		case raisable:
+		case limit == 0:
+			fix = "the model takes no images: run -workloads text"
+		default:
+			fix = "the model takes no more: run -workloads text"
+		}
+		return fmt.Errorf("%w: %s: the server takes at most %d image(s) a prompt (%v); %s", ErrRefused, p.Workload, limit, res.Err, fix)
+	}
+	return nil
 }
 
 // waitUntil sleeps until t on the runner's clock (the arrival schedule of

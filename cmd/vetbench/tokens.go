@@ -115,7 +115,7 @@ func measureTokens(ctx context.Context, e *env, run *sweep.Run, tr *decode.Runne
 		if o.Receipt != nil && !asJSON {
 			fmt.Fprintln(e.stdout, sweep.TokenLine(o.Receipt, run.Scale()))
 		}
-		if o.Err != nil {
+		if o.Err != nil && o.Receipt != nil { // without one, the error ends the pass and is said once, below
 			fmt.Fprintf(e.stderr, "vetbench tokens: %s c=%d: %v\n", o.Workload, o.Concurrency, o.Err)
 		}
 	})

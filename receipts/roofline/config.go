@@ -70,6 +70,13 @@ type Config struct {
 	// layers a speculative drafter runs. They are not counted in Params
 	// (plain decoding never runs them); Speculative prices them.
 	DraftLayers int
+
+	// MaxPositions is the context vLLM derives from the config when
+	// --max-model-len is not given (0: the config states none; MaxModelLen).
+	MaxPositions int
+	// Vision says the checkpoint has a vision tower (a vision_config): a
+	// model without one takes no images.
+	Vision bool
 }
 
 // Compressed is DeepSeek-V4's hybrid attention (deepseek_v4): one KV head
@@ -315,7 +322,55 @@ func ParseConfig(data []byte) (*Config, error) {
 	if c.DraftLayers, err = o.intOr("num_nextn_predict_layers", 0); err != nil {
 		return nil, err
 	}
+	if c.MaxPositions, err = maxPositions(o); err != nil {
+		return nil, err
+	}
+	_, c.Vision = top.get("vision_config")
 	return c, c.validate()
+}
+
+// maxPositions is vLLM's derived max_model_len (ModelConfig's
+// _get_and_verify_max_len): the smallest of the length keys the config
+// states, times rope scaling's factor unless the scaling is one that
+// already counts it (su, longrope, llama3); YaRN scales its
+// original_max_position_embeddings instead.
+func maxPositions(o object) (int, error) {
+	n := 0
+	for _, k := range []string{"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_sequence_length", "max_seq_length", "seq_len"} {
+		v, ok, err := o.int(k)
+		if err != nil {
+			return 0, err
+		}
+		if ok && v > 0 && (n == 0 || v < n) {
+			n = v
+		}
+	}
+	raw, ok := o.get("rope_scaling")
+	if !ok || n == 0 {
+		return n, nil
+	}
+	var rs struct {
+		Type     string  `json:"type"`
+		RopeType string  `json:"rope_type"`
+		Factor   float64 `json:"factor"`
+		Original int     `json:"original_max_position_embeddings"`
+	}
+	if json.Unmarshal(raw, &rs) != nil || rs.Factor <= 0 {
+		return n, nil // a per-layer-type map (Gemma 4's rope_parameters) or no factor
+	}
+	kind := rs.RopeType
+	if kind == "" {
+		kind = rs.Type
+	}
+	switch kind {
+	case "su", "longrope", "llama3":
+		return n, nil
+	case "yarn":
+		if rs.Original > 0 {
+			n = rs.Original
+		}
+	}
+	return int(float64(n) * rs.Factor), nil
 }
 
 // textConfig is the object the text model is read from: top, or its

@@ -234,6 +234,9 @@ func (o runOpts) physicalProfile() (stub.Profile, error) {
 	if err != nil {
 		return stub.Profile{}, err
 	}
+	if n, ok := lim["image"]; ok {
+		p.LimitImages = n // 0 too: a vision model served text-only
+	}
 	if o.numBlocks != 0 {
 		p.NumGPUBlocks = o.numBlocks
 	}
