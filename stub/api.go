@@ -16,28 +16,34 @@ type message struct {
 	Parts []part
 }
 
+// generateFields is what chat and completion requests share: the model, the
+// length, sampling, logprobs by id, streaming, and what the twin refuses.
+type generateFields struct {
+	Model             string          `json:"model"`
+	MaxTokens         *int            `json:"max_tokens"`
+	Temperature       *float64        `json:"temperature"`
+	LogprobTokenIDs   []int           `json:"logprob_token_ids"`
+	ReturnAsTokenIDs  *bool           `json:"return_tokens_as_token_ids"`
+	Stream            *bool           `json:"stream"`
+	StreamOptions     json.RawMessage `json:"stream_options"`
+	IgnoreEOS         *bool           `json:"ignore_eos"`
+	MinTokens         *int            `json:"min_tokens"`
+	N                 *int            `json:"n"`
+	CacheSalt         string          `json:"cache_salt"`
+	StructuredOutputs json.RawMessage `json:"structured_outputs"`
+	ResponseFormat    json.RawMessage `json:"response_format"`
+}
+
 // chatRequest is the part of vLLM's ChatCompletionRequest the twin reads.
 // Unknown fields are accepted and ignored, as vLLM's extra="allow" does.
 type chatRequest struct {
-	Model               string          `json:"model"`
+	generateFields
 	Messages            []wireMessage   `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
 	Logprobs            *bool           `json:"logprobs"`
 	TopLogprobs         json.RawMessage `json:"top_logprobs"`
-	LogprobTokenIDs     []int           `json:"logprob_token_ids"`
-	ReturnAsTokenIDs    *bool           `json:"return_tokens_as_token_ids"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 	ChatTemplateKwargs  map[string]any  `json:"chat_template_kwargs"`
-	Stream              *bool           `json:"stream"`
-	StreamOptions       json.RawMessage `json:"stream_options"`
-	IgnoreEOS           *bool           `json:"ignore_eos"`
-	MinTokens           *int            `json:"min_tokens"`
-	N                   *int            `json:"n"`
-	CacheSalt           string          `json:"cache_salt"`
-	StructuredOutputs   json.RawMessage `json:"structured_outputs"`
-	ResponseFormat      json.RawMessage `json:"response_format"`
 
 	// body is the request as sent, for the rare question the generic
 	// decoding of the messages cannot answer (contentMissing).
@@ -237,22 +243,37 @@ func (r *chatRequest) validate() (topLogprobs int, err *apiError) {
 	if len(r.LogprobTokenIDs) > 0 && !r.logprobs() {
 		return 0, validationError("logprob_token_ids", "Value error, when using `logprob_token_ids`, `logprobs` must be set to true. (parameter=logprob_token_ids)")
 	}
-	if len(r.StreamOptions) > 0 && string(r.StreamOptions) != "null" && (r.Stream == nil || !*r.Stream) {
-		return 0, validationError("stream_options", "Value error, Stream options can only be defined when `stream=True`.")
-	}
-	if r.N != nil && *r.N != 1 {
-		return 0, badRequest("n", "the vetbench twin serves n=1 only (got n=%d)", *r.N)
-	}
-	if _, e := r.streamOptions(); e != nil {
+	if e := r.checkStreamOptions(); e != nil {
 		return 0, e
 	}
+	return topLogprobs, r.checkServed()
+}
+
+// checkStreamOptions is the validator chat and completion requests share:
+// stream_options only with stream.
+func (r *generateFields) checkStreamOptions() *apiError {
+	if len(r.StreamOptions) > 0 && string(r.StreamOptions) != "null" && !r.streaming() {
+		return validationError("stream_options", "Value error, Stream options can only be defined when `stream=True`.")
+	}
+	return nil
+}
+
+// checkServed refuses, with a 400 that says so, what the twin does not
+// model (n > 1, constrained outputs), and reads stream_options.
+func (r *generateFields) checkServed() *apiError {
+	if r.N != nil && *r.N != 1 {
+		return badRequest("n", "the vetbench twin serves n=1 only (got n=%d)", *r.N)
+	}
+	if _, e := r.streamOptions(); e != nil {
+		return e
+	}
 	if len(r.StructuredOutputs) > 0 && string(r.StructuredOutputs) != "null" {
-		return 0, badRequest("structured_outputs", "the vetbench twin does not constrain outputs; drop structured_outputs")
+		return badRequest("structured_outputs", "the vetbench twin does not constrain outputs; drop structured_outputs")
 	}
 	if f := strings.TrimSpace(string(r.ResponseFormat)); f != "" && f != "null" && !strings.Contains(f, `"text"`) {
-		return 0, badRequest("response_format", "the vetbench twin answers text only; drop response_format")
+		return badRequest("response_format", "the vetbench twin answers text only; drop response_format")
 	}
-	return topLogprobs, nil
+	return nil
 }
 
 func (r *chatRequest) logprobs() bool { return r.Logprobs != nil && *r.Logprobs }

@@ -28,11 +28,22 @@ type chatCall struct {
 	eng       *engine
 	r         *request
 	ready     float64 // model time the engine got it
+	// completion says the request came to /v1/completions: a prompt
+	// continued as it stands, answered as text_completion (completion.go).
+	completion bool
+	// echo is the prompt text a completion with echo=true answers first.
+	echo string
 }
 
 // chat serves POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
-	c := &chatCall{recv: s.arrived(hr), rid: hr.Header.Get("X-Request-Id")}
+	s.serveGeneration(w, hr, &chatCall{}, s.parseChat)
+}
+
+// serveGeneration serves a generation request (chat or completion) once
+// parse has validated it into c.
+func (s *Server) serveGeneration(w http.ResponseWriter, hr *http.Request, c *chatCall, parse func([]byte, *chatCall) *apiError) {
+	c.recv, c.rid = s.arrived(hr), hr.Header.Get("X-Request-Id")
 	if c.rid == "" {
 		c.rid = newRequestID()
 	}
@@ -43,7 +54,7 @@ func (s *Server) chat(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, badRequest("body", "read body: %v", err))
 		return
 	}
-	if e := s.parseChat(body, c); e != nil {
+	if e := parse(body, c); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -95,13 +106,19 @@ func (s *Server) parseChat(body []byte, c *chatCall) *apiError {
 		return badRequest("messages", "%v", err)
 	}
 	c.p = p
-	if c.maxTokens, e = s.checkLength(req, len(p.Tokens)); e != nil {
+	return s.checkLimits(c)
+}
+
+// checkLimits sets the call's max_tokens and applies vLLM's checks of
+// length and sampling once the prompt is tokenized.
+func (s *Server) checkLimits(c *chatCall) (e *apiError) {
+	if c.maxTokens, e = s.checkLength(&c.req, len(c.p.Tokens)); e != nil {
 		return e
 	}
-	if e := req.checkSampling(c.maxTokens); e != nil {
+	if e := c.req.checkSampling(c.maxTokens); e != nil {
 		return e
 	}
-	return s.samplingError(req, topK)
+	return s.samplingError(&c.req, c.topK)
 }
 
 // checkImages refuses more images than --limit-mm-per-prompt allows.
@@ -206,7 +223,9 @@ func (s *Server) submitChat(w http.ResponseWriter, hr *http.Request, c *chatCall
 	c.r = &request{prompt: c.p, hashes: blockHashes(c.p, s.cfg.Profile.BlockSize, c.req.CacheSalt), maxTokens: c.maxTokens,
 		arrival: arrival, done: make(chan struct{})}
 	decodeFaults(c.r, &c.req, c.fault, c.maxTokens)
-	s.cfg.Profile.applyFeatures(c.r, &c.req)
+	if !c.completion { // a completion has no chat template: nothing splits off as reasoning
+		s.cfg.Profile.applyFeatures(c.r, &c.req)
+	}
 	if err := eng.submit(c.r, ready); err != nil {
 		writeError(w, errEngineDeadAPI())
 		return false
@@ -236,7 +255,11 @@ func (s *Server) answerWhole(w http.ResponseWriter, hr *http.Request, c *chatCal
 	if c.fault != nil {
 		c.fault.spoil(resp)
 	}
-	out, err := marshal(resp.wire())
+	wire := resp.wire
+	if c.completion {
+		wire = func() map[string]any { return resp.completionWire(c.echo) }
+	}
+	out, err := marshal(wire())
 	if err != nil {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: err.Error()})
 		return

@@ -43,19 +43,25 @@ func appendChunk(b, head []byte, ch *chunkJSON) []byte {
 		}
 		b = append(b, ']')
 	}
-	if u := ch.Usage; u != nil {
-		b = append(b, `,"usage":{"prompt_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
-		b = append(b, `,"total_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
-		b = append(b, `,"completion_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
-		b = append(b, '}')
-	}
+	b = appendUsage(b, ch.Usage)
 	if len(ch.PromptTokenIDs) > 0 {
 		b = append(b, `,"prompt_token_ids":`...)
 		b = append(b, ch.PromptTokenIDs...)
 	}
+	return append(b, '}')
+}
+
+// appendUsage appends ,"usage":{…} when u is set.
+func appendUsage(b []byte, u *usageJSON) []byte {
+	if u == nil {
+		return b
+	}
+	b = append(b, `,"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
 	return append(b, '}')
 }
 

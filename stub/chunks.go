@@ -104,6 +104,10 @@ func messageReasoning(r *request, first string) (reasoning, content *string) {
 // once) comes after the role chunk, with the answer model's text and
 // logprobs.
 func (sw *streamWriter) sendTokens(view *request, from, to int, last bool) {
+	if sw.c.completion {
+		sw.sendText(view, from, to, last)
+		return
+	}
 	choice := choiceJSON{Index: 0, Logprobs: jsonNull, TokenIDs: jsonNull}
 	if from == 0 {
 		sw.sendFirst(view, &choice)

@@ -557,6 +557,80 @@ func contractFacts() []contractFact {
 					require.GreaterOrEqual(t, e.logprob, MinLogprob)
 				}
 			}},
+		{ID: "completion shape", Source: "vllm/entrypoints/openai/completion/protocol.py (CompletionRequest.max_tokens, CompletionResponse); completion/serving.py (_create_completion_logprobs)",
+			Fact: "POST /v1/completions answers text_completion with id cmpl-<X-Request-Id>; max_tokens defaults to 16; logprobs k gives text_offset, token_logprobs, tokens spelling the text and per token at most k+1 entries, the sampled token first",
+			Check: func(t *testing.T, x *contractCtx) {
+				rid := x.rid("completion")
+				code, _, data := x.do(t, http.MethodPost, "/v1/completions", map[string]any{"model": x.tg.Model, "prompt": "Count: 1 2 3",
+					"temperature": 0, "ignore_eos": true, "logprobs": 2}, map[string]string{"X-Request-Id": rid})
+				require.Equal(t, http.StatusOK, code, "%s", data)
+				var body struct {
+					ID      string `json:"id"`
+					Object  string `json:"object"`
+					Choices []struct {
+						Text         string `json:"text"`
+						FinishReason string `json:"finish_reason"`
+						Logprobs     struct {
+							TextOffset []int                `json:"text_offset"`
+							Tokens     []string             `json:"tokens"`
+							Top        []map[string]float64 `json:"top_logprobs"`
+						} `json:"logprobs"`
+					} `json:"choices"`
+					Usage struct {
+						CompletionTokens int `json:"completion_tokens"`
+					} `json:"usage"`
+				}
+				require.NoError(t, json.Unmarshal(data, &body), "%s", data)
+				require.Equal(t, "cmpl-"+rid, body.ID)
+				require.Equal(t, "text_completion", body.Object)
+				require.Equal(t, 16, body.Usage.CompletionTokens, "the default max_tokens")
+				c := body.Choices[0]
+				require.Equal(t, "length", c.FinishReason)
+				require.Len(t, c.Logprobs.Tokens, 16)
+				require.Equal(t, c.Text, strings.Join(c.Logprobs.Tokens, ""), "the tokens spell the text")
+				require.Equal(t, 0, c.Logprobs.TextOffset[0])
+				for i, top := range c.Logprobs.Top {
+					require.LessOrEqual(t, len(top), 3, "position %d", i)
+					require.Contains(t, top, c.Logprobs.Tokens[i], "position %d holds its sampled token", i)
+				}
+			}},
+		{ID: "completion stream", Source: "vllm/entrypoints/openai/completion/serving.py (completion_stream_generator); vllm/benchmarks/lib/endpoint_request_func.py (async_request_openai_completions)",
+			Fact: "a streamed completion, as vllm bench serve's default backend asks for it, sends one text chunk per token (choices[0].text, no delta, no role chunk), then a usage chunk with empty choices and completion_tokens = max_tokens, then [DONE]",
+			Check: func(t *testing.T, x *contractCtx) {
+				const n = 8
+				code, _, data := x.do(t, http.MethodPost, "/v1/completions", map[string]any{"model": x.tg.Model, "prompt": "Count: 1 2 3",
+					"repetition_penalty": 1.0, "max_tokens": n, "logprobs": nil, "stream": true,
+					"stream_options": map[string]any{"include_usage": true}, "ignore_eos": true}, map[string]string{"X-Request-Id": x.rid("completion-stream")})
+				require.Equal(t, http.StatusOK, code, "%s", data)
+				var evs []string
+				for _, ev := range strings.Split(strings.TrimSpace(string(data)), "\n\n") {
+					evs = append(evs, strings.TrimPrefix(ev, "data: "))
+				}
+				require.Equal(t, "[DONE]", evs[len(evs)-1])
+				texts, usage := 0, -1
+				for _, ev := range evs[:len(evs)-1] {
+					var ch struct {
+						Object  string           `json:"object"`
+						Choices []map[string]any `json:"choices"`
+						Usage   *struct {
+							CompletionTokens int `json:"completion_tokens"`
+						} `json:"usage"`
+					}
+					require.NoError(t, json.Unmarshal([]byte(ev), &ch), ev)
+					require.Equal(t, "text_completion", ch.Object, ev)
+					if len(ch.Choices) == 0 {
+						require.NotNil(t, ch.Usage, ev)
+						usage = ch.Usage.CompletionTokens
+						continue
+					}
+					require.NotContains(t, ch.Choices[0], "delta", ev)
+					require.IsType(t, "", ch.Choices[0]["text"], ev)
+					texts++
+				}
+				require.Equal(t, n, usage, "the usage chunk counts max_tokens")
+				require.LessOrEqual(t, texts, n, "at most one chunk per token")
+				require.Positive(t, texts)
+			}},
 		{ID: "temperature 400s", Source: "vllm/sampling_params.py (_verify_args)",
 			Fact: "a temperature below 0 is a 400 naming temperature",
 			Check: func(t *testing.T, x *contractCtx) {

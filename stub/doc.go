@@ -23,7 +23,10 @@
 // # API
 //
 // POST /v1/chat/completions (streaming or not; X-Request-Id is echoed and
-// ends the completion id), POST /tokenize and /detokenize, GET /v1/models,
+// ends the completion id), POST /v1/completions (a prompt string or token
+// ids, no chat template, max_tokens 16 by default; one engine behind both,
+// the completion API's shapes: completion.go), POST /tokenize and
+// /detokenize, GET /v1/models,
 // /version, /health (503 while the engine is dead), /metrics (text format
 // 0.0.4, vLLM's names, types, labels and bucket edges), and with dev mode
 // POST /reset_prefix_cache ({"success": false} while requests hold KV

@@ -10,6 +10,7 @@ import (
 // chatResponse is a chat completion before it is put on the wire, so that
 // faults can spoil it.
 type chatResponse struct {
+	rid          string // the request id the answer's id is made of
 	id           string
 	created      int64
 	model        string
@@ -37,7 +38,7 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 	key := contentKey(p)
 	dist := s.distribution(rid, key, n, r.batchSeqs)
 	resp := &chatResponse{
-		id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.Model,
+		rid: rid, id: "chatcmpl-" + rid, created: time.Now().Unix(), model: s.cfg.Model,
 		promptTokens: len(p.Tokens), generated: r.generated, finishReason: r.finishReason,
 		promptDetails: s.promptDetails(r),
 	}

@@ -115,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 		routes = append(routes, path)
 	}
 	handle("POST /v1/chat/completions", s.chat)
+	handle("POST /v1/completions", s.completion)
 	handle("POST /tokenize", s.tokenize)
 	handle("POST /detokenize", s.detokenize)
 	handle("GET /v1/models", s.models)

@@ -28,7 +28,7 @@ type streamOpts struct {
 
 // streamOptions reads stream_options: an object, or absent. (Setting it
 // without stream is refused before this, as vLLM's validator does.)
-func (r *chatRequest) streamOptions() (streamOpts, *apiError) {
+func (r *generateFields) streamOptions() (streamOpts, *apiError) {
 	var o streamOpts
 	if len(r.StreamOptions) == 0 || string(r.StreamOptions) == "null" {
 		return o, nil
@@ -39,11 +39,11 @@ func (r *chatRequest) streamOptions() (streamOpts, *apiError) {
 	return o, nil
 }
 
-func (r *chatRequest) streaming() bool { return r.Stream != nil && *r.Stream }
+func (r *generateFields) streaming() bool { return r.Stream != nil && *r.Stream }
 
-func (r *chatRequest) ignoreEOS() bool { return r.IgnoreEOS != nil && *r.IgnoreEOS }
+func (r *generateFields) ignoreEOS() bool { return r.IgnoreEOS != nil && *r.IgnoreEOS }
 
-func (r *chatRequest) minTokens() int {
+func (r *generateFields) minTokens() int {
 	if r.MinTokens == nil {
 		return 0
 	}
@@ -183,7 +183,7 @@ type streamWriter struct {
 	s                 *Server
 	c                 *chatCall
 	out               *sse
-	id                string
+	id, object        string // chatcmpl-… chat.completion.chunk, or cmpl-… text_completion
 	created           int64
 	prompt            int       // prompt tokens
 	usage, continuous bool      // stream_options
@@ -194,6 +194,7 @@ type streamWriter struct {
 	due               float64   // model time the last tokens written were due at the client (-1: none since the last flush)
 	firstDue          float64   // model time the first token chunk was due at the client (-1: not written yet)
 	firstCounted      bool      // its write has been counted (engine.firstDelivered)
+	textLen           int       // characters of a completion's text sent so far (its logprobs' text_offset)
 	// ch groups the tokens into chunks: one per engine step, or per
 	// --stream-interval tokens (chunks.go).
 	ch chunker
@@ -273,10 +274,13 @@ func (s *Server) streamFault(w http.ResponseWriter, hr *http.Request, c *chatCal
 func newStreamWriter(s *Server, c *chatCall, out *sse) *streamWriter {
 	opts, _ := c.req.streamOptions()
 	usage := opts.IncludeUsage != nil && *opts.IncludeUsage
-	sw := &streamWriter{s: s, c: c, out: out, id: "chatcmpl-" + c.rid, created: time.Now().Unix(), prompt: len(c.r.prompt.Tokens),
+	sw := &streamWriter{s: s, c: c, out: out, id: "chatcmpl-" + c.rid, object: "chat.completion.chunk", created: time.Now().Unix(), prompt: len(c.r.prompt.Tokens),
 		usage: usage, continuous: usage && opts.ContinuousUsageStats != nil && *opts.ContinuousUsageStats, cut: -1, due: -1, firstDue: -1,
 		ch: chunker{interval: s.cfg.Profile.StreamInterval}}
-	sw.head = chunkHead(&chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: s.cfg.Model})
+	if c.completion {
+		sw.id, sw.object = "cmpl-"+c.rid, "text_completion"
+	}
+	sw.head = chunkHead(&chunkJSON{ID: sw.id, Object: sw.object, Created: sw.created, Model: s.cfg.Model})
 	if c.fault != nil && c.fault.Kind == FaultTruncate {
 		n := c.r.maxTokens
 		if c.r.gen.eosAt > 0 {
@@ -290,11 +294,15 @@ func newStreamWriter(s *Server, c *chatCall, out *sse) *streamWriter {
 // chunk is a chat.completion.chunk with choices and, with
 // continuous_usage_stats, the running usage.
 func (sw *streamWriter) chunk(choices []choiceJSON, completion int) chunkJSON {
-	ch := chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: sw.s.cfg.Model, Choices: choices}
-	if sw.continuous {
-		ch.Usage = &usageJSON{PromptTokens: sw.prompt, TotalTokens: sw.prompt + completion, CompletionTokens: completion}
+	return chunkJSON{ID: sw.id, Object: sw.object, Created: sw.created, Model: sw.s.cfg.Model, Choices: choices, Usage: sw.runningUsage(completion)}
+}
+
+// runningUsage is a chunk's usage with continuous_usage_stats, else nil.
+func (sw *streamWriter) runningUsage(completion int) *usageJSON {
+	if !sw.continuous {
+		return nil
 	}
-	return ch
+	return &usageJSON{PromptTokens: sw.prompt, TotalTokens: sw.prompt + completion, CompletionTokens: completion}
 }
 
 // sendNew sends the tokens sampled since the last call, each engine
@@ -360,7 +368,7 @@ func (sw *streamWriter) finish(view *request) {
 		sw.out.data(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": nil, "code": e.Status}})
 	case sw.usage:
 		n := view.generated
-		sw.out.chunk(sw.head, &chunkJSON{ID: sw.id, Object: "chat.completion.chunk", Created: sw.created, Model: sw.s.cfg.Model, Choices: []choiceJSON{},
+		sw.out.chunk(sw.head, &chunkJSON{ID: sw.id, Object: sw.object, Created: sw.created, Model: sw.s.cfg.Model, Choices: []choiceJSON{},
 			Usage: &usageJSON{PromptTokens: sw.prompt, TotalTokens: sw.prompt + n, CompletionTokens: n}})
 	}
 	sw.out.done()

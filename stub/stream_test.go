@@ -43,7 +43,14 @@ func (tw *twin) streamClient() *stream.Client {
 // events posts body and returns its status and every SSE data payload.
 func (tw *twin) events(t *testing.T, body string) (int, []string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, twinURL+"/v1/chat/completions", strings.NewReader(body))
+	return tw.eventsAt(t, "/v1/chat/completions", body)
+}
+
+// eventsAt posts body to path and returns its status and every SSE data
+// payload.
+func (tw *twin) eventsAt(t *testing.T, path, body string) (int, []string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, twinURL+path, strings.NewReader(body))
 	require.NoError(t, err)
 	res, err := tw.hc.Do(req)
 	require.NoError(t, err)
