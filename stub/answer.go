@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"sync"
 )
 
 // MinLogprob is vLLM's floor for a returned logprob.
@@ -33,7 +34,17 @@ var DefaultSpread = Spread{Confident: 0.85, NearTie: 0.05}
 // options). Each is one token of the twin's tokenizer.
 var fillerTexts = []string{"The", "Answer", "Control", "Based", "Looking", "Option", "yes", "no", "\n", "\n\n", " ", "*"}
 
-func fillerID(text string) int { return Tokenize(text)[0].ID }
+func fillerID(text string) int { return fillerIDs()[text] }
+
+// fillerIDs tokenizes the filler texts once: the answer model reads them
+// for every first token, and a stream's first chunk waits on it.
+var fillerIDs = sync.OnceValue(func() map[string]int {
+	m := make(map[string]int, len(fillerTexts))
+	for _, t := range fillerTexts {
+		m[t] = Tokenize(t)[0].ID
+	}
+	return m
+})
 
 // distribution is one request's next-token logits: the candidates
 // (controls 0..n-1 in decision order), other enumerated tokens, and the
@@ -87,7 +98,7 @@ func contentKey(p prompt) []byte {
 // candidates from the content key, shaped by the spread.
 func modelDistribution(key []byte, n int, sp Spread) distribution {
 	g := newRNG(key, []byte("answer"))
-	d := distribution{cand: make([]float64, n), others: map[int]float64{}}
+	d := distribution{cand: make([]float64, n), others: make(map[int]float64, len(fillerTexts)+MaxControls)}
 	if n > 0 {
 		win := int(g.next() % uint64(n))
 		u := g.float()
@@ -203,6 +214,18 @@ func background(key []byte, id int) float64 {
 type ranked struct {
 	id int
 	lp float64
+}
+
+// greedy is rank(lps)[0] without the sort: the sampled token when no
+// logprobs are asked for.
+func greedy(lps map[int]float64) ranked {
+	best := ranked{lp: math.Inf(-1)}
+	for id, lp := range lps {
+		if lp > best.lp || (lp == best.lp && id < best.id) {
+			best = ranked{id, lp}
+		}
+	}
+	return best
 }
 
 func rank(lps map[int]float64) []ranked {

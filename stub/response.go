@@ -52,18 +52,19 @@ func (s *Server) answer(rid string, req *chatRequest, topK int, r *request) *cha
 			// an output that stopped (text.go).
 			lps = r.gen.logprobs(pos)
 		}
-		order := rank(lps)
-		resp.content += tokenText(order[0].id)
 		if !req.logprobs() {
+			resp.content += tokenText(greedy(lps).id)
 			continue
 		}
+		order := rank(lps)
+		resp.content += tokenText(order[0].id)
 		cl, cands := pl.entry(pos, lps, order)
 		resp.candidates = append(resp.candidates, cands...)
 		resp.logprobs = append(resp.logprobs, cl)
 	}
 	if reasoningEnd(r) > 0 && r.generated > 0 {
 		resp.thinking, resp.version = true, s.servedVersion()
-		resp.reasoning, resp.body = messageReasoning(r, tokenText(rank(dist.logprobs())[0].id))
+		resp.reasoning, resp.body = messageReasoning(r, tokenText(greedy(dist.logprobs()).id))
 	}
 	return resp
 }
