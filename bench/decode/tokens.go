@@ -209,6 +209,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		ServerFlags:    r.serverFlags,
 		Sampling:       Sampling,
 		HarnessVersion: bench.HarnessVersion,
+		API:            tokens.APIChat,
 	}
 	r.metrics = func(ctx context.Context) scrape.Snapshot {
 		snap, _ := scrape.Fetch(ctx, &control, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth))

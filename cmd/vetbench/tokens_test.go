@@ -250,10 +250,22 @@ func TestTokensRefilledSlotsAndSaveResult(t *testing.T) {
 	require.Regexp(t, `median_itl_ms +vllm bench serve calculate_metrics`, stdout)
 	require.NotContains(t, stdout, "aggregate_output_tok_s", "the result file holds no published-receipt figures: none compared")
 
+	// The same figures from vllm bench serve's default backend
+	// (/v1/completions: prompts without the chat template) are another
+	// experiment: named, exit 2, not judged as speed.
+	res["backend"], res["endpoint_type"] = "openai", "openai"
+	completions := filepath.Join(t.TempDir(), "completions.json")
+	b, _ := json.Marshal(res)
+	require.NoError(t, os.WriteFile(completions, b, 0o644))
+	stdout, _, code = runEnv(t, nil, "tokens", "-baseline", completions, "-candidate", files[0])
+	require.Equal(t, exitNoVerdict, code, stdout)
+	require.Contains(t, stdout, "api: /v1/completions → /v1/chat/completions")
+	res["backend"], res["endpoint_type"] = "openai-chat", "openai-chat"
+
 	// A baseline twice as fast: the candidate is worse.
 	res["output_throughput"] = 2 * res["output_throughput"].(float64)
 	fast := filepath.Join(t.TempDir(), "fast.json")
-	b, _ := json.Marshal(res)
+	b, _ = json.Marshal(res)
 	require.NoError(t, os.WriteFile(fast, b, 0o644))
 	stdout, _, code = runEnv(t, nil, "tokens", "-baseline", fast, "-candidate", files[0])
 	require.Equal(t, exitFail, code, stdout)

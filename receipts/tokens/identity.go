@@ -33,6 +33,7 @@ func (r *Receipt) identityFields() []identityField {
 		{"prompt_digest", id.PromptDigest},
 		{"cache_isolation", id.CacheIsolation},
 		{"harness_version", id.HarnessVersion},
+		{"api", id.API},
 	}
 	return out
 }
@@ -85,6 +86,9 @@ func mapKey(m map[string]string) string {
 func (r *Receipt) IdentityDigest() string {
 	h := sha256.New()
 	for _, f := range r.identityFields() {
+		if f.name == "api" && f.value == "" {
+			continue // recorded since 2026-12: a receipt from before keeps its digest
+		}
 		fmt.Fprintf(h, "%s=%s\n", f.name, f.value)
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -46,8 +46,12 @@ func ServeResult(r *Receipt) (map[string]any, error) {
 	if p.NumPrompts > 0 {
 		mode, prompts = "refilled_slots", p.NumPrompts
 	}
+	backend := "openai-chat" // vetbench streams from the chat endpoint
+	if r.Identity.API == APICompletions {
+		backend = "openai"
+	}
 	out := map[string]any{
-		"date": r.Started.Format("20060102-150405"), "endpoint_type": "openai-chat", "backend": "openai-chat",
+		"date": r.Started.Format("20060102-150405"), "endpoint_type": backend, "backend": backend,
 		"label": "vetbench", "model_id": r.Identity.Model, "tokenizer_id": r.Identity.Model,
 		"num_prompts": prompts, "request_rate": rate, "burstiness": max(p.Burstiness, 1.0),
 		"max_concurrency": p.Concurrency, MetaWorkload: p.Workload, MetaOutputTokens: strconv.Itoa(p.OutputTokens), MetaMode: mode,
@@ -109,6 +113,8 @@ func addRequestLists(out map[string]any, r *Receipt) {
 // Keys are read defensively: older vLLM versions wrote fewer.
 type serveFile struct {
 	Date           string          `json:"date"`
+	Backend        string          `json:"backend"`
+	EndpointType   string          `json:"endpoint_type"`
 	ModelID        string          `json:"model_id"`
 	NumPrompts     int             `json:"num_prompts"`
 	RequestRate    json.RawMessage `json:"request_rate"`
@@ -208,7 +214,7 @@ func decodeServeObject(b []byte) (*Receipt, error) {
 		return nil, err
 	}
 	r := &Receipt{Schema: Schema, Source: SourceVLLM, Target: receipts.Target{Kind: receipts.TargetLive},
-		Identity: Identity{Model: f.ModelID}, Point: p,
+		Identity: Identity{Model: f.ModelID, API: serveAPI(f)}, Point: p,
 		Runs:    []Run{{GeneratedTokens: f.TotalOutput, VerifiedTokens: 0, WallSeconds: f.Duration, OutputTokS: float64(f.TotalOutput) / f.Duration}},
 		Summary: Summary{Requests: f.Completed + f.Failed, Failed: f.Failed, Serve: s},
 		Method:  "vllm bench serve --save-result " + f.Date,
@@ -217,6 +223,27 @@ func decodeServeObject(b []byte) (*Receipt, error) {
 		r.Started = t.UTC()
 	}
 	return r, nil
+}
+
+// serveAPI is the endpoint a result's backend streams from (backend, or
+// endpoint_type, which older versions wrote alone and newer ones write
+// as the backend): openai-chat the chat endpoint, openai and vllm the
+// completions endpoint; another backend by its name; "" when the file
+// names none.
+func serveAPI(f serveFile) string {
+	b := f.Backend
+	if b == "" {
+		b = f.EndpointType
+	}
+	switch b {
+	case "":
+		return ""
+	case "openai-chat":
+		return APIChat
+	case "openai", "vllm":
+		return APICompletions
+	}
+	return "backend " + b
 }
 
 // outputLength is the point's output tokens per request: the

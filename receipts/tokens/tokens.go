@@ -169,6 +169,12 @@ func (r *Receipt) Key() Key {
 // Identity is what must be equal for two points to be comparable, besides
 // the point's workload and output length. An empty field is unrecorded,
 // and a comparison says so instead of calling it equal.
+// The endpoints a point can stream from (Identity.API).
+const (
+	APIChat        = "/v1/chat/completions"
+	APICompletions = "/v1/completions"
+)
+
 type Identity struct {
 	// Model names the weights (the served root, like receipts.Weights).
 	Model       string `json:"model,omitempty"`
@@ -189,6 +195,11 @@ type Identity struct {
 	// unrecorded.
 	CacheIsolation string `json:"cache_isolation,omitempty"`
 	HarnessVersion string `json:"harness_version,omitempty"`
+	// API is the endpoint the point streamed from: APIChat (vetbench's
+	// own points; vllm bench serve --backend openai-chat) or
+	// APICompletions (--backend openai or vllm, its default: a prompt
+	// without the chat template, so other prompt tokens); "" unrecorded.
+	API string `json:"api,omitempty"`
 	// Digest is the sha256 over the identity fields (IdentityDigest).
 	Digest string `json:"digest"`
 }
