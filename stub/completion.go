@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -65,13 +66,25 @@ func (s *Server) parseCompletion(body []byte, c *chatCall) *apiError {
 	if e := s.checkModel(req.Model); e != nil {
 		return e
 	}
-	if c.p, e = req.prompt(); e != nil {
+	var ids bool
+	if c.p, ids, e = req.prompt(); e != nil {
 		return e
+	}
+	// Lengths first, as vLLM's renderer checks them before its input
+	// processor reads the ids: a prompt past max_model_len is refused
+	// before its millions of ids are spelled.
+	if e := s.checkLimits(c); e != nil {
+		return e
+	}
+	if ids {
+		if c.p.Text, e = spellIDs(c.p.Tokens); e != nil {
+			return e
+		}
 	}
 	if req.echo() {
 		c.echo = c.p.Text
 	}
-	return s.checkLimits(c)
+	return nil
 }
 
 // validate applies CompletionRequest's validators and refuses what the
@@ -145,40 +158,42 @@ func (r *completionRequest) chatRequest(topK int) chatRequest {
 }
 
 // prompt tokenizes the request's one prompt: a string (with <bos> unless
-// add_special_tokens is false, as /tokenize does), token ids as they are,
-// or a list holding one of either.
-func (r *completionRequest) prompt() (prompt, *apiError) {
+// add_special_tokens is false, as /tokenize does), token ids as they are
+// (ids: not spelled yet), or a list holding one of either.
+func (r *completionRequest) prompt() (p prompt, ids bool, e *apiError) {
 	raw := bytes.TrimSpace(r.Prompt)
 	invalid := validationError("prompt", "Input should be a valid string or a list of token ids")
 	var list []json.RawMessage
 	if len(raw) > 0 && raw[0] == '[' {
 		if json.Unmarshal(raw, &list) != nil {
-			return prompt{}, invalid
+			return p, false, invalid
 		}
 		if len(list) == 0 || (firstByte(list[0]) != '"' && firstByte(list[0]) != '[') {
-			return idsPrompt(raw) // [] is list[int] to pydantic: an empty prompt
+			p, e = idsPrompt(raw) // [] is list[int] to pydantic: an empty prompt
+			return p, true, e
 		}
 		if len(list) != 1 {
-			return prompt{}, badRequest("prompt", "the vetbench twin serves one prompt per completion request (got %d); send them one by one", len(list))
+			return p, false, badRequest("prompt", "the vetbench twin serves one prompt per completion request (got %d); send them one by one", len(list))
 		}
 		raw = list[0]
 		if firstByte(raw) == '[' {
-			return idsPrompt(raw)
+			p, e = idsPrompt(raw)
+			return p, true, e
 		}
 	}
 	var text string
 	if json.Unmarshal(raw, &text) != nil {
-		return prompt{}, invalid
+		return p, false, invalid
 	}
-	var p prompt
 	if r.AddSpecialTokens == nil || *r.AddSpecialTokens {
 		p.Tokens = append(p.Tokens, TokenBOS)
 	}
 	p.Tokens, p.Text = appendText(p.Tokens, text), text
-	return p, nil
+	return p, false, nil
 }
 
-// idsPrompt is a prompt of token ids, spelled for the answer model.
+// idsPrompt is a prompt of token ids, as given; spellIDs spells it once
+// its length is known to fit.
 func idsPrompt(raw json.RawMessage) (prompt, *apiError) {
 	var ids []int
 	if json.Unmarshal(raw, &ids) != nil {
@@ -187,19 +202,23 @@ func idsPrompt(raw json.RawMessage) (prompt, *apiError) {
 	if len(ids) == 0 {
 		return prompt{}, badRequest("", "The decoder prompt cannot be empty")
 	}
+	if slices.Min(ids) < 0 {
+		return prompt{}, validationError("prompt", "Input should be greater than or equal to 0")
+	}
+	return prompt{Tokens: ids}, nil
+}
+
+// spellIDs is the text of a prompt of ids for the answer model, or vLLM's
+// 400 for an id past the vocabulary.
+func spellIDs(ids []int) (string, *apiError) {
+	if top := slices.Max(ids); top >= VocabSize {
+		return "", badRequest("", "Token id %d is out of vocabulary", top)
+	}
 	var text strings.Builder
-	top := 0
 	for _, id := range ids {
-		if id < 0 {
-			return prompt{}, validationError("prompt", "Input should be greater than or equal to 0")
-		}
-		top = max(top, id)
 		text.WriteString(tokenText(id))
 	}
-	if top >= VocabSize {
-		return prompt{}, badRequest("", "Token id %d is out of vocabulary", top)
-	}
-	return prompt{Tokens: ids, Text: text.String()}, nil
+	return text.String(), nil
 }
 
 // intField reads an optional integer field (0 when absent or null) and

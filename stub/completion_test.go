@@ -330,6 +330,9 @@ func TestCompletionRefused(t *testing.T) {
 			{`{"prompt":[]}`, "", "The decoder prompt cannot be empty"},
 			{`{"prompt":[999999]}`, "", "Token id 999999 is out of vocabulary"},
 			{`{"prompt":[-1]}`, "prompt", "greater than or equal to 0"},
+			// Lengths before ids, as vLLM's renderer checks them before its
+			// input processor: too long, however bad its ids.
+			{`{"prompt":[` + strings.Repeat("999999,", 9000) + `1]}`, "input_tokens", "This model's maximum context length is 8192 tokens"},
 			{`{"prompt":{"text":"a"}}`, "prompt", "Input should be a valid string or a list of token ids"},
 			// Not modelled: said so.
 			{`{"prompt":["a","b"]}`, "prompt", "one prompt per completion request (got 2)"},

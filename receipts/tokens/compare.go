@@ -154,6 +154,9 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 		Unverified:      append([]string{}, IdentityUnverified(base, cand)...),
 		Problems:        []string{}, // [] in JSON, never null
 	}
+	if d := promptTokensDiff(base, cand); d != "" {
+		pc.IdentityDiff = append(pc.IdentityDiff, d)
+	}
 	for _, def := range pc.BaseDefinitions {
 		if !slices.Contains(pc.CandDefinitions, def) {
 			continue

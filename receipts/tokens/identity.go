@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,4 +121,31 @@ func IdentityUnverified(a, b *Receipt) []string {
 		}
 	}
 	return out
+}
+
+// promptTolerance is how far apart two points' mean prompt lengths may be
+// and still be the same prompts: the twin's and a server's tokenizers, or
+// two templates, move a prompt by a token or two.
+const promptTolerance = 0.05
+
+// promptTokensDiff is, in words, how two points' prompts differ in length
+// — the mean prompt tokens per completed request, by the servers' own
+// usage counts — when they are more than promptTolerance apart: another
+// prompt set (vllm bench serve's random dataset against vetbench's text
+// workload), or the same text through the completions endpoint and the
+// chat template. A workload's change, not the server's speed. "" when
+// they agree or a side has no counts (a published point).
+func promptTokensDiff(a, b *Receipt) string {
+	mean := func(r *Receipt) float64 {
+		s := r.Summary.Serve
+		if s == nil || s.Completed == 0 || s.TotalInputTokens == 0 {
+			return 0
+		}
+		return float64(s.TotalInputTokens) / float64(s.Completed)
+	}
+	ma, mb := mean(a), mean(b)
+	if ma == 0 || mb == 0 || math.Abs(ma-mb) <= promptTolerance*max(ma, mb) {
+		return ""
+	}
+	return fmt.Sprintf("prompt tokens per request: %.1f → %.1f (other prompts)", ma, mb)
 }

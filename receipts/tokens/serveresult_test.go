@@ -103,3 +103,42 @@ func TestIdentityDigestWithoutAPI(t *testing.T) {
 	require.NoError(t, err, "a receipt from before validates, its digest unchanged")
 	require.Empty(t, old.Identity.API)
 }
+
+// Two points whose requests carried prompts of other lengths are other
+// workloads, whatever their metadata says: vllm bench serve's random
+// dataset (1024 tokens by default) named workload=text against
+// vetbench's text prompts is refused as an identity difference, not
+// judged as speed; a length within 5% (another tokenizer's or template's
+// token or two) is the same prompts.
+func TestPromptTokensDiffer(t *testing.T) {
+	t.Parallel()
+	r := sample()
+	m, err := ServeResult(r)
+	require.NoError(t, err)
+	in := m["total_input_tokens"].(int)
+	require.Positive(t, in)
+	for _, tc := range []struct {
+		total int
+		diff  bool
+	}{{in, false}, {in * 104 / 100, false}, {in * 10, true}, {in / 2, true}} {
+		m["total_input_tokens"] = tc.total
+		data, err := json.Marshal(m)
+		require.NoError(t, err)
+		back, err := DecodeServeResult(data, "r.json")
+		require.NoError(t, err)
+		pc, err := ComparePoint(back[0], r)
+		require.NoError(t, err)
+		var got []string
+		for _, d := range pc.IdentityDiff {
+			if strings.HasPrefix(d, "prompt tokens per request:") {
+				got = append(got, d)
+			}
+		}
+		if tc.diff {
+			require.Len(t, got, 1, "total_input_tokens %d against %d", tc.total, in)
+			require.Contains(t, got[0], "(other prompts)")
+		} else {
+			require.Empty(t, got, "total_input_tokens %d against %d", tc.total, in)
+		}
+	}
+}
