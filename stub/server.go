@@ -19,7 +19,8 @@ const Version = "0.30.0+vetbench.twin"
 
 // Stats are the twin's own counters, for tests.
 type Stats struct {
-	// ChatRequests counts chat completion requests that passed validation.
+	// ChatRequests counts generation requests (chat and completions) that
+	// passed validation.
 	ChatRequests int
 	// Served counts answers sent (including spoiled ones).
 	Served int
