@@ -128,6 +128,8 @@ type Runner struct {
 	afterDo func()
 	// control bounds the probes (WithControlTimeout).
 	control time.Duration
+	// api is the endpoint the points stream from (WithAPI).
+	api string
 	// metrics reads the server's /metrics (a failure is in the snapshot).
 	metrics func(context.Context) scrape.Snapshot
 }
@@ -159,6 +161,12 @@ func WithHTTPClient(hc *http.Client) Option { return func(r *Runner) { r.hc = hc
 // the control timeout, not in a stream's.
 func WithControlTimeout(d time.Duration) Option { return func(r *Runner) { r.control = d } }
 
+// WithAPI sends the points to api: tokens.APIChat (the default) or
+// tokens.APICompletions, the text workload's prompt as it stands, as
+// `vllm bench serve --backend openai` sends its prompts (no chat
+// template). The receipts record it (identity.api).
+func WithAPI(api string) Option { return func(r *Runner) { r.api = api } }
+
 // WithSharedPrompts makes every point re-send the same prompts: the cache
 // pitfall, for CachePitfall only.
 func WithSharedPrompts() Option { return func(r *Runner) { r.prompts = NewSharedPrompts(r.RunID) } }
@@ -180,6 +188,13 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	}
 	if r.hc == nil {
 		r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	}
+	switch r.api {
+	case "":
+		r.api = tokens.APIChat
+	case tokens.APIChat, tokens.APICompletions:
+	default:
+		return nil, fmt.Errorf("api %q: want %s or %s", r.api, tokens.APIChat, tokens.APICompletions)
 	}
 	if r.prompts == nil {
 		r.prompts = NewPrompts(r.RunID)
@@ -209,7 +224,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		ServerFlags:    r.serverFlags,
 		Sampling:       Sampling,
 		HarnessVersion: bench.HarnessVersion,
-		API:            tokens.APIChat,
+		API:            r.api,
 	}
 	r.metrics = func(ctx context.Context) scrape.Snapshot {
 		snap, _ := scrape.Fetch(ctx, &control, ep.BaseURL+"/metrics", scrape.WithAuthorize(auth))
@@ -238,7 +253,7 @@ func newRunID() string {
 // failures exceed the accepted share has every repeat and an error
 // wrapping ErrFailures.
 func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) {
-	if err := p.validate(); err != nil {
+	if err := r.check(p); err != nil {
 		return nil, err
 	}
 	rp := p.receiptPoint()
@@ -374,6 +389,9 @@ func (r *Runner) batch(ctx context.Context, p Point) (tokens.Run, error) {
 	reqs, err := r.prompts.Batch(p.Workload, p.receiptPoint().Requests(), p.OutputTokens)
 	if err != nil {
 		return tokens.Run{}, err
+	}
+	if r.api == tokens.APICompletions {
+		asCompletions(reqs)
 	}
 	var offsets []time.Duration
 	if p.RequestRate > 0 {
@@ -522,3 +540,23 @@ func LittlesLaw(occ audit.Occupancy, wallSeconds float64, results []*stream.Resu
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// asCompletions turns text chat requests into completions of the same
+// prompt text, as it stands.
+func asCompletions(reqs []stream.Request) {
+	for i, q := range reqs {
+		reqs[i].Prompt, reqs[i].Messages = q.Messages[0].Text, nil
+	}
+}
+
+// check refuses a point the runner cannot measure: an invalid one, or an
+// image workload through the completions endpoint.
+func (r *Runner) check(p Point) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	if r.api == tokens.APICompletions && p.Workload != tokens.WorkloadText {
+		return fmt.Errorf("workload %s through %s: a completion is text only; measure it with %s", p.Workload, tokens.APICompletions, tokens.APIChat)
+	}
+	return nil
+}

@@ -9,10 +9,12 @@ import (
 	"time"
 )
 
-// chunk is the part of a chat.completion.chunk that the client reads.
+// chunk is the part of a chat.completion.chunk (or a text_completion
+// chunk: text instead of a delta) that the client reads.
 type chunk struct {
 	Choices []struct {
-		Index int `json:"index"`
+		Index int     `json:"index"`
+		Text  *string `json:"text"`
 		Delta struct {
 			Content   *string `json:"content"`
 			Reasoning *string `json:"reasoning"`
@@ -154,6 +156,9 @@ func (c *collector) choices(t time.Time, ch *chunk, up *Update) {
 		}
 		if cc.Delta.Content != nil {
 			up.Content += *cc.Delta.Content
+		}
+		if cc.Text != nil {
+			up.Content += *cc.Text
 		}
 		switch {
 		case cc.Delta.Reasoning != nil:

@@ -1,5 +1,5 @@
-// Package stream is a streaming client for vLLM's /v1/chat/completions:
-// stream on, with the usage chunk and continuous usage stats. One call
+// Package stream is a streaming client for vLLM's /v1/chat/completions
+// (and /v1/completions, for a Request with a Prompt): stream on, with the usage chunk and continuous usage stats. One call
 // sends one request and returns its Result: time to first token, time
 // between tokens, the server's output token count (and its running count
 // over time, so a fixed window can count the tokens inside it), end to end
@@ -23,8 +23,12 @@ import (
 	"github.com/vetbench/vetbench/judgments/errclass"
 )
 
-// Path is the endpoint the client posts to.
-const Path = "/v1/chat/completions"
+// Path is the endpoint the client posts chat requests to; CompletionsPath
+// the one for a Request with a Prompt.
+const (
+	Path            = "/v1/chat/completions"
+	CompletionsPath = "/v1/completions"
+)
 
 // maxErrorBody bounds how much of a non-200 answer is read.
 const maxErrorBody = 64 << 10
@@ -113,10 +117,11 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 		maxTokens: r.MaxTokens}
 	defer watch.stop()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+Path, bytes.NewReader(body))
+	path := r.Path()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		res.End = c.now()
-		res.Err = fmt.Errorf("%s: %w", Path, err)
+		res.Err = fmt.Errorf("%s: %w", path, err)
 		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -129,7 +134,7 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		res.End = c.now()
-		res.Err = c.failure(ctx, watch, fmt.Errorf("%s: %w", Path, err))
+		res.Err = c.failure(ctx, watch, fmt.Errorf("%s: %w", path, err))
 		return res
 	}
 	defer resp.Body.Close()
@@ -138,7 +143,7 @@ func (c *Client) Do(ctx context.Context, r Request, obs Observer) *Result {
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		res.End = c.now()
-		res.Err = judgments.ParseStatusError(Path, resp, data, judgments.Secret(c.apiKey))
+		res.Err = judgments.ParseStatusError(path, resp, data, judgments.Secret(c.apiKey))
 		return res
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {

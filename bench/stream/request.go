@@ -24,6 +24,10 @@ type Request struct {
 	// Model is sent as "model"; empty leaves it out (the server's only model).
 	Model    string
 	Messages []Message
+	// Prompt, when set instead of Messages, is sent to /v1/completions
+	// as it stands: no chat template (vllm bench serve's default
+	// backend, openai).
+	Prompt string
 	// MaxTokens is the fixed output length; with IgnoreEOS the server
 	// generates exactly this many tokens unless it fails or is cut.
 	MaxTokens   int
@@ -52,6 +56,20 @@ func Text(prompt string, outputTokens int) Request {
 	}
 }
 
+// Completion returns a request for one prompt sent to /v1/completions,
+// with a fixed output length, like Text.
+func Completion(prompt string, outputTokens int) Request {
+	return Request{Prompt: prompt, MaxTokens: outputTokens, IgnoreEOS: true}
+}
+
+// Path is the endpoint r is posted to.
+func (r Request) Path() string {
+	if r.Prompt != "" {
+		return CompletionsPath
+	}
+	return Path
+}
+
 // Image returns a request for one user prompt with one image (a data: URL)
 // and a fixed output length, like Text.
 func Image(prompt, imageURL string, outputTokens int) Request {
@@ -68,8 +86,13 @@ func DataURL(mime string, data []byte) string {
 // Validate reports a request that cannot be sent.
 func (r Request) Validate() error {
 	var errs []error
-	if len(r.Messages) == 0 {
+	switch {
+	case r.Prompt != "" && len(r.Messages) > 0:
+		errs = append(errs, errors.New("both a prompt and messages: a completion has one, a chat completion the other"))
+	case r.Prompt == "" && len(r.Messages) == 0:
 		errs = append(errs, errors.New("no messages"))
+	case r.Prompt != "" && r.ChatTemplateKwargs != nil:
+		errs = append(errs, errors.New("chat_template_kwargs on a completion: it has no chat template"))
 	}
 	for i, m := range r.Messages {
 		if m.Text == "" && m.ImageURL == "" {
@@ -100,7 +123,8 @@ func (r Request) Validate() error {
 // to the server.
 type wire struct {
 	Model              string         `json:"model,omitempty"`
-	Messages           []wireMessage  `json:"messages"`
+	Messages           []wireMessage  `json:"messages,omitempty"`
+	Prompt             string         `json:"prompt,omitempty"`
 	Stream             bool           `json:"stream"`
 	StreamOptions      streamOptions  `json:"stream_options"`
 	MaxTokens          int            `json:"max_tokens"`
@@ -140,6 +164,7 @@ func (r Request) Body() ([]byte, error) {
 	}
 	w := wire{
 		Model:              r.Model,
+		Prompt:             r.Prompt,
 		Stream:             true,
 		StreamOptions:      streamOptions{IncludeUsage: true, ContinuousUsageStats: true},
 		MaxTokens:          r.MaxTokens,

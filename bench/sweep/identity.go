@@ -15,6 +15,7 @@ import (
 	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/speed"
+	"github.com/vetbench/vetbench/receipts/tokens"
 )
 
 // SpeedConfig is what a run on ep measures, keyed as receipts/speed names
@@ -31,7 +32,7 @@ func SpeedConfig(ctx context.Context, ep bench.Endpoint, cfg config.Config, sets
 		speed.KeyScoring:     string(cfg.Mode),
 		speed.KeyDispatch:    string(cfg.Dispatch),
 		speed.KeyServerFlags: cfg.ServerFlags,
-		speed.KeyTokens:      fmt.Sprintf("output=%d", cfg.Tokens.OutputTokens),
+		speed.KeyTokens:      tokensKey(cfg.Tokens),
 		speed.KeyMatrix:      fmt.Sprintf("duration=%s output=%d targeting=%s", cfg.Matrix.Duration, cfg.Matrix.OutputTokens, cfg.Matrix.Targeting),
 	}
 	// Recorded only when said, so that closed-loop outputs without an SLO
@@ -91,4 +92,15 @@ func SpeedConfig(ctx context.Context, ep bench.Endpoint, cfg config.Config, sets
 	out[speed.KeyServedRoot] = receipts.Weights(pins)
 	out[speed.KeyServerBuild] = info.Version
 	return out, nil
+}
+
+// tokensKey is the token benchmark's identity line: its output length,
+// and the completions endpoint when it streams from it (the chat line of
+// earlier outputs is unchanged, so they still compare).
+func tokensKey(t config.Tokens) string {
+	k := fmt.Sprintf("output=%d", t.OutputTokens)
+	if t.API == tokens.APICompletions {
+		k += " api=completions"
+	}
+	return k
 }

@@ -59,8 +59,12 @@ func TokenPoint(cfg config.Config, workload string, c int) decode.Point {
 // TokenRunner is a token-throughput runner on the run's target (probed
 // now; opts as decode's, e.g. decode.WithSharedPrompts for the pitfall).
 func (r *Run) TokenRunner(ctx context.Context, opts ...decode.Option) (*decode.Runner, error) {
+	if r.Config.Tokens.API == tokens.APICompletions && slices.Contains(r.Config.Tokens.Workloads, tokens.WorkloadOneImage) {
+		return nil, fmt.Errorf("workload %s through %s: a completion is text only; measure it with -api chat, or set -workload %s",
+			tokens.WorkloadOneImage, tokens.APICompletions, tokens.WorkloadText)
+	}
 	base := []decode.Option{decode.WithStallTimeout(r.Config.RequestTimeout), decode.WithBudget(StreamBudget(r.Config)),
-		decode.WithServerFlags(r.Config.ServerFlags),
+		decode.WithServerFlags(r.Config.ServerFlags), decode.WithAPI(r.Config.Tokens.API),
 		decode.WithHTTPClient(&http.Client{Transport: r.transport}), decode.WithControlTimeout(r.Config.ControlDeadline())}
 	return decode.NewRunner(ctx, r.Target.Endpoint, append(base, opts...)...)
 }

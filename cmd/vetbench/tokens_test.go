@@ -17,6 +17,7 @@ import (
 	"github.com/vetbench/vetbench/bench/decode/tokenstest"
 	"github.com/vetbench/vetbench/receipts/speed"
 	"github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/stub"
 )
 
 const published = "../../receipts/tokens/testdata/token-throughput-rtx3090.json"
@@ -347,4 +348,52 @@ func TestTokensJSONContract(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &e), "a bad flag under -json is an error object")
 	require.Equal(t, "vetbench.error/v1", e["schema"])
 	require.Equal(t, "tokens", e["command"])
+}
+
+// -api completions measures through /v1/completions, as vllm bench
+// serve's default backend does (here against the twin, which serves it as
+// vLLM does): every token counted, the receipts and bench.txt say the
+// endpoint, a chat baseline of the same point is another experiment (exit
+// 2, named), and the image workload, which a completion cannot carry, is
+// refused before anything is measured.
+func TestTokensThroughCompletions(t *testing.T) {
+	t.Parallel()
+	tw, err := stub.Start(stub.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tw.Close() })
+	run := func(args ...string) (string, string, int, string) {
+		out := filepath.Join(t.TempDir(), "run")
+		stdout, stderr, code := runEnv(t, map[string]string{"VETBENCH_ENDPOINT": tw.URL(), "VETBENCH_OUT": out},
+			append([]string{"tokens", "-workload", "text", "-levels", "2", "-output", "8", "-repeats", "1"}, args...)...)
+		return stdout, stderr, code, out
+	}
+	stdout, stderr, code, comp := run("-api", "completions")
+	require.Equal(t, exitPass, code, stderr)
+	require.Contains(t, stdout, "verified 16/16 tokens")
+	files, err := filepath.Glob(filepath.Join(comp, "receipts", "tokens_*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	rec, err := tokens.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Equal(t, tokens.APICompletions, rec.Identity.API)
+	compIn := rec.Summary.Serve.TotalInputTokens
+	bench, err := os.ReadFile(filepath.Join(comp, "bench.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(bench), "tokens: output=8 api=completions")
+
+	_, stderr, code, chat := run()
+	require.Equal(t, exitPass, code, stderr)
+	files, err = filepath.Glob(filepath.Join(chat, "receipts", "tokens_*.json"))
+	require.NoError(t, err)
+	crec, err := tokens.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Equal(t, tokens.APIChat, crec.Identity.API)
+	require.Greater(t, crec.Summary.Serve.TotalInputTokens, compIn, "the chat template's tokens")
+	stdout, _, code = runEnv(t, nil, "tokens", "-baseline", files[0], "-candidate", filepath.Join(comp, "receipts"))
+	require.Equal(t, exitNoVerdict, code, stdout)
+	require.Contains(t, stdout, "api: /v1/chat/completions → /v1/completions")
+
+	_, stderr, code, _ = run("-api", "completions", "-workload", "text,one_image")
+	require.Equal(t, exitNoVerdict, code, stderr)
+	require.Contains(t, stderr, "a completion is text only")
 }

@@ -19,6 +19,10 @@ import (
 type Tokens struct {
 	// Workloads are tokens.WorkloadText and/or tokens.WorkloadOneImage.
 	Workloads []string
+	// API is the endpoint the points stream from: tokens.APIChat (the
+	// default) or tokens.APICompletions (vllm bench serve's
+	// default backend; the text workload only).
+	API string
 	// Levels are the concurrency levels (requests sent at once).
 	Levels       []int
 	OutputTokens int
@@ -75,6 +79,7 @@ type Matrix struct {
 // Token and matrix variables.
 const (
 	EnvTokensWorkloads     = "VETBENCH_TOKENS_WORKLOADS"
+	EnvTokensAPI           = "VETBENCH_TOKENS_API"
 	EnvTokensLevels        = "VETBENCH_TOKENS_LEVELS"
 	EnvTokensOutput        = "VETBENCH_TOKENS_OUTPUT"
 	EnvTokensRepeats       = "VETBENCH_TOKENS_REPEATS"
@@ -122,6 +127,7 @@ var (
 func defaultTokens() Tokens {
 	return Tokens{
 		Workloads:    slices.Clone(DefaultTokenWorkloads),
+		API:          tokens.APIChat,
 		Levels:       slices.Clone(DefaultTokenLevels),
 		OutputTokens: DefaultTokenOutput,
 		Repeats:      DefaultTokenRepeats,
@@ -261,6 +267,15 @@ func tomlFloats(fs []float64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// apiName is how the configuration spells an endpoint: chat or
+// completions.
+func apiName(api string) string {
+	if api == tokens.APICompletions {
+		return "completions"
+	}
+	return "chat"
+}
+
 func tokenPointSettings() []setting {
 	tok := []Scope{ScopeTokens}
 	return []setting{
@@ -282,6 +297,20 @@ func tokenPointSettings() []setting {
 					return errors.New("want at least one workload")
 				}
 				c.Tokens.Workloads = ws
+				return nil
+			}},
+		{env: EnvTokensAPI, flag: "api", key: "tokens.api", scopes: tok,
+			show: func(c *Config) string { return strconv.Quote(apiName(c.Tokens.API)) }, def: "chat",
+			usage: "the `endpoint` the points stream from: chat (/v1/chat/completions) or completions (/v1/completions, as vllm bench serve's default backend; text only) (" + EnvTokensAPI + ")",
+			set: func(c *Config, v string) error {
+				switch strings.TrimSpace(v) {
+				case "chat":
+					c.Tokens.API = tokens.APIChat
+				case "completions":
+					c.Tokens.API = tokens.APICompletions
+				default:
+					return fmt.Errorf("api %q: want chat or completions", v)
+				}
 				return nil
 			}},
 		{env: EnvTokensLevels, flag: "levels", key: "tokens.levels", sep: ",", scopes: tok,

@@ -12,7 +12,7 @@ import (
 
 func TestTokenAndMatrixDefaults(t *testing.T) {
 	c := Default()
-	require.Equal(t, Tokens{Workloads: []string{"text", "one_image"}, Levels: []int{1, 4, 8, 16, 32},
+	require.Equal(t, Tokens{Workloads: []string{"text", "one_image"}, API: "/v1/chat/completions", Levels: []int{1, 4, 8, 16, 32},
 		OutputTokens: 128, Repeats: 3, Warmup: 1}, c.Tokens)
 	require.Equal(t, Matrix{Contexts: []int{8192, 16384, 32768, 65536, 131072}, Levels: []int{1, 2, 4, 8, 16, 32, 64, 128},
 		Duration: 30 * time.Second, OutputTokens: 4096, Targeting: "estimate", LoopDetection: true}, c.Matrix)
@@ -31,10 +31,15 @@ func TestTokenAndMatrixSettings(t *testing.T) {
 	environ := map[string]string{EnvTokensLevels: "2,4", EnvMatrixLevels: "1,8", EnvLevels: "16", EnvTokensOutput: "64"}
 	c, err := parse(ScopeTokens, environ, "-levels", "1,32", "-workload", "one_image", "-repeats", "5", "-max-failed", "0.1", "-out", "o")
 	require.NoError(t, err)
-	require.Equal(t, Tokens{Workloads: []string{"one_image"}, Levels: []int{1, 32}, OutputTokens: 64, Repeats: 5, Warmup: 1, MaxFailed: 0.1}, c.Tokens)
+	require.Equal(t, Tokens{Workloads: []string{"one_image"}, API: "/v1/chat/completions", Levels: []int{1, 32}, OutputTokens: 64, Repeats: 5, Warmup: 1, MaxFailed: 0.1}, c.Tokens)
 	require.Equal(t, []int{16}, c.Levels, "-levels of tokens is not the judgments' levels")
 	require.Equal(t, []int{1, 8}, c.Matrix.Levels)
 	require.Equal(t, "o", c.Out)
+	c, err = parse(ScopeTokens, nil, "-api", "completions", "-workload", "text")
+	require.NoError(t, err)
+	require.Equal(t, "/v1/completions", c.Tokens.API)
+	_, err = parse(ScopeTokens, nil, "-api", "/v1/completions")
+	require.ErrorContains(t, err, "want chat or completions")
 
 	c, err = parse(ScopeMatrix, environ, "-contexts", "8K,123k,5000", "-duration", "2s", "-output", "256", "-targeting", "exact", "-loop-detection=false", "-ready-timeout", "5s")
 	require.NoError(t, err)
