@@ -594,6 +594,20 @@ func contractFacts() []contractFact {
 					require.Contains(t, top, c.Logprobs.Tokens[i], "position %d holds its sampled token", i)
 				}
 			}},
+		{ID: "completion 400s", Source: "vllm/entrypoints/openai/completion/protocol.py (validate_prompt_and_prompt_embeds, check_logprobs, validate_stream_options)",
+			Fact: "a completion with no prompt, an empty one, logprobs below -1, or stream_options without stream is a 400 error object",
+			Check: func(t *testing.T, x *contractCtx) {
+				for _, body := range []map[string]any{
+					{"max_tokens": 1},
+					{"prompt": "", "max_tokens": 1},
+					{"prompt": "Count: 1 2 3", "max_tokens": 1, "logprobs": -2},
+					{"prompt": "Count: 1 2 3", "max_tokens": 1, "stream_options": map[string]any{"include_usage": true}},
+				} {
+					body["model"] = x.tg.Model
+					code, _, data := x.do(t, http.MethodPost, "/v1/completions", body, map[string]string{"X-Request-Id": x.rid("completion-400")})
+					requireError(t, code, data, http.StatusBadRequest, fmt.Sprint(body))
+				}
+			}},
 		{ID: "completion stream", Source: "vllm/entrypoints/openai/completion/serving.py (completion_stream_generator); vllm/benchmarks/lib/endpoint_request_func.py (async_request_openai_completions)",
 			Fact: "a streamed completion, as vllm bench serve's default backend asks for it, sends one text chunk per token (choices[0].text, no delta, no role chunk), then a usage chunk with empty choices and completion_tokens = max_tokens, then [DONE]",
 			Check: func(t *testing.T, x *contractCtx) {
