@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -99,4 +100,21 @@ func TestTypevetSweepSimulated(t *testing.T) {
 		}
 	}
 	require.Positive(t, outside, "a 30%% slower engine still reproduces the sweep: the check cannot fail\n%s", sweepTable(slow))
+}
+
+// The typevet simulation hands each chat request to the engine core as
+// the served twin does (the profile's ingest after the frontend): a
+// profile with an ingest latency judges more slowly by at least that
+// much a judgment at c=1 (typevet's H100 profile has none, so its sweep
+// is unchanged).
+func TestTypevetSweepIngests(t *testing.T) {
+	sc := newSimCalibration(t)
+	base := sc.sweep(ProfileH100Gemma4(), 1, "signatures")
+	p := ProfileH100Gemma4()
+	p.IngestBase = 100 * time.Millisecond
+	slow := sc.sweep(p, 1, "signatures")
+	k := "signatures_subset_c1"
+	require.Contains(t, base, k)
+	extra := 1/slow[k].JPS - 1/base[k].JPS
+	require.Greater(t, extra, 0.099, "each judgment's chat request waits the ingest: %.3f s more a judgment", extra)
 }

@@ -345,11 +345,14 @@ func (r *simPass) arrive(e simEvent) {
 	}
 	sr := r.items[cl.item][cl.action-r.tokenizeCalls]
 	cl.action++
-	start, done := s.fe.reserve(e.t, sr.digests, false, len(r.inbox)+len(s.c.waiting)+len(s.c.running), len(sr.p.Tokens))
+	load := len(r.inbox) + len(s.c.waiting) + len(s.c.running)
+	start, done := s.fe.reserve(e.t, sr.digests, false, load, len(sr.p.Tokens))
 	r.feBusy += done - start
 	req := &request{prompt: sr.p, hashes: sr.hashes, maxTokens: 1, arrival: start}
 	r.owner[req] = e.cl
-	r.push(simEvent{t: done, kind: evReady, r: req})
+	// The hand-over to the engine core, as the served twin and the
+	// token simulation have it (engine.frontend, decodeSim.send).
+	r.push(simEvent{t: done + s.t.ingest(len(sr.p.Tokens), load), kind: evReady, r: req})
 }
 
 // run judges every item at concurrency c.
