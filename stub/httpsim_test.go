@@ -95,7 +95,8 @@ type httpPoint struct {
 func httpPoints() []httpPoint {
 	pts := []httpPoint{
 		{"rtx3090", ProfileRTX3090(), 1}, {"rtx3090", ProfileRTX3090(), 32},
-		{"e2b", ProfileE2BH200NVL(), 32}, {"e2b", ProfileE2BH200NVL(), 128},
+		{"e2b", ProfileE2BH200NVL(), 1}, {"e2b", ProfileE2BH200NVL(), 4}, {"e2b", ProfileE2BH200NVL(), 16},
+		{"e2b", ProfileE2BH200NVL(), 32}, {"e2b", ProfileE2BH200NVL(), 64}, {"e2b", ProfileE2BH200NVL(), 128},
 	}
 	for i := range pts {
 		pts[i].p.Network, pts[i].p.NetworkJitter = 0, 0
