@@ -138,8 +138,12 @@ func newTiming(p Profile, slowdown float64) *timing {
 }
 
 // ingest is the latency between the frontend handing a request over and
-// the engine core holding it (transfer, block hashing): a pipeline stage
-// that delays each request without holding up the next.
+// the engine core holding it: a pipeline stage that delays each request
+// without holding up the next. vLLM's engine core does hash a prompt's
+// blocks one request at a time (its input thread), but that is a small
+// part of this fitted latency; priced as serial work the fitted per-token
+// cost backs long prompts up behind each other where the published runs
+// did not (docs/prediction.md, "The ingest is latency").
 func (t *timing) ingest(promptTokens, load int) float64 {
 	d := t.ingestBase + t.ingestPerPromptToken*float64(promptTokens)
 	if t.ingestPerInflight > 0 && load > 0 {

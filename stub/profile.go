@@ -92,7 +92,9 @@ type Profile struct {
 	FrontendPromptExponent float64
 	// IngestBase and IngestPerPromptToken delay a request between the
 	// frontend and the engine core without holding up the next one (a
-	// pipelined stage: transfer to the engine process, block hashing).
+	// pipelined stage: the transfer to the engine process and what else
+	// the published time to first token needs; not the engine core's block
+	// hashing, which is serial in vLLM but small: see timing.ingest).
 	// IngestPerInflight · (requests in flight)^IngestInflightExponent adds
 	// a delay that grows with the streams the server holds (exponent 0
 	// reads as 1): the published E2B runs' time to first token grows with
