@@ -385,6 +385,13 @@ func (p *Physical) model() *physical {
 	}
 	m := &physical{shape: shape, hw: p.Hardware, bw: e.BandwidthShare, fl: e.ComputeShare, at: e.attentionShare(shape.AttentionKernel()),
 		fixed: e.StepFixed.Seconds() + float64(shape.Launches())*launch, perSeq: e.PerSeq.Seconds(), perImage: e.PerImage.Seconds(), gemm: p.GEMMShare}
+	if spec, err := roofline.LookupGPU(p.Hardware.Name); err == nil {
+		hw := p.Hardware
+		m.bw = onMeasured(m.bw, hw.Bandwidth, spec.Bandwidth.Value)
+		m.fl = onMeasured(m.fl, hw.FLOPs, spec.FLOPs.Value)
+		m.at = onMeasured(m.at, hw.FLOPs, spec.FLOPs.Value)
+		m.gemm = onMeasured(m.gemm, hw.FLOPs, spec.FLOPs.Value)
+	}
 	if p.TensorParallel > 1 || p.Speculative != nil {
 		m.deploy = &roofline.Deployment{Shape: shape, GPU: p.Hardware, TP: p.TensorParallel, Spec: p.Speculative}
 	}
@@ -396,6 +403,22 @@ func (p *Physical) model() *physical {
 		m.draft = float64(sp.Tokens*shape.DraftLaunches(layers)) * launch
 	}
 	return m
+}
+
+// onMeasured is a share fitted against spec-sheet peaks as it applies to
+// peak. On a spec peak it is the share. On a measured one it is what
+// reaches min(share × spec, measured): the shares were fitted on spec
+// peaks, so they already hold the gap between a spec sheet and what a
+// copy or a matmul achieves, and a measured peak caps what the kernels
+// reach instead of discounting the fitted share a second time (a card
+// measured at 90% of its spec is not priced 10% slower than its spec
+// sheet; one throttled to half is priced at what it measured). A GPU
+// known only by measured peaks has no spec: the caller keeps the share.
+func onMeasured(share float64, peak roofline.Peak, spec float64) float64 {
+	if share == 0 || peak.Source != roofline.Measured || !(spec > 0) || !(peak.Value > 0) {
+		return share
+	}
+	return min(share*spec, peak.Value) / peak.Value
 }
 
 // attentionShare is the achieved share of peak FLOP/s of the attention

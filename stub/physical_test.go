@@ -192,3 +192,32 @@ func TestPhysicalServesAsVLLMDefaults(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, body)
 	})
 }
+
+// TestMeasuredPeaksCapTheShares: the Hopper shares were fitted on spec
+// peaks, so a measured peak caps what they reach instead of discounting
+// them again. An H100 measured at 90% of its spec bandwidth (above the
+// 85% the fitted share reaches) decodes as its spec sheet does; one
+// measured at half of it is priced at what it measured; a GPU known only
+// by measured peaks (no spec to hold them against) takes the shares on
+// them.
+func TestMeasuredPeaksCapTheShares(t *testing.T) {
+	cfg, err := roofline.ReadConfig(filepath.Join("..", "receipts", "roofline", "testdata", "qwen3-8b.json"))
+	require.NoError(t, err)
+	h100, err := roofline.LookupGPU("h100-sxm")
+	require.NoError(t, err)
+	tokS := func(hw roofline.Hardware) float64 {
+		p, err := stub.ProfilePhysical("Qwen/Qwen3-8B", cfg, roofline.Dtypes{}, hw, stub.EfficiencyHopper, stub.ServeFlags{})
+		require.NoError(t, err)
+		return stub.SimulateTokens(p, stub.TokensRun{PromptTokens: 32, Output: 64, Repeats: 1}, "text", 1).Aggregate
+	}
+	spec := tokS(h100)
+	bw := h100.Bandwidth.Value
+	require.Greater(t, 0.9, stub.EfficiencyHopper.BandwidthShare, "the case below needs a measurement above the share's reach")
+	require.Equal(t, spec, tokS(h100.WithMeasured(0.9*bw, 0)), "measured at 0.9 of the spec: the fitted share is not applied twice")
+	require.Equal(t, spec, tokS(h100.WithMeasured(bw, h100.FLOPs.Value)), "measured at the spec")
+	require.Less(t, tokS(h100.WithMeasured(0.5*bw, 0)), 0.75*spec, "a card measured at half its spec is priced at what it measured")
+	custom, err := roofline.Custom("lab-gpu", 0.9*bw, h100.FLOPs.Value)
+	require.NoError(t, err)
+	custom.MemoryBytes = h100.MemoryBytes
+	require.Less(t, tokS(custom), 0.97*spec, "no spec: the shares apply to the measured peaks")
+}

@@ -18,7 +18,9 @@
 // (stub.ProfilePhysical): step times from the config's roofline on the
 // GPU's peaks with the GPU family's fitted efficiency constants, KV
 // capacity from the GPU's memory × --gpu-memory-utilization minus the
-// weights; the vllm serve flags above still apply.
+// weights; the vllm serve flags above still apply. The constants were
+// fitted on spec peaks, so -bandwidth and -flops cap what they reach
+// (min(share × spec, measured)) rather than discounting them twice.
 //
 // VLLM_SERVER_DEV_MODE=1 mounts the cache reset endpoints. SIGINT and
 // SIGTERM shut it down gracefully. `vetbench twin` is the same command
