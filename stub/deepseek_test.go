@@ -53,6 +53,19 @@ func TestDeepSeekCorner(t *testing.T) {
 	for _, c := range m.Cells {
 		require.Contains(t, []matrix.Status{matrix.Valid, matrix.RequestsQueued, matrix.Looped}, c.Status, "%s c=%d: %s", c.Context, c.Concurrency, c.Reason)
 	}
+	// the served twin and its simulation run the same engine: both count
+	// every token a verify step yields (1 + the accepted drafts)
+	sim, _ := stub.SimulateMatrix(stub.ProfileDeepSeekV4Flash(), stub.MatrixRun{Contexts: []int{8192}, Levels: []int{1, 2},
+		MaxTokens: 4096, Duration: o.Duration.Seconds()})
+	for _, c := range m.Cells {
+		if c.Status != matrix.Valid || c.Context != "8K" {
+			continue
+		}
+		s := sim[[2]int{8192, c.Concurrency}]
+		t.Logf("8K c=%d: served %.1f tok/s, %.3f ms between tokens; simulated %.1f, %.3f", c.Concurrency, *c.TotalTokS, *c.TimeBetweenTokensMs, s.TotalTokS, 1e3*s.ITL)
+		require.InEpsilon(t, s.TotalTokS, *c.TotalTokS, 0.05, "c=%d total tok/s: served vs simulated", c.Concurrency)
+		require.InEpsilon(t, 1e3*s.ITL, *c.TimeBetweenTokensMs, 0.05, "c=%d time between tokens: served vs simulated", c.Concurrency)
+	}
 	require.Equal(t, "fp8", m.Identity.CacheConfig["cache_dtype"])
 	require.Equal(t, "256", m.Identity.CacheConfig["block_size"])
 	require.Contains(t, m.Identity.ServerBuild, stub.DeepSeekVLLMVersion)

@@ -169,7 +169,8 @@ func (s *decodeSim) stepEnd(st *step) {
 	done := s.c.complete(st, s.now)
 	if s.onToken != nil {
 		for i, e := range st.entries {
-			if e.r.generated > before[i] {
+			// a verified step yields 1 + accepted drafts: each is a token
+			for range e.r.generated - before[i] {
 				s.onToken(e.r, s.now)
 			}
 		}
