@@ -13,17 +13,17 @@ import (
 
 // e2bRuns caches one simulated matrix per efficiency set: the profile
 // test and the holdout test read the same run.
-var e2bRuns sync.Map // Efficiency -> *e2bRun
+var e2bRuns sync.Map // Efficiency -> *matrixOnce
 
-type e2bRun struct {
+type matrixOnce struct {
 	once    sync.Once
 	cells   map[[2]int]*MatrixCell
 	prefill map[int]*MatrixCell
 }
 
 func simulateE2B(t testing.TB, eff Efficiency) (map[[2]int]*MatrixCell, map[int]*MatrixCell) {
-	v, _ := e2bRuns.LoadOrStore(eff, &e2bRun{})
-	r := v.(*e2bRun)
+	v, _ := e2bRuns.LoadOrStore(eff, &matrixOnce{})
+	r := v.(*matrixOnce)
 	r.once.Do(func() { r.cells, r.prefill = SimulateMatrix(e2bProfile(t, eff), E2BMatrixRun) })
 	return r.cells, r.prefill
 }

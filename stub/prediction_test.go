@@ -3,12 +3,14 @@ package stub
 import (
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,13 +70,18 @@ func TestPredictionReport(t *testing.T) {
 			fmt.Fprintf(&b, "  %-20s mean %5.1f%%  worst %5.1f%%  n=%d\n", key, 100*mean, 100*worst, len(figs))
 		}
 	}
+	missed := deepseekCacheMissed(loadDeepSeekMatrix(t))
+	hit := func(r predicted) bool { return !missed[rowLabel(r.Row)] }
+	speed := func(r predicted) bool { return strings.HasPrefix(r.Row, "Decode") && r.Name != "TTFT s" }
 	for _, seg := range []struct {
 		name string
 		in   func(predicted) bool
 	}{
-		{"DeepSeek decode c≤16", func(r predicted) bool { return strings.HasPrefix(r.Row, "Decode") && concurrency(r.Row) <= 16 }},
-		{"DeepSeek decode c≥32", func(r predicted) bool { return strings.HasPrefix(r.Row, "Decode") && concurrency(r.Row) >= 32 }},
 		{"DeepSeek prefill", func(r predicted) bool { return strings.HasPrefix(r.Row, "Prefill") }},
+		{"decode tok/s+ITL c≤16, rows the cache hit", func(r predicted) bool { return speed(r) && hit(r) && concurrency(r.Row) <= 16 }},
+		{"decode tok/s+ITL c≥32, rows the cache hit", func(r predicted) bool { return speed(r) && hit(r) && concurrency(r.Row) >= 32 }},
+		{"decode TTFT, rows the cache hit", func(r predicted) bool { return strings.HasPrefix(r.Row, "Decode") && !speed(r) && hit(r) }},
+		{"decode, rows the cache missed", func(r predicted) bool { return strings.HasPrefix(r.Row, "Decode") && !hit(r) }},
 	} {
 		var figs []figure
 		for _, r := range rows {
@@ -83,23 +90,64 @@ func TestPredictionReport(t *testing.T) {
 			}
 		}
 		worst, mean := errorSummary(figs)
-		fmt.Fprintf(&b, "  %-20s mean %5.1f%%  worst %5.1f%%  n=%d (predicted)\n", seg.name, 100*mean, 100*worst, len(figs))
+		sum[seg.name] = [3]float64{mean, worst, float64(len(figs))}
+		fmt.Fprintf(&b, "  %-42s mean %5.1f%%  worst %5.1f%%  n=%d (predicted)\n", seg.name, 100*mean, 100*worst, len(figs))
 	}
+	labels := slices.SortedFunc(maps.Keys(missed), func(a, b string) int { return contextOf(a) - contextOf(b) })
+	fmt.Fprintf(&b, "  (the cache missed rows %s: their published c=1 TTFT is over half their prefill row's, a full prefill;\n", strings.Join(labels, ", "))
+	b.WriteString("   the twin's scouts warm the cache, as the method means them to, and the twin hits)\n")
 	b.WriteString(qwen3Prediction(t))
 	loo, _ := leaveOneOut(t)
 	b.WriteString(loo)
 	t.Log("\n" + b.String())
 	require.Less(t, sum["E2B predicted"][0], 0.10, "E2B held-out rows: mean error")
 	require.Less(t, sum["DeepSeek predicted"][0], predictionBoundDeepSeek, "DeepSeek-V4-Flash: mean error")
+	require.Less(t, sum["decode tok/s+ITL c≤16, rows the cache hit"][0], 0.10, "DeepSeek-V4-Flash decode at c ≤ 16 where the cache hit")
 	moved := rows[0]
 	moved.Want *= 1.3
 	require.Greater(t, math.Abs(moved.Rel()), math.Abs(rows[0].Rel())+0.1, "a figure moved by 30% shows")
 }
 
-// predictionBoundDeepSeek bounds the DeepSeek prediction's mean error: the
-// model misses the large batches by a factor (docs/prediction.md says
-// why), and this bound is what the closing note quotes, not a target.
-const predictionBoundDeepSeek = 0.20
+// predictionBoundDeepSeek bounds the DeepSeek prediction's mean error over
+// every published figure: the model misses the large batches by a
+// quarter and the rows whose published prompt missed the prefix cache by
+// up to several times (docs/prediction.md says why); this bound is what
+// the closing note quotes, not a target.
+const predictionBoundDeepSeek = 0.30
+
+// deepseekCacheMissed are the decode rows whose published c=1 TTFT is over
+// half their prefill row's: the re-sent identical prompt was prefilled
+// again, not read from the prefix cache (16K, 128K and 256K on the page).
+func deepseekCacheMissed(cells []deepseekCell) map[string]bool {
+	prefill := map[string]float64{}
+	for _, c := range cells {
+		if c.phase == "Prefill" {
+			prefill[c.label] = c.ttft
+		}
+	}
+	out := map[string]bool{}
+	for _, c := range cells {
+		if c.phase != "Prefill" && c.c == 1 && c.ttft > prefill[c.label]/2 {
+			out[c.label] = true
+		}
+	}
+	return out
+}
+
+// contextOf is a context label's thousands ("16K" → 16).
+func contextOf(label string) int {
+	n, _ := strconv.Atoi(strings.TrimSuffix(label, "K"))
+	return n
+}
+
+// rowLabel is a row's context label ("Decode 16K c=4" → "16K").
+func rowLabel(row string) string {
+	f := strings.Fields(row)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
 
 // concurrency reads the c= of a row label.
 func concurrency(row string) int {
@@ -166,12 +214,19 @@ func loadDeepSeekMatrix(t *testing.T) []deepseekCell {
 // 4, fp8 KV, block 256, 3 draft tokens) on eff, with a GEMM share and a
 // flat draft acceptance.
 func deepseekModelOn(t *testing.T, eff Efficiency, gemm, acceptance float64) *physical {
+	p := deepseekServedOn(t, eff, gemm, acceptance)
+	return p.Physical.model()
+}
+
+// deepseekServedOn is the profile deepseekModelOn prices: what the twin
+// serves and simulates.
+func deepseekServedOn(t *testing.T, eff Efficiency, gemm, acceptance float64) Profile {
 	p := ProfileDeepSeekV4Flash()
 	p.Physical.Efficiency = eff
 	p.Physical.GEMMShare = gemm
 	p.SetSpeculative(Speculative{Method: "dspark", NumSpeculativeTokens: 3, Acceptance: []float64{acceptance, acceptance, acceptance}})
 	require.NoError(t, p.Validate())
-	return p.Physical.model()
+	return p
 }
 
 // deepseekModel is deepseekModelOn the Hopper constants.
@@ -269,9 +324,10 @@ func TestDeepSeekFit(t *testing.T) {
 	require.Less(t, moved, 0.9*gemm, "a 20% slower prefill fits a smaller share")
 }
 
-// deepseekPredictions prices the DeepSeek matrix's cells from the
-// profile's model (deepseekFigures); the two fitted cells
-// (deepseekFitCells) are marked fit, every other figure is a prediction.
+// deepseekPredictions is the DeepSeek matrix as the twin runs it on the
+// profile (deepseekSimulated); the two fitted cells (deepseekFitCells)
+// are marked fit, every figure of theirs, every other figure is a
+// prediction.
 func deepseekPredictions(t *testing.T) []predicted { return deepseekPredictionsOn(t, EfficiencyHopper) }
 
 // deepseekPredictionsOn is deepseekPredictions on other constants, the
@@ -282,18 +338,18 @@ func deepseekPredictionsOn(t *testing.T, eff Efficiency) []predicted {
 		gemm, acc = deepseekFitOn(t, eff)
 	}
 	pre, dec := deepseekFitCells(t)
-	out := deepseekFigures(deepseekModelOn(t, eff, gemm, acc), roofline.Speculative{Tokens: 3, Acceptance: acc}, loadDeepSeekMatrix(t))
-	for k := range out {
-		out[k].Fitted = out[k].Row == fmt.Sprintf("Decode %s c=%d", dec.label, dec.c) || out[k].Row == "Prefill "+pre.label+" c=1"
-	}
+	out := deepseekSimulated(t, eff, gemm, acc, loadDeepSeekMatrix(t))
+	markFitted(out, fmt.Sprintf("Decode %s c=%d", dec.label, dec.c), "Prefill "+pre.label+" c=1")
 	return out
 }
 
 // deepseekFigures prices every Valid cell of the DeepSeek matrix on m at
-// the acceptance of spec: a decode cell's step at its concurrency and
-// mean context (context + half the 4096-token output) yields
-// TokensPerStep tokens a sequence; a prefill row is prefillTTFT (on the
-// Hopper host terms: m carries no frontend).
+// the acceptance of spec, step by step, in microseconds (what the fits
+// search over; the report simulates, deepseekSimulated): a decode cell's
+// step at its concurrency and mean context (context + half the 4096-token
+// output) yields TokensPerStep tokens a sequence, its total c of those a
+// step (a steady state: no stream re-sent inside the window); a prefill
+// row is prefillTTFT (on the Hopper host terms: m carries no frontend).
 func deepseekFigures(m *physical, spec roofline.Speculative, cells []deepseekCell) []predicted {
 	perStep := spec.TokensPerStep()
 	var out []predicted
@@ -343,4 +399,68 @@ func qwen3Prediction(t *testing.T) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// markFitted marks fit the figures of rows a fit read: a prefill row's
+// (its tok/s is its TTFT over the prompt), a decode cell's speed — total
+// and per-request tok/s and time between tokens, one measurement of its
+// steps — but not its TTFT, which no fit reads. No rows: every row.
+func markFitted(out []predicted, rows ...string) {
+	for k, r := range out {
+		in := len(rows) == 0 || slices.Contains(rows, r.Row)
+		out[k].Fitted = in && (strings.HasPrefix(r.Row, "Prefill") || r.Name != "TTFT s")
+	}
+}
+
+// deepseekRuns caches one simulated DeepSeek matrix per set of constants:
+// the report, its leave-one-out table and TestDeepSeekLaunchFit read the
+// same runs.
+var deepseekRuns sync.Map
+
+// deepseekRun is the published DeepSeek matrix's method as SimulateMatrix
+// runs it: its eight decode rows (1019K is 1019 × 1024 tokens), its
+// levels, 4096-token streams in 30 s windows, and the 1024K prefill row's
+// prompt as the scout's room under max_model_len (method.md §6).
+var deepseekRun = MatrixRun{Contexts: []int{8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1019 << 10},
+	Levels: []int{1, 2, 4, 8, 16, 32, 64, 128}, MaxTokens: 4096, Duration: 30, PrefillOnly: []int{1<<20 - 64}}
+
+// deepseekSimulated runs the published method on the profile at eff, a
+// GEMM share and an acceptance (deepseekServedOn; SimulateMatrix, on
+// simulated time: scouts that warm the prefix cache, streams re-sent when
+// they reach 4096 tokens, the 30 s window after readiness) and pairs
+// every Valid published cell with the twin's: prefill tok/s and TTFT;
+// decode total and per-request tok/s, TTFT and time between tokens.
+func deepseekSimulated(t *testing.T, eff Efficiency, gemm, acceptance float64, cells []deepseekCell) []predicted {
+	type key struct {
+		eff              Efficiency
+		gemm, acceptance float64
+	}
+	v, _ := deepseekRuns.LoadOrStore(key{eff, gemm, acceptance}, &matrixOnce{})
+	r := v.(*matrixOnce)
+	r.once.Do(func() { r.cells, r.prefill = SimulateMatrix(deepseekServedOn(t, eff, gemm, acceptance), deepseekRun) })
+	dec, pre := r.cells, r.prefill
+	var out []predicted
+	for _, c := range cells {
+		if c.status != "Valid" {
+			continue
+		}
+		if c.phase == "Prefill" {
+			n := c.ctx
+			if c.label == "1024K" {
+				n = deepseekRun.PrefillOnly[0]
+			}
+			g := pre[n]
+			row := "Prefill " + c.label + " c=1"
+			out = append(out, predicted{"DeepSeek", figure{row, "tok/s", g.PrefillTokS, c.total}, false},
+				predicted{"DeepSeek", figure{row, "TTFT s", g.PrefillTTFT, c.ttft}, false})
+			continue
+		}
+		g := dec[[2]int{c.ctx, c.c}]
+		row := fmt.Sprintf("Decode %s c=%d", c.label, c.c)
+		out = append(out, predicted{"DeepSeek", figure{row, "total tok/s", g.TotalTokS, c.total}, false},
+			predicted{"DeepSeek", figure{row, "per-request tok/s", g.PerRequestTokS, c.perReq}, false},
+			predicted{"DeepSeek", figure{row, "TTFT s", g.TTFT, c.ttft}, false},
+			predicted{"DeepSeek", figure{row, "between tokens s", g.ITL, c.tb}, false})
+	}
+	return out
 }
