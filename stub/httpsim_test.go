@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
@@ -97,6 +98,9 @@ func httpPoints() []httpPoint {
 		{"rtx3090", ProfileRTX3090(), 1}, {"rtx3090", ProfileRTX3090(), 32},
 		{"e2b", ProfileE2BH200NVL(), 1}, {"e2b", ProfileE2BH200NVL(), 4}, {"e2b", ProfileE2BH200NVL(), 16},
 		{"e2b", ProfileE2BH200NVL(), 32}, {"e2b", ProfileE2BH200NVL(), 64}, {"e2b", ProfileE2BH200NVL(), 128},
+		// speculative decoding: several tokens a chunk, a verify step's
+		// yield counted on both sides
+		{"deepseek", ProfileDeepSeekV4Flash(), 1}, {"deepseek", ProfileDeepSeekV4Flash(), 32},
 	}
 	for i := range pts {
 		pts[i].p.Network, pts[i].p.NetworkJitter = 0, 0
@@ -201,7 +205,7 @@ func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
 // httpBody is the seq-th streamed request of the benchmark's workload:
 // a unique text prompt of fixed length (the number has a fixed width).
 func httpBody(model string, seq int, tr TokensRun) string {
-	return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"unique %06d %s"}],"max_tokens":%d,"ignore_eos":true,"stream":true}`,
+	return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"unique %06d %s"}],"max_tokens":%d,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`,
 		model, seq, strings.Repeat("w ", tr.PromptTokens-8), tr.Output)
 }
 
@@ -227,9 +231,9 @@ func cpuSeconds() float64 {
 }
 
 // streamOnce sends one streamed chat request and returns when the client
-// had written it, when its first content chunk arrived and how many
-// content chunks came.
-func streamOnce(b testing.TB, hc *http.Client, url, body string) (wrote, first time.Time, chunks int) {
+// had written it, when its first text chunk arrived and how many tokens
+// the stream's usage counts.
+func streamOnce(b testing.TB, hc *http.Client, url, body string) (wrote, first time.Time, tokens int) {
 	// The hook runs on the transport's write goroutine, once the request
 	// is in its buffer (one write from the socket).
 	var w atomic.Int64
@@ -245,13 +249,35 @@ func streamOnce(b testing.TB, hc *http.Client, url, body string) (wrote, first t
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("data: {")) || !bytes.Contains(line, []byte(`"content":"`)) || bytes.Contains(line, []byte(`"content":""`)) {
+		if !bytes.HasPrefix(line, []byte("data: {")) {
 			continue
 		}
-		if chunks == 0 {
+		if bytes.Contains(line, []byte(`"usage":{`)) {
+			// the final chunk (include_usage): every token the stream
+			// carried, several a chunk under speculative decoding
+			var u struct {
+				Usage struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			require.NoError(b, json.Unmarshal(line[len("data: "):], &u))
+			tokens = u.Usage.CompletionTokens
+			continue
+		}
+		if first.IsZero() && textDelta(line) {
 			first = time.Now()
 		}
-		chunks++
 	}
-	return time.Unix(0, w.Load()), first, chunks
+	return time.Unix(0, w.Load()), first, tokens
+}
+
+// textDelta says a chunk carries output text: content, or reasoning
+// (a reasoning parser's profile streams its thinking there first).
+func textDelta(line []byte) bool {
+	for _, k := range []string{`"content":"`, `"reasoning":"`, `"reasoning_content":"`} {
+		if i := bytes.Index(line, []byte(k)); i >= 0 && !bytes.HasPrefix(line[i+len(k):], []byte(`"`)) {
+			return true
+		}
+	}
+	return false
 }

@@ -304,7 +304,7 @@ func SimulateMatrix(p Profile, m MatrixRun) (cells map[[2]int]*MatrixCell, prefi
 	scout := func(ctx int) float64 {
 		pr, h := promptFor(ctx)
 		r := &request{prompt: pr, hashes: h, maxTokens: 1}
-		r.gen = generation{}
+		r.gen = generation{key: contentKey(pr)}
 		sent := s.now
 		first := math.NaN()
 		s.onToken = func(x *request, at float64) {
@@ -401,7 +401,9 @@ type cellRun struct {
 // sendNew starts worker w's next stream (ignore_eos: it runs to its length).
 func (c *cellRun) sendNew(w int) {
 	r := &request{prompt: c.pr, hashes: c.h, maxTokens: c.m.MaxTokens}
-	r.gen = generation{} // ignore_eos: never EOS
+	// ignore_eos: never EOS; the content's key draws the drafts'
+	// acceptance, as the served twin's does
+	r.gen = generation{key: contentKey(c.pr)}
 	mr := &mreq{worker: w, sent: c.s.now, first: math.NaN()}
 	c.reqs[r] = mr
 	c.all = append(c.all, mr)
@@ -596,7 +598,7 @@ func simulateTokens(p Profile, tr TokensRun, workload string, c int, sends [][]f
 		for i := range c {
 			seq++
 			pr, h := synthPrompt("unique-"+workload+"-"+itoa(seq), tr.PromptTokens, images, tr.ImageTokens, p.BlockSize)
-			r := &request{prompt: pr, hashes: h, maxTokens: tr.Output}
+			r := &request{prompt: pr, hashes: h, maxTokens: tr.Output, gen: generation{key: contentKey(pr)}}
 			send := func() { sent[r] = s.now; s.send(r) }
 			if at == nil {
 				send()
