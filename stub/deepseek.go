@@ -29,8 +29,8 @@ const DeepSeekVLLMVersion = "0.28.1rc1.dev317+g1356635d8"
 // 8K c=1 cell's time between tokens given the step the model prices.
 // Every other cell of the matrix is a prediction.
 const (
-	DeepSeekGEMMShare  = 0.2133
-	DeepSeekAcceptance = 0.6784
+	DeepSeekGEMMShare  = 0.2135
+	DeepSeekAcceptance = 0.6788
 )
 
 // DeepSeekLooping is the loop model of the DeepSeek profile: 0.4% of

@@ -87,7 +87,7 @@ func TestPhysicalTensorParallel(t *testing.T) {
 	require.NoError(t, err)
 	plan, err := shape.KVPlan(hw, roofline.KVLayout{BlockSize: 256, Utilization: 0.78331, TP: 4, MaxNumBatchedTokens: p.MaxNumBatchedTokens, MaxNumSeqs: p.MaxNumSeqs})
 	require.NoError(t, err)
-	require.Equal(t, float64(shape.GlobalKVBytesPerToken), plan.BytesPerToken, "one-head rows replicated: each GPU holds the whole compressed cache")
+	require.InDelta(t, float64(shape.GlobalKVBytesPerToken), plan.BytesPerToken, 10, "one-head rows replicated: each GPU holds the whole compressed cache (the integer rounds per layer)")
 	want := (141*(1<<30)*0.78331 - shape.WeightBytesPerGPU(4) - plan.ActivationBytes) / plan.BytesPerToken / 256
 	require.InDelta(t, want, float64(p.NumGPUBlocks), 1)
 	t.Logf("DeepSeek-V4-Flash TP4: %.1f GB weights per GPU, %d blocks of 256 (%.1fM tokens)", shape.WeightBytesPerGPU(4)/1e9, p.NumGPUBlocks, float64(plan.Tokens)/1e6)

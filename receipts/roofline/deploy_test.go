@@ -12,8 +12,10 @@ import (
 // TestRooflineDeepSeekV4Flash counts DeepSeek-V4-Flash from its config
 // against what DeepSeek publishes (284B total, 13B activated; a 160 GB
 // checkpoint that also holds the one MTP layer, not counted here) and its
-// KV by hand: fp8, 21 CSA layers store a 512-value row and a 128-value
-// index key per 4 tokens, 20 HCA layers a 512-value row per 128 tokens,
+// KV by hand: fp8 in vLLM's layout (a 512-value row is 584 bytes: 448
+// fp8 NoPE values, 64 bf16 rotary ones, 7 scale bytes and a pad; a
+// 128-value index key 132: fp8 and one fp32 scale), 21 CSA layers store a
+// row and an index key per 4 tokens, 20 HCA layers a row per 128 tokens,
 // and every one of the 43 layers keeps its last 128 raw rows.
 func TestRooflineDeepSeekV4Flash(t *testing.T) {
 	t.Parallel()
@@ -24,17 +26,18 @@ func TestRooflineDeepSeekV4Flash(t *testing.T) {
 	require.True(t, within(s.WeightBytes, 160e9, 0.05), "weights %.4g bytes, checkpoint 160 GB", s.WeightBytes)
 	require.Less(t, s.WeightBytes, 160e9, "the checkpoint also holds the MTP layer")
 	require.Equal(t, "csa+hca", s.Attention())
-	require.Equal(t, int64(21*(512+128)/4+20*512/128), s.GlobalKVBytesPerToken)
+	const row, key = 448 + 2*64 + 7 + 1, 128 + 4
+	require.Equal(t, int64(21*(row+key)/4+20*5), s.GlobalKVBytesPerToken, "per layer rounded: 584/128 is 5")
 	require.Equal(t, 128, s.SlidingWindow())
-	window := 43.0 * 128 * 512
-	require.InDelta(t, window+8192*float64(s.GlobalKVBytesPerToken), s.KVBytes(8192), 1e-6)
-	require.InDelta(t, 64*float64(s.KVBytesPerToken), s.KVBytes(64), 1e-6, "inside the window every row is held")
+	window := 43.0 * 128 * row
+	require.InDelta(t, window+8192*(21*(row+key)/4.0+20*row/128.0), s.KVBytes(8192), 1e-6)
+	require.InDelta(t, 64*(43*row+21*(row+key)/4.0+20*row/128.0), s.KVBytes(64), 1e-6, "inside the window every row is held")
 
 	// A decode step at 64K reads the window, every index key of a CSA
 	// layer, its 512 best rows (not all 16K) and every HCA row.
 	c, err := s.Decode(1, 65536)
 	require.NoError(t, err)
-	want := window + 21*(65536/4*128+512*512) + 20*(65536/128*512)
+	want := window + 21*(65536/4*key+512*row) + 20*(65536/128*row)
 	require.InDelta(t, want, c.KVBytes, 1e-6)
 }
 
@@ -203,7 +206,7 @@ func TestRooflineKVPlan(t *testing.T) {
 	v4 := shapeOf(t, "deepseek-v4-flash.json", Dtypes{KV: FP8})
 	c, err := v4.KVPlan(h, KVLayout{BlockSize: 256, Utilization: 0.9, TP: 4})
 	require.NoError(t, err)
-	require.Equal(t, float64(v4.GlobalKVBytesPerToken), c.BytesPerToken)
+	require.InDelta(t, 21*(584+132)/4.0+20*584/128.0, c.BytesPerToken, 1e-9, "the compressed rows, unrounded")
 
 	for _, bad := range []KVLayout{{BlockSize: 0, Utilization: 0.9}, {BlockSize: 16, Utilization: 1.5}} {
 		_, err := llama.KVPlan(h, bad)

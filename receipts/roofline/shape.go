@@ -358,7 +358,6 @@ func (s *Shape) mlaAttention(p *paramCount) []kvStream {
 func (s *Shape) compressedAttention(i int, p *paramCount) []kvStream {
 	c, m := s.Config, s.Config.Compressed
 	h, hd, heads := int64(c.Hidden), int64(c.HeadDim), int64(c.Heads)
-	kvb := int64(s.Dtypes.KV.Bytes())
 	p.replLinear += h*int64(m.QLoRARank) + h*hd // wq_a, wkv
 	p.norms += int64(m.QLoRARank) + hd          // q_norm, kv_norm
 	p.linear += int64(m.QLoRARank) * heads * hd // wq_b
@@ -376,7 +375,7 @@ func (s *Shape) compressedAttention(i int, p *paramCount) []kvStream {
 		return 2*h*coff*dim + int64(r)*coff*dim + dim
 	}
 	attn := 4 * float64(heads) * float64(hd) // QKᵀ and PV over one shared key/value
-	row := hd * kvb
+	row := v4Row(hd, int64(m.RopeDim), s.Dtypes.KV)
 	streams := []kvStream{{ratio: 1, limit: m.Window, storeBytes: row, readBytes: row, heads: 1, flops: attn, pre: attn}}
 	r := m.Ratios[i]
 	if r == 0 {
@@ -389,10 +388,30 @@ func (s *Shape) compressedAttention(i int, p *paramCount) []kvStream {
 		p.replLinear += int64(m.QLoRARank)*ih*id + h*ih + compressor(r, id)
 		comp.topK = m.IndexTopK
 		idx := 2 * float64(ih) * float64(id) // scores of every index head
-		streams = append(streams, kvStream{ratio: r, storeBytes: id * kvb, readBytes: id * kvb, heads: 1, flops: idx, pre: idx, replicated: true})
+		ir := v4IndexerRow(id)
+		streams = append(streams, kvStream{ratio: r, storeBytes: ir, readBytes: ir, heads: 1, flops: idx, pre: idx, replicated: true})
 	}
 	return append(streams, comp)
 }
+
+// v4Row is the bytes of one DeepSeek-V4 KV row (window or compressed) as
+// vLLM lays it out: in fp8 the NoPE part as fp8, the rotary part kept in
+// bf16, one scale byte per 64 NoPE values and a pad byte (584 bytes at
+// head_dim 512, rope 64: "head_bytes" in
+// vllm/model_executor/layers/deepseek_v4_attention.py); otherwise the
+// head in the KV dtype.
+func v4Row(headDim, rope int64, kv Dtype) int64 {
+	if kv != FP8 {
+		return headDim * int64(kv.Bytes())
+	}
+	nope := headDim - rope
+	return nope + 2*rope + nope/64 + 1
+}
+
+// v4IndexerRow is one row of the V4 indexer's key cache: fp8 values and
+// one fp32 scale per 128, whatever the KV dtype ("the same layout as V3.2:
+// 128 fp8 + 4 fp32 scale = 132", DeepseekV4IndexerCache in vLLM).
+func v4IndexerRow(dim int64) int64 { return dim + dim/128*4 }
 
 // groupStreams sums the layers' streams by geometry (full attention first).
 func groupStreams(layers []layerCost) []kvStream {
