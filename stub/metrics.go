@@ -73,7 +73,11 @@ type metrics struct {
 	model   string
 	engine  string  // the engine label: "0", or the data-parallel rank
 	created float64 // unix seconds of every series' creation
-	cache   map[string]string
+	// timeScale is the served twin's time scale (0 in a simulation):
+	// vetbench_twin_time_scale, so a client measuring it over HTTP reads
+	// its figures in model time.
+	timeScale float64
+	cache     map[string]string
 
 	running, waiting, kvUsage float64
 
@@ -313,6 +317,10 @@ func (m *metrics) write(w io.Writer) error {
 	// The twin's own series (never a vllm: name): engine steps whose
 	// completion ran later than their model-clock deadline by more than
 	// the slack, and by how much in all (model seconds).
+	if m.timeScale > 0 {
+		gauge("vetbench_twin_time_scale", "Twin only: how many times faster than real time the twin runs (1: real time). Its series record model seconds; a client's clock reads wall seconds, this many model seconds to each.",
+			one("vetbench_twin_time_scale", m.timeScale))
+	}
 	counter("vetbench_twin_deadline_missed_steps", "Twin only: engine steps completed later than their model-clock deadline (the machine could not keep the modelled time).",
 		one("vetbench_twin_deadline_missed_steps_total", m.missedSteps))
 	counter("vetbench_twin_deadline_lag_seconds", "Twin only: model seconds by which late engine steps missed their deadline, summed.",

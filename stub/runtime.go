@@ -124,6 +124,7 @@ func newEngine(p Profile, model string, scale, slowdown float64, log io.Writer) 
 func (e *engine) reset() {
 	e.m = newMetrics(e.prof, e.model, time.Now())
 	e.m.engine = engineLabel(e.index)
+	e.m.timeScale = e.clock.scale
 	e.c = newCore(e.prof, e.m)
 	e.fe = &frontendModel{t: e.t, m: e.m, mm: newLRU(e.prof.MMCacheItems)}
 	e.gen++

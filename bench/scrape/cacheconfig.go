@@ -56,3 +56,22 @@ func CacheConfig(s Snapshot) map[string]string {
 	}
 	return out
 }
+
+// TwinTimeScaleMetric is the series a vetbench twin advertises its time
+// scale in: how many model seconds each wall second holds.
+const TwinTimeScaleMetric = "vetbench_twin_time_scale"
+
+// TwinTimeScale is the time scale a vetbench twin advertises (the largest
+// its engines report), or 0 when the reading failed or the server is not
+// a twin: a vLLM has no such series.
+func TwinTimeScale(s Snapshot) float64 {
+	if s.Err != nil {
+		return 0
+	}
+	f := s.Families[TwinTimeScaleMetric]
+	scale := 0.0
+	for _, m := range f.GetMetric() {
+		scale = max(scale, m.GetGauge().GetValue())
+	}
+	return scale
+}

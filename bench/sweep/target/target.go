@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/vetbench/vetbench/bench"
+	"github.com/vetbench/vetbench/bench/scrape"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/stub"
@@ -47,7 +49,7 @@ func Open(ctx context.Context, cfg config.Config, twinLog io.Writer) (*Target, e
 // open is Open with the Docker check given (tests fake a missing daemon).
 func open(ctx context.Context, cfg config.Config, twinLog io.Writer, docker func(context.Context) error) (*Target, error) {
 	if cfg.Target.Endpoint != "" {
-		return Live(cfg.Target), nil
+		return liveScaled(ctx, Live(cfg.Target)), nil
 	}
 	twin, err := TwinConfig(cfg)
 	if err != nil {
@@ -112,6 +114,24 @@ func Live(t config.Target) *Target {
 		APIKey:   t.APIKey,
 		Target:   receipts.Target{Kind: receipts.TargetLive},
 	}}
+}
+
+// liveScaled gives a live target the time scale it advertises: a vetbench
+// twin started on its own (vllmstub --time-scale S) says S in its /metrics
+// (vetbench_twin_time_scale), and its figures are then read in model time,
+// as the embedded twin's are; without it a client's wall clock would read
+// a twin at ×20 as a server twenty times faster than the model. A vLLM
+// advertises nothing, and a reading that fails leaves the target as it is
+// (the run's own scrapes say why).
+func liveScaled(ctx context.Context, t *Target) *Target {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	snap, _ := scrape.Fetch(ctx, nil, t.Endpoint.BaseURL+"/metrics", scrape.WithAuthorize(t.Endpoint.Authorize))
+	if s := scrape.TwinTimeScale(snap); s > 1 {
+		t.Endpoint.Target.TimeScale = s
+		t.Endpoint.Notes = append(t.Endpoint.Notes, fmt.Sprintf("the endpoint is a vetbench twin running %g× faster than real time (its %s): its figures are model time", s, scrape.TwinTimeScaleMetric))
+	}
+	return t
 }
 
 // InProcess serves the twin of tw in this process on a loopback port.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vetbench/vetbench/bench"
 	"github.com/vetbench/vetbench/bench/sweep/config"
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/stub"
@@ -131,4 +133,42 @@ func TestContainerFailsFallbackOrCI(t *testing.T) {
 		require.Equal(t, 1, strings.Count(said.String(), "dynamically linked"), said.String())
 		require.NoError(t, tg.Close())
 	}
+}
+
+// A vetbench twin started on its own (vllmstub --time-scale S) says S in
+// its /metrics, and a live target pointed at it reads its figures in model
+// time, with a note; a twin at real time and a server with no such series
+// (a vLLM) stay as they are.
+func TestLiveTwinScale(t *testing.T) {
+	open := func(base string) bench.Endpoint {
+		cfg := config.Default()
+		cfg.Target = config.Target{Endpoint: base}
+		tg, err := Open(t.Context(), cfg, nil)
+		require.NoError(t, err)
+		return tg.Endpoint
+	}
+	for _, tc := range []struct {
+		scale float64
+		want  float64
+	}{{20, 20}, {1, 0}} {
+		rs, err := stub.Start(stub.Config{TimeScale: tc.scale})
+		require.NoError(t, err)
+		ep := open(rs.URL())
+		require.NoError(t, rs.Close())
+		require.Equal(t, tc.want, ep.Target.TimeScale, "a twin at ×%g", tc.scale)
+		if tc.want > 0 {
+			require.Len(t, ep.Notes, 1)
+			require.Contains(t, ep.Notes[0], "vetbench twin running 20× faster than real time")
+		} else {
+			require.Empty(t, ep.Notes)
+		}
+	}
+	vllm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", stub.ContentType)
+		_, _ = w.Write([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\",model_name=\"m\"} 0.0\n"))
+	}))
+	defer vllm.Close()
+	ep := open(vllm.URL)
+	require.Zero(t, ep.Target.TimeScale, "a vLLM advertises no time scale")
+	require.Empty(t, ep.Notes)
 }
