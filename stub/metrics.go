@@ -314,9 +314,21 @@ func (m *metrics) write(w io.Writer) error {
 	counter("vllm:request_success", "Count of successfully processed requests.", success...)
 	writeSpecMetrics(m.specK, &m.spec, base, counter)
 	m.writeHistograms(&b, base)
-	// The twin's own series (never a vllm: name): engine steps whose
-	// completion ran later than their model-clock deadline by more than
-	// the slack, and by how much in all (model seconds).
+	m.writeTwin(gauge, counter, one)
+	info := labels{"engine": eng}
+	for k, v := range m.cache {
+		info[k] = v
+	}
+	gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", sample{"vllm:cache_config_info", info, 1})
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeTwin writes the twin's own series (never a vllm: name): its time
+// scale; engine steps whose completion ran later than their model-clock
+// deadline by more than the slack, and by how much in all (model
+// seconds); late deliveries and first-token delays.
+func (m *metrics) writeTwin(gauge, counter func(name, help string, series ...sample), one func(string, float64) sample) {
 	if m.timeScale > 0 {
 		gauge("vetbench_twin_time_scale", "Twin only: how many times faster than real time the twin runs (1: real time). Its series record model seconds; a client's clock reads wall seconds, this many model seconds to each.",
 			one("vetbench_twin_time_scale", m.timeScale))
@@ -333,13 +345,6 @@ func (m *metrics) write(w io.Writer) error {
 		one("vetbench_twin_first_delivery_model_seconds_total", m.firstModel))
 	counter("vetbench_twin_first_deliveries", "Twin only: responses whose first tokens were written (the count the vetbench_twin_first_delivery_* series sum over).",
 		one("vetbench_twin_first_deliveries_total", m.firstDeliveries))
-	info := labels{"engine": eng}
-	for k, v := range m.cache {
-		info[k] = v
-	}
-	gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", sample{"vllm:cache_config_info", info, 1})
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeHistograms writes each histogram family as vLLM exposes it:

@@ -21,6 +21,7 @@ import (
 	"github.com/vetbench/vetbench/receipts"
 	"github.com/vetbench/vetbench/receipts/slo"
 	"github.com/vetbench/vetbench/receipts/tokens"
+	"github.com/vetbench/vetbench/stub"
 )
 
 // The one definition of a failed point: measured, and stopped, over its
@@ -130,18 +131,29 @@ func TestPassServerDown(t *testing.T) {
 	require.True(t, strings.HasSuffix(string(b), "\nFAIL\n"))
 }
 
-// A live endpoint's figures are real time whatever the twin's time scale
-// says: the scale comes from the target measured, not the configuration.
+// The scale comes from the target measured, not the configuration: a
+// live server at real time is read in real time beside a stale
+// VETBENCH_STUB_TIME_SCALE, and a live endpoint that is a ×10 twin (it
+// says so in its /metrics) is read at ×10.
 func TestScaleFromTarget(t *testing.T) {
 	cfg := load(t, map[string]string{"VETBENCH_STUB_TIME_SCALE": "10"})
 	run, err := sweep.Open(t.Context(), cfg, nil, sweep.Options{})
 	require.NoError(t, err)
 	defer run.Close(true)
 	require.Equal(t, 10.0, run.Scale().Factor, "the twin's")
-	cfg.Target.Endpoint = run.Endpoint().BaseURL
+
+	realTime, err := stub.Start(stub.Config{})
+	require.NoError(t, err)
+	defer realTime.Close()
+	cfg.Target.Endpoint = realTime.URL()
 	live, err := sweep.Open(t.Context(), cfg, nil, sweep.Options{})
 	require.NoError(t, err)
-	require.False(t, live.Scale().Scaled(), "a live endpoint beside a stale VETBENCH_STUB_TIME_SCALE")
+	require.False(t, live.Scale().Scaled(), "a live endpoint at real time beside a stale VETBENCH_STUB_TIME_SCALE")
+
+	cfg.Target.Endpoint = run.Endpoint().BaseURL
+	scaled, err := sweep.Open(t.Context(), cfg, nil, sweep.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 10.0, scaled.Scale().Factor, "a live endpoint that is a ×10 twin, read from its /metrics")
 }
 
 // MeasurePass counts the failed points, hands every outcome over, and
