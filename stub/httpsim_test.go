@@ -102,6 +102,10 @@ func httpPoints() []httpPoint {
 		// yield counted on both sides
 		{"deepseek", ProfileDeepSeekV4Flash(), 1}, {"deepseek", ProfileDeepSeekV4Flash(), 32},
 	}
+	// the held-back check's profile (make predict prints its simulation)
+	if q, err := qwen3H100(false); err == nil {
+		pts = append(pts, httpPoint{"qwen3", q, 1}, httpPoint{"qwen3", q, 128})
+	}
 	for i := range pts {
 		pts[i].p.Network, pts[i].p.NetworkJitter = 0, 0
 	}

@@ -375,19 +375,35 @@ func deepseekFigures(m *physical, spec roofline.Speculative, cells []deepseekCel
 	return out
 }
 
+// qwen3H100 is the first-principles profile of Qwen3-8B (bf16, its public
+// config) on one H100 SXM's spec peaks at EfficiencyHopper, as vllmstub
+// -model-config receipts/roofline/testdata/qwen3-8b.json -gpu h100-sxm
+// serves it (eager: with --enforce-eager).
+func qwen3H100(eager bool) (Profile, error) {
+	cfg, err := roofline.ReadConfig(filepath.Join("..", "receipts", "roofline", "testdata", "qwen3-8b.json"))
+	if err != nil {
+		return Profile{}, err
+	}
+	hw, err := roofline.LookupGPU("h100-sxm")
+	if err != nil {
+		return Profile{}, err
+	}
+	return ProfilePhysical("Qwen/Qwen3-8B", cfg, roofline.Dtypes{}, hw, EfficiencyHopper, ServeFlags{EnforceEager: eager})
+}
+
 // qwen3Prediction is the first-principles profile of Qwen3-8B (bf16) on
 // one H100 SXM: what a measurement held back from this project will be
 // read against. No figure of it was used to fit anything; none is known
-// here.
+// here. Each mode prints a decode step's price at 1K context and the
+// token-throughput method simulated (c unique 32-token prompts at once,
+// 128 ignore-EOS tokens each, output over each batch's send-to-last-token
+// time; BenchmarkHTTPvsSim/qwen3 serves the same over HTTP).
 func qwen3Prediction(t *testing.T) string {
-	cfg, err := roofline.ReadConfig(filepath.Join("..", "receipts", "roofline", "testdata", "qwen3-8b.json"))
-	require.NoError(t, err)
-	hw, err := roofline.LookupGPU("h100-sxm")
-	require.NoError(t, err)
 	var b strings.Builder
 	b.WriteString("\nQwen3-8B bf16 on one H100 SXM (predicted; the measurement is held back)\n")
+	tr := TokensRun{PromptTokens: 32, Output: 128, Repeats: 3}
 	for _, eager := range []bool{false, true} {
-		p, err := ProfilePhysical("Qwen/Qwen3-8B", cfg, roofline.Dtypes{}, hw, EfficiencyHopper, ServeFlags{EnforceEager: eager})
+		p, err := qwen3H100(eager)
 		require.NoError(t, err)
 		m := p.Physical.model()
 		mode := map[bool]string{false: "CUDA graphs", true: "eager"}[eager]
@@ -395,6 +411,11 @@ func qwen3Prediction(t *testing.T) string {
 		for _, c := range []int{1, 128} {
 			st := m.seconds(decodeStep(c, 1024))
 			fmt.Fprintf(&b, "; c=%d at 1K context: step %.3f ms, %.1f tok/s", c, 1e3*st, float64(c)/st)
+		}
+		fmt.Fprintf(&b, "\n  %-11s token throughput (32-token prompts, 128 tokens)", "")
+		for _, c := range []int{1, 128} {
+			pt := SimulateTokens(p, tr, "text", c)
+			fmt.Fprintf(&b, "; c=%d %.1f tok/s (per request %.1f, TTFT %.1f ms)", c, pt.Aggregate, pt.PerRequest, 1e3*pt.TTFT)
 		}
 		b.WriteString("\n")
 	}
