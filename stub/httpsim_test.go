@@ -103,7 +103,7 @@ func httpPoints() []httpPoint {
 		{"deepseek", ProfileDeepSeekV4Flash(), 1}, {"deepseek", ProfileDeepSeekV4Flash(), 32},
 	}
 	// the held-back check's profile (make predict prints its simulation)
-	if q, err := qwen3H100(false); err == nil {
+	if q, err := qwen3H100(false, 0, 0); err == nil {
 		pts = append(pts, httpPoint{"qwen3", q, 1}, httpPoint{"qwen3", q, 128})
 	}
 	for i := range pts {
