@@ -69,7 +69,13 @@ const (
 // DefaultBurstiness is a Poisson process, vllm bench serve's default.
 const DefaultBurstiness = 1.0
 
+// loadSettings are the open loop's and the latency targets'.
 func loadSettings() []setting {
+	return slices.Concat(openLoopSettings(), sloSettings())
+}
+
+// openLoopSettings drive an open loop: arrival rates, burstiness, the concurrency cap, the schedule's seed.
+func openLoopSettings() []setting {
 	return []setting{
 		{env: EnvRate, flag: "rate", key: "load.rate", sep: ",", usage: "open loop: comma-separated arrival `rates` in judgments/s, one point each (" + EnvRate + "; unset: closed loop at -levels)",
 			set: func(c *Config, v string) error {
@@ -135,6 +141,12 @@ func loadSettings() []setting {
 				c.OpenLoop.Seed = n
 				return nil
 			}, show: func(c *Config) string { return strconv.FormatInt(c.OpenLoop.Seed, 10) }},
+	}
+}
+
+// sloSettings are the targets goodput is counted against.
+func sloSettings() []setting {
+	return []setting{
 		{env: EnvSLO, flag: "slo", key: "slo.latency", usage: "per-judgment latency `target` (e.g. 2s) goodput is counted against (" + EnvSLO + ")",
 			set: duration(func(c *Config) *time.Duration { return &c.SLO.Latency }), show: showDuration(func(c *Config) time.Duration { return c.SLO.Latency })},
 		{env: EnvSLOTTFT, flag: "slo-ttft", key: "slo.ttft", scopes: []Scope{ScopeTokens}, usage: "token runs: per-request time-to-first-token `target` (e.g. 500ms) goodput is counted against (" + EnvSLOTTFT + ")",

@@ -84,7 +84,13 @@ func (s setting) in(scope Scope) bool {
 // settings lists every setting. The run file names them by key and parses
 // with the same set functions as the environment and the flags.
 func settings() []setting {
-	return append([]setting{
+	return slices.Concat(targetSettings(), twinSettings(), scoringSettings(), pointSettings(), timeoutSettings(), dispatchSettings(), budgetSettings(), pathSettings(),
+		tokenSettings(), matrixSettings(), streamSettings(), loadSettings())
+}
+
+// targetSettings are the live server's: where it is, what it serves, how it was started.
+func targetSettings() []setting {
+	return []setting{
 		{env: EnvEndpoint, flag: "endpoint", key: "target.endpoint", sep: ",", redact: redactURLs,
 			usage: "comma-separated base `URLs` of live servers serving one model; several spread the judgments (" + EnvEndpoint + ")",
 			set:   setEndpoints, show: func(c *Config) string {
@@ -104,6 +110,12 @@ func settings() []setting {
 			show: func(c *Config) string { return tomlString(c.ServerFlags) }},
 		{env: EnvServerEnv, key: "target.server_env", set: func(c *Config, v string) error { c.ServerEnv = strings.TrimSpace(v); return nil },
 			show: func(c *Config) string { return tomlString(c.ServerEnv) }},
+	}
+}
+
+// twinSettings place and shape the twin that stands in when no endpoint is given.
+func twinSettings() []setting {
+	return []setting{
 		{env: EnvStub, key: "twin.placement", set: func(c *Config, v string) error {
 			switch k := receipts.TargetKind(strings.TrimSpace(v)); k {
 			case receipts.TargetContainer, receipts.TargetInProcess:
@@ -148,6 +160,12 @@ func settings() []setting {
 			c.Twin.Replicas = n
 			return nil
 		}, show: func(c *Config) string { return strconv.Itoa(c.Twin.Replicas) }},
+	}
+}
+
+// scoringSettings say how an answer is read from the logprobs.
+func scoringSettings() []setting {
+	return []setting{
 		{env: EnvScoring, key: "scoring", set: func(c *Config, v string) error {
 			m, err := judgments.ParseMode(strings.TrimSpace(v))
 			if err != nil {
@@ -172,6 +190,12 @@ func settings() []setting {
 			c.TopLogprobs = n
 			return nil
 		}, show: func(c *Config) string { return strconv.Itoa(c.TopLogprobs) }},
+	}
+}
+
+// pointSettings say what is measured: the sets, the levels, the cache arms, the warm-up.
+func pointSettings() []setting {
+	return []setting{
 		{env: EnvSets, flag: "sets", key: "sets", sep: ",", usage: "comma-separated `sets` (" + EnvSets + ")", def: strings.Join(DefaultSets, ","),
 			set: func(c *Config, v string) error {
 				names := splitList(v)
@@ -242,6 +266,12 @@ func settings() []setting {
 				c.Warmup = n
 				return nil
 			}, show: func(c *Config) string { return strconv.Itoa(c.Warmup) }},
+	}
+}
+
+// timeoutSettings bound a request and a control, and say whether a failed pass stops the run.
+func timeoutSettings() []setting {
+	return []setting{
 		{env: EnvTimeout, key: "timeout", set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil || d <= 0 {
@@ -271,6 +301,12 @@ func settings() []setting {
 			c.ContinueOnError = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.ContinueOnError) }},
+	}
+}
+
+// dispatchSettings say how the judgments of a point are sent.
+func dispatchSettings() []setting {
+	return []setting{
 		{env: EnvDispatch, flag: "dispatch", key: "dispatch", def: string(judgments.DispatchInOrder),
 			usage: "how a judgment's requests are sent: in-order, fan-out (its questions at once) or typevet (every control tokenized anew first, as typevet's client does) (" + EnvDispatch + ")",
 			set: func(c *Config, v string) error {
@@ -296,6 +332,12 @@ func settings() []setting {
 				}
 				return nil
 			}},
+	}
+}
+
+// budgetSettings are what a point may lose to failures and what an hour of the GPU costs.
+func budgetSettings() []setting {
+	return []setting{
 		{env: EnvMaxFailed, flag: "max-failed", key: "max_failed", usage: "accepted `share` of failed judgments per point, 0..1 or a percentage (" + EnvMaxFailed + ", default 0)", def: "0",
 			set: func(c *Config, v string) error {
 				v = strings.TrimSpace(v)
@@ -326,6 +368,12 @@ func settings() []setting {
 			}
 			return tomlFloat(c.GPUHourlyUSD)
 		}},
+	}
+}
+
+// pathSettings say where results land and where the fixtures come from.
+func pathSettings() []setting {
+	return []setting{
 		// Out has a key, but settings.toml leaves it out: the file lies in
 		// that directory, and a copy reused for the next run must not name it.
 		{env: EnvOut, flag: "out", key: "out", scopes: []Scope{ScopeRun, ScopeTokens, ScopeMatrix}, usage: "run `directory`: receipts/, bench.txt and settings.toml go in it (" + EnvOut + "; default a new out/runs/<id>)",
@@ -377,7 +425,7 @@ func settings() []setting {
 			c.Fixtures.TypevetIDs = b
 			return nil
 		}, show: func(c *Config) string { return strconv.FormatBool(c.Fixtures.TypevetIDs) }},
-	}, append(append(append(tokenSettings(), matrixSettings()...), streamSettings()...), loadSettings()...)...)
+	}
 }
 
 // text sets a string field, trimmed.

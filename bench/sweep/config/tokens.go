@@ -348,7 +348,13 @@ func tokenPointSettings() []setting {
 	}
 }
 
+// matrixSettings are vetbench matrix's.
 func matrixSettings() []setting {
+	return slices.Concat(matrixShapeSettings(), matrixPaceSettings())
+}
+
+// matrixShapeSettings say what a matrix measures: its contexts, levels, window and streams, and how prompts reach a context.
+func matrixShapeSettings() []setting {
 	mx := []Scope{ScopeMatrix}
 	return []setting{
 		{env: EnvMatrixContexts, flag: "contexts", key: "matrix.contexts", sep: ",", scopes: mx,
@@ -402,6 +408,13 @@ func matrixSettings() []setting {
 				}
 				return errors.New("want estimate or exact")
 			}},
+	}
+}
+
+// matrixPaceSettings pace a matrix: readiness, scrapes, hold, pause, budget, and its loop detector.
+func matrixPaceSettings() []setting {
+	mx := []Scope{ScopeMatrix}
+	return []setting{
 		{env: EnvMatrixReadyTimeout, flag: "ready-timeout", key: "matrix.ready_timeout", scopes: mx,
 			show: func(c *Config) string { return showWait(c.Matrix.ReadyTimeout) }, def: "by context",
 			usage: "longest `wait` for a cell to be ready (" + EnvMatrixReadyTimeout + "; default 60s ≤32K, 120s ≤64K, else 180s)",
