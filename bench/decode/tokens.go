@@ -256,20 +256,39 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 	if err := r.check(p); err != nil {
 		return nil, err
 	}
-	rp := p.receiptPoint()
 	rec := &tokens.Receipt{
 		Schema: tokens.Schema, Source: tokens.SourceVetbench, RunID: r.RunID,
-		Started: r.now().UTC(), Target: r.Endpoint.Receipt(), Identity: r.Identity, Point: rp,
+		Started: r.now().UTC(), Target: r.Endpoint.Receipt(), Identity: r.Identity, Point: p.receiptPoint(),
 		Warnings: append([]string(nil), r.Notes...),
 	}
 	rec.Identity.PromptDigest = Digest(p.Workload)
 	rec.Identity.CacheIsolation = r.prompts.Isolation()
-	stop := func(reason, msg string) {
-		rec.Stopped = &tokens.Stopped{Reason: reason, Message: msg, Runs: len(rec.Runs)}
+	stopErr := r.warmUp(ctx, p, rec)
+	if errors.Is(stopErr, ErrRefused) {
+		return nil, stopErr
 	}
-	var stopErr error
-	// A warm-up is a closed batch of one request per slot (refilled or
-	// not): it opens the connections the point holds in flight.
+	var before scrape.Snapshot
+	if stopErr == nil {
+		before = r.metrics(ctx)
+		stopErr = r.repeat(ctx, p, rec)
+	}
+	if dw := r.deliveryWarning(ctx, before, len(rec.Runs)); dw != "" {
+		rec.Warnings = append(rec.Warnings, dw)
+	}
+	rec.Finished = r.now().UTC()
+	rec.Summary = tokens.Summarize(rec.Point, rec.Runs)
+	rec.Identity.Digest = rec.IdentityDigest()
+	if stopErr != nil {
+		return rec, fmt.Errorf("%w: %s", ErrStopped, rec.Stopped.Message)
+	}
+	return rec, verdict(p, rec)
+}
+
+// warmUp runs the point's warm-up batches: closed batches of one request
+// per slot (refilled or not), which open the connections the point holds
+// in flight. An error stops the point, and rec says why; ErrRefused (the
+// server refused the point's shape) is returned as it is.
+func (r *Runner) warmUp(ctx context.Context, p Point, rec *tokens.Receipt) error {
 	warm := p
 	warm.NumPrompts, warm.RequestRate = 0, 0
 	for i := range p.Warmup {
@@ -278,24 +297,24 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 			err = fmt.Errorf("every warm-up request failed: %s", run.Requests[0].Error)
 		}
 		if errors.Is(err, ErrRefused) {
-			return nil, err
+			return err
 		}
 		if err != nil {
-			stop(stopReason(ctx, err), fmt.Sprintf("warm-up %d: %v", i+1, err))
-			stopErr = err
-			break
+			stopAt(rec, stopReason(ctx, err), fmt.Sprintf("warm-up %d: %v", i+1, err))
+			return err
 		}
 	}
-	var before scrape.Snapshot
-	if stopErr == nil {
-		before = r.metrics(ctx)
-	}
-	for i := 0; stopErr == nil && i < p.Repeats; i++ {
+	return nil
+}
+
+// repeat runs the point's measured batches into rec. An error, or a batch
+// in which every request failed, stops the point with the batches done.
+func (r *Runner) repeat(ctx context.Context, p Point, rec *tokens.Receipt) error {
+	for i := range p.Repeats {
 		run, err := r.batch(ctx, p)
 		if err != nil {
-			stop(stopReason(ctx, err), fmt.Sprintf("repeat %d: %v", i+1, err))
-			stopErr = err
-			break
+			stopAt(rec, stopReason(ctx, err), fmt.Sprintf("repeat %d: %v", i+1, err))
+			return err
 		}
 		if ll := run.LittlesLaw; ll != nil && !ll.OK {
 			for _, pr := range ll.Problems {
@@ -304,33 +323,36 @@ func (r *Runner) Measure(ctx context.Context, p Point) (*tokens.Receipt, error) 
 		}
 		rec.Runs = append(rec.Runs, run)
 		if run.Failed+run.Short == len(run.Requests) {
-			stop("error", fmt.Sprintf("repeat %d: every request failed (%s)", i+1, run.Requests[0].Error))
-			stopErr = errors.New(rec.Stopped.Message)
+			stopAt(rec, "error", fmt.Sprintf("repeat %d: every request failed (%s)", i+1, run.Requests[0].Error))
+			return errors.New(rec.Stopped.Message)
 		}
 	}
-	if dw := r.deliveryWarning(ctx, before, len(rec.Runs)); dw != "" {
-		rec.Warnings = append(rec.Warnings, dw)
-	}
-	rec.Finished = r.now().UTC()
-	rec.Summary = tokens.Summarize(rp, rec.Runs)
-	rec.Identity.Digest = rec.IdentityDigest()
-	if stopErr != nil {
-		return rec, fmt.Errorf("%w: %s", ErrStopped, rec.Stopped.Message)
-	}
+	return nil
+}
+
+// stopAt records on rec why its point stopped, after the batches it holds.
+func stopAt(rec *tokens.Receipt, reason, msg string) {
+	rec.Stopped = &tokens.Stopped{Reason: reason, Message: msg, Runs: len(rec.Runs)}
+}
+
+// verdict is a point's error once every repeat ran: failed or short
+// requests past the accepted share (ErrFailures), or a goodput under its
+// target (slo.ErrMissed). Failures within the share are a warning on rec.
+func verdict(p Point, rec *tokens.Receipt) error {
 	s := rec.Summary
 	if bad := s.Failed + s.Short; bad > 0 {
 		msg := fmt.Sprintf("%d of %d requests failed or came back short (%d short)", bad, s.Requests, s.Short)
 		if float64(bad) > p.MaxFailed*float64(s.Requests) {
-			return rec, fmt.Errorf("%w: %s, accepted share %.3g", ErrFailures, msg, p.MaxFailed)
+			return fmt.Errorf("%w: %s, accepted share %.3g", ErrFailures, msg, p.MaxFailed)
 		}
 		rec.Warnings = append(rec.Warnings, msg+fmt.Sprintf(" (within the accepted share %.3g)", p.MaxFailed))
 	}
 	if g := s.Goodput; g != nil && g.Met != nil && !*g.Met {
 		msg := fmt.Sprintf("%d of %d requests (%.1f%%) within the SLO, below the stated goodput %.1f%%", g.Within, g.Of, 100*g.Share, 100*p.SLO.Target)
 		rec.Warnings = append(rec.Warnings, "SLO missed: "+msg)
-		return rec, fmt.Errorf("%w: %s", slo.ErrMissed, msg)
+		return fmt.Errorf("%w: %s", slo.ErrMissed, msg)
 	}
-	return rec, nil
+	return nil
 }
 
 // deliveryWarning reads /metrics again after the repeats (after Ctrl-C
