@@ -186,59 +186,59 @@ func (im *importer) run() (*receipts.Receipt, error) {
 	if err := im.pickLayout(digests); err != nil {
 		return nil, err
 	}
-	rc := &receipts.Receipt{
+	im.rc = &receipts.Receipt{
 		Schema:   receipts.Schema,
 		Source:   receipts.SourceTypevet,
 		Set:      im.lay.set,
 		Target:   receipts.Target{Kind: receipts.TargetTypevet},
 		Identity: receipts.Identity{PromptDigests: map[string]string{}, Upstream: map[string]string{}},
 	}
-	im.rc = rc
-	for _, q := range digests.o.Keys {
-		d, err := digests.str(q)
-		if err != nil {
-			return nil, err
-		}
-		rc.Identity.PromptDigests[q] = d
-	}
-	if v, ok, err := identity.optStr("identity_digest"); err != nil {
+	if err := im.identity(identity, digests); err != nil {
 		return nil, err
-	} else if ok {
-		rc.Identity.Upstream["identity_digest"] = v
 	}
-	if v, ok, err := identity.optStr("run_id"); err != nil {
-		return nil, err
-	} else if ok {
-		rc.RunID = v
-	}
-	if issue, ok := top.o.Get("issue"); ok {
-		rc.Identity.Upstream["issue"] = scalarString(issue)
-	}
-	rc.Identity.Upstream["backend"] = backend
-	rc.Pins.Model = model
+	im.rc.Identity.Upstream["backend"] = backend
+	im.rc.Pins.Model = model
 	// typevet on vLLM asks for the candidates by token id (recording no ids),
 	// tokenizing every control anew before each judgment: the typevet dispatch.
-	rc.Pins.ScoringMode, rc.Pins.QuestionDispatch = string(judgments.ModeTokenIDs), receipts.DispatchTypevet
+	im.rc.Pins.ScoringMode, im.rc.Pins.QuestionDispatch = string(judgments.ModeTokenIDs), receipts.DispatchTypevet
 	wall, err := top.num("wall_seconds")
 	if err != nil {
 		return nil, err
 	}
-	if err := im.pins(wall); err != nil {
-		return nil, err
+	steps := []func() error{func() error { return im.pins(wall) }, im.items, im.stopped, func() error { return im.throughput(wall) }, im.quality}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
-	if err := im.items(); err != nil {
-		return nil, err
+	return im.rc, nil
+}
+
+// identity copies the receipt's identity block: the prompt digests, and
+// typevet's identity digest, run id and issue where it has them.
+func (im *importer) identity(identity, digests *object) error {
+	rc := im.rc
+	for _, q := range digests.o.Keys {
+		d, err := digests.str(q)
+		if err != nil {
+			return err
+		}
+		rc.Identity.PromptDigests[q] = d
 	}
-	if err := im.stopped(); err != nil {
-		return nil, err
+	if v, ok, err := identity.optStr("identity_digest"); err != nil {
+		return err
+	} else if ok {
+		rc.Identity.Upstream["identity_digest"] = v
 	}
-	if err := im.throughput(wall); err != nil {
-		return nil, err
+	if v, ok, err := identity.optStr("run_id"); err != nil {
+		return err
+	} else if ok {
+		rc.RunID = v
 	}
-	if err := im.quality(); err != nil {
-		return nil, err
+	if issue, ok := im.top.o.Get("issue"); ok {
+		rc.Identity.Upstream["issue"] = scalarString(issue)
 	}
-	return rc, nil
+	return nil
 }
 
 // pickLayout finds the set whose questions are the prompt digests' keys.
