@@ -32,8 +32,10 @@ import (
 // It reports HTTP/simulation ratios of aggregate tok/s (tokps-ratio) and
 // mean TTFT (ttft-ratio), the engine steps that missed their model-clock
 // deadline (missed-steps) and the streamed writes that ran late
-// (late-deliveries), and the twin's own first-token delay over the TTFT it
-// models (first-delay-share, what a receipt's warning reads):
+// (late-deliveries), the twin's own first-token delay over the TTFT it
+// models (first-delay-share, what a receipt's warning reads), and that
+// modelled TTFT over the simulation's (model-ttft-ratio: how far the
+// twin's schedule itself drifted, before delivery):
 // a measurement of how well modelled
 // time survives a busy machine, so it is opt-in (make calibrate), never
 // part of make test. With -benchtime Nx each figure is the mean of N runs,
@@ -46,7 +48,7 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 		st.PromptTokens = httpPromptTokens(b, p, tr)
 		for _, scale := range []float64{1, 10} {
 			b.Run(fmt.Sprintf("%s/c=%d/scale=%g", pc.name, pc.c, scale), func(b *testing.B) {
-				var tokps, ttft, wire, send, missed, late, cpu, cpuWall, firstShare float64
+				var tokps, ttft, wire, send, missed, late, cpu, cpuWall, firstShare, modelTTFT float64
 				n := 0
 				for b.Loop() {
 					got := httpTokens(b, Config{Profile: p, TimeScale: scale}, tr, pc.c)
@@ -60,6 +62,7 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 					send += got.sendLag
 					missed += got.missed
 					firstShare += got.firstShare
+					modelTTFT += got.modelTTFT / sim.TTFT
 					late += got.late
 					cpu += got.cpu
 					// The process's CPU per streamed token (server and
@@ -77,6 +80,7 @@ func BenchmarkHTTPvsSim(b *testing.B) {
 				b.ReportMetric(missed/f, "missed-steps")
 				b.ReportMetric(late/f, "late-deliveries")
 				b.ReportMetric(firstShare/f, "first-delay-share")
+				b.ReportMetric(modelTTFT/f, "model-ttft-ratio")
 				b.ReportMetric(cpu/f*1e6, "cpu-µs/token")
 				b.ReportMetric(cpuWall/f, "cpu-per-model-wall")
 			})
@@ -130,6 +134,11 @@ type httpRun struct {
 	// over their summed modelled TTFT, as the twin counted them
 	// (vetbench_twin_first_delivery_*): what a receipt's warning reads.
 	firstShare float64
+	// modelTTFT is the timed batches' mean TTFT as the twin's own
+	// schedule had it (first token due − arrival, model seconds): against
+	// the simulation's, how far the twin's model drifted from it, before
+	// any delivery.
+	modelTTFT float64
 }
 
 // httpTokens runs the token-throughput method against the twin of cfg
@@ -172,12 +181,12 @@ func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
 	}
 	batch() // warm-up
 	run := httpRun{TokensPoint: TokensPoint{Workload: "text", C: c}}
-	firsts := func() (delay, model float64) {
+	firsts := func() (delay, model, n float64) {
 		rs.eng.m.mu.Lock()
 		defer rs.eng.m.mu.Unlock()
-		return rs.eng.m.firstDelay, rs.eng.m.firstModel
+		return rs.eng.m.firstDelay, rs.eng.m.firstModel, rs.eng.m.firstDeliveries
 	}
-	d0, m0 := firsts()
+	d0, m0, n0 := firsts()
 	cpu0 := cpuSeconds()
 	var total int
 	var totalWall, ttft float64
@@ -201,8 +210,9 @@ func httpTokens(b *testing.B, cfg Config, tr TokensRun, c int) httpRun {
 	run.late = rs.eng.m.lateDeliveries
 	rs.eng.m.mu.Unlock()
 	run.cpu = (cpuSeconds() - cpu0) / float64(max(total, 1))
-	d1, m1 := firsts()
+	d1, m1, n1 := firsts()
 	run.firstShare = (d1 - d0) / max(m1-m0, 1e-12)
+	run.modelTTFT = (m1 - m0) / max(n1-n0, 1)
 	return run
 }
 
