@@ -218,10 +218,10 @@ func (s *Server) submitChat(w http.ResponseWriter, hr *http.Request, c *chatCall
 	if s.eng.clock.sleepUntil(hr.Context(), c.recv+c.rt/2) != nil {
 		return false
 	}
-	eng, arrival, ready := s.handOff(c.recv+c.rt/2, digests, len(c.p.Tokens))
+	eng, arrival, ready, job := s.handOff(c.recv+c.rt/2, digests, len(c.p.Tokens))
 	c.eng, c.ready = eng, ready
 	c.r = &request{prompt: c.p, hashes: blockHashes(c.p, s.cfg.Profile.BlockSize, c.req.CacheSalt), maxTokens: c.maxTokens,
-		arrival: arrival, done: make(chan struct{})}
+		arrival: arrival, fe: job, done: make(chan struct{})}
 	decodeFaults(c.r, &c.req, c.fault, c.maxTokens)
 	if !c.completion { // a completion has no chat template: nothing splits off as reasoning
 		s.cfg.Profile.applyFeatures(c.r, &c.req)

@@ -79,10 +79,10 @@ func (e *engine) load(at float64) int {
 // it is engine 0's frontend, exactly; with several the frontend job costs
 // the load of every engine (the API server serves all of them) and the
 // multimodal cache lookups are counted on the chosen engine's series.
-func (s *Server) handOff(at float64, digests []string, promptTokens int) (e *engine, arrival, ready float64) {
+func (s *Server) handOff(at float64, digests []string, promptTokens int) (e *engine, arrival, ready float64, job *feJob) {
 	if len(s.engines) == 1 {
-		arrival, ready = s.eng.frontend(at, digests, false, promptTokens)
-		return s.eng, arrival, ready
+		job, arrival, ready = s.eng.frontendInOrder(at, digests, promptTokens)
+		return s.eng, arrival, ready, job
 	}
 	load := 0
 	for _, x := range s.engines {
@@ -103,7 +103,7 @@ func (s *Server) handOff(at float64, digests []string, promptTokens int) (e *eng
 		e.mu.Unlock()
 		m.mmQueried(int(mm.mmQueries), int(mm.mmHits))
 	}
-	return e, arrival, ready
+	return e, arrival, ready, nil
 }
 
 // killAll kills every engine: with data parallelism one dead engine core

@@ -13,7 +13,12 @@ type request struct {
 	hashes    []uint64 // prefix-cache block hashes of the prompt
 	maxTokens int
 
-	arrival    float64 // reached the server (before the frontend)
+	arrival float64 // reached the server (before the frontend)
+	reached float64 // reached the engine (after the frontend and ingest)
+	// fe is the request's place in a served twin's frontend queue, whose
+	// times can move until it reaches the engine core (reserveInOrder);
+	// nil in a simulation.
+	fe         *feJob
 	queued     float64 // added to the scheduler
 	scheduled  float64 // first scheduled
 	firstToken float64

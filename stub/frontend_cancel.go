@@ -1,5 +1,7 @@
 package stub
 
+import "slices"
+
 // A request whose client goes away while it still waits for the API
 // server gives its place back: vLLM's routes are wrapped in
 // with_cancellation (vllm/entrypoints/utils.py), which cancels the
@@ -9,19 +11,27 @@ package stub
 // frontend worker busy for minutes of model time after the cell, and the
 // next cell's scout would wait behind work nobody wants.
 
-// feJob is one frontend reservation: [start, end) on the worker.
+// feJob is one frontend reservation: [start, end) on the worker, for a
+// request that arrived at at and costs cost; extra is what follows end
+// before the engine holds the request (its ingest). A fixed job no longer
+// moves: its request reached the engine core, or its times were given
+// out (a simulation's, a /tokenize answer).
 type feJob struct {
-	start, end float64
-	dead       bool
+	at, cost, extra float64
+	start, end      float64
+	dead, fixed     bool
 }
 
-// record notes a reservation made at now, dropping those already over.
-func (f *frontendModel) record(now, start, end float64) {
+// ready is when the job's request reaches the engine.
+func (j *feJob) ready() float64 { return j.end + j.extra }
+
+// trim drops the reservations over by now that can no longer move.
+func (f *frontendModel) trim(now float64) {
 	i := 0
-	for i < len(f.jobs) && f.jobs[i].end <= now {
+	for i < len(f.jobs) && f.jobs[i].end <= now && f.jobs[i].fixed {
 		i++
 	}
-	f.jobs = append(f.jobs[i:], feJob{start: start, end: end})
+	f.jobs = f.jobs[i:]
 }
 
 // cancel gives back the reservation that starts at start, when it has not
@@ -29,8 +39,8 @@ func (f *frontendModel) record(now, start, end float64) {
 // the cancelled tail ends (a cancelled job between live ones keeps its
 // slot: the later ones were promised their times).
 func (f *frontendModel) cancel(start, now float64) {
-	for i := range f.jobs {
-		if j := &f.jobs[i]; j.start == start && !j.dead {
+	for _, j := range f.jobs {
+		if j.start == start && !j.dead {
 			if j.start <= now {
 				return // already being worked on
 			}
@@ -38,6 +48,20 @@ func (f *frontendModel) cancel(start, now float64) {
 			break
 		}
 	}
+	f.dropDeadTail(now)
+}
+
+// cancelJob is cancel for a job known by its reservation.
+func (f *frontendModel) cancelJob(j *feJob, now float64) {
+	if j.dead || j.start <= now || !slices.Contains(f.jobs, j) {
+		return
+	}
+	j.dead = true
+	f.dropDeadTail(now)
+}
+
+// dropDeadTail frees the worker of the cancelled jobs at the queue's end.
+func (f *frontendModel) dropDeadTail(now float64) {
 	n := len(f.jobs)
 	for n > 0 && f.jobs[n-1].dead {
 		n--

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,7 @@ type engine struct {
 	m       *metrics
 	fe      *frontendModel
 	inbox   []inboxEntry
+	gone    []heldSpan // requests finished lately (held)
 	aborts  []*request
 	dead    bool
 	gen     int // bumped on every revive; a step of an older core is dropped
@@ -126,6 +128,7 @@ func (e *engine) reset() {
 	e.m.engine = engineLabel(e.index)
 	e.m.timeScale = e.clock.scale
 	e.c = newCore(e.prof, e.m)
+	e.gone = nil
 	e.fe = &frontendModel{t: e.t, m: e.m, mm: newLRU(e.prof.MMCacheItems)}
 	e.gen++
 }
@@ -157,20 +160,94 @@ func (e *engine) frontend(at float64, digests []string, tokenize bool, promptTok
 	return start, done
 }
 
-// held is how many requests the engine holds at model time at:
-// submitted ones that reached it by then, waiting and running. A request
-// submitted ahead of its model arrival (its frontend and ingest still
-// running at at) is not held yet: counting it would let the order in
-// which handlers got the CPU into the model, where the simulation, and
-// vLLM, have it still in the frontend. Called with e.mu held.
+// frontendInOrder is frontend for a chat request of a served twin: its
+// place in the queue is by arrival (reserveInOrder), and the requests it
+// goes before have their ready times moved with their jobs. It returns
+// the job and, read under the lock, its start and ready times.
+func (e *engine) frontendInOrder(at float64, digests []string, promptTokens int) (j *feJob, start, ready float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	load := e.held(at)
+	j, moved := e.fe.reserveInOrder(at, e.clock.now(), digests, load, promptTokens)
+	j.extra = e.t.ingest(promptTokens, load)
+	if len(moved) > 0 {
+		for k := range e.inbox {
+			if fe := e.inbox[k].r.fe; fe != nil && slices.Contains(moved, fe) {
+				e.inbox[k].ready, e.inbox[k].r.arrival = fe.ready(), fe.start
+			}
+		}
+	}
+	return j, j.start, j.ready()
+}
+
+// readyOf is when request r reaches the engine, as its frontend job has
+// it now (its place can move until then); without one, ready.
+func (e *engine) readyOf(r *request, ready float64) float64 {
+	if r.fe == nil {
+		return ready
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.fe.ready()
+}
+
+// held is how many requests the engine holds at model time at: those
+// that reached it by then (their frontend and ingest done) and had not
+// finished. A request submitted ahead of its model arrival (its frontend
+// and ingest still running at at) is not held yet: counting it would let
+// the order in which handlers got the CPU into the model, where the
+// simulation, and vLLM, have it still in the frontend. Nor is one that
+// reached the engine after at, though the core holds it by the time a
+// late handler asks; one that finished since is (gone). Called with e.mu
+// held.
 func (e *engine) held(at float64) int {
-	n := len(e.c.waiting) + len(e.c.running)
+	n := 0
+	for _, rs := range [][]*request{e.c.waiting, e.c.running} {
+		for _, r := range rs {
+			if r.reached <= at {
+				n++
+			}
+		}
+	}
 	for _, in := range e.inbox {
-		if in.ready <= at {
+		if in.r.fe == nil && in.ready <= at {
+			n++
+		}
+	}
+	// A served request's frontend job, until the core takes it (its
+	// handler may not have submitted it yet).
+	for _, j := range e.fe.jobs {
+		if !j.fixed && !j.dead && j.ready() <= at {
+			n++
+		}
+	}
+	for _, g := range e.gone {
+		if g.reached <= at && at < g.finished {
 			n++
 		}
 	}
 	return n
+}
+
+// heldSpan is a finished request's time in the engine, for held.
+type heldSpan struct{ reached, finished float64 }
+
+// goneHorizon is how long (wall time) finished requests are kept for
+// held: longer than a handler on a busy machine is late.
+const goneHorizon = time.Second
+
+// finished keeps the requests a step finished for held, and forgets those
+// that finished more than goneHorizon ago. Called with e.mu held.
+func (e *engine) finished(done []*request, end float64) {
+	keep := e.clock.now() - goneHorizon.Seconds()*e.clock.scale
+	i := 0
+	for i < len(e.gone) && e.gone[i].finished < keep {
+		i++
+	}
+	e.gone = e.gone[i:]
+	for _, r := range done {
+		e.gone = append(e.gone, heldSpan{r.reached, end})
+	}
 }
 
 // promptExpRef is the prompt length at which FrontendPerPromptToken is the
@@ -191,13 +268,24 @@ type frontendModel struct {
 	m    *metrics
 	mm   *lru
 	free float64 // model time the worker is free again
-	// jobs are the reservations not yet over, in order (cancel).
-	jobs []feJob
+	// jobs are the reservations not yet over, in the worker's order.
+	jobs []*feJob
 }
 
-// reserve queues a request received at model time now and returns when
-// its processing starts and when the frontend hands it over.
+// reserve queues a request received at model time now at the end of
+// the queue and returns when its processing starts and when the frontend
+// hands it over. The simulations reserve in arrival order, so the end is
+// their place.
 func (f *frontendModel) reserve(now float64, digests []string, tokenize bool, load, promptTokens int) (start, done float64) {
+	j := &feJob{at: now, cost: f.cost(digests, tokenize, load, promptTokens), fixed: true}
+	f.trim(now)
+	f.place(j, len(f.jobs))
+	return j.start, j.end
+}
+
+// cost is the frontend's work for a request (model seconds); it looks
+// its images up in the multimodal processor cache.
+func (f *frontendModel) cost(digests []string, tokenize bool, load, promptTokens int) float64 {
 	cost := f.t.frontendBase
 	if tokenize {
 		cost = f.t.frontendTokenize
@@ -222,10 +310,52 @@ func (f *frontendModel) reserve(now float64, digests []string, tokenize bool, lo
 	if len(digests) > 0 {
 		f.m.mmQueried(len(digests), hits)
 	}
-	start = max(now, f.free)
-	f.free = start + cost
-	f.record(now, start, f.free)
-	return start, f.free
+	return cost
+}
+
+// reserveInOrder queues a request that arrived at model time at in
+// arrival order among the reservations that have not started by model
+// time now and are not fixed: a served twin's handlers come to the queue
+// in the order they got the CPU, which on a busy machine is not the order
+// their requests arrived in, and a queue filled in their order leaves its
+// worker idle for an early arrival that came late, where the
+// simulation's, in arrival order, does not. The jobs it goes before start
+// later: moved lists them (their requests' ready times move with them).
+func (f *frontendModel) reserveInOrder(at, now float64, digests []string, load, promptTokens int) (j *feJob, moved []*feJob) {
+	j = &feJob{at: at, cost: f.cost(digests, false, load, promptTokens)}
+	f.trim(min(at, now))
+	i := len(f.jobs)
+	for i > 0 && f.jobs[i-1].at > at && !f.jobs[i-1].fixed {
+		i--
+	}
+	return j, f.place(j, i)
+}
+
+// place puts j at position i of the queue and times it and the jobs after
+// it, each starting when it arrived or when the one before ends; it
+// returns the jobs after j whose times moved.
+func (f *frontendModel) place(j *feJob, i int) (moved []*feJob) {
+	f.jobs = slices.Insert(f.jobs, i, j)
+	prev := math.Inf(-1)
+	if i > 0 {
+		prev = f.jobs[i-1].end
+	}
+	if i == len(f.jobs)-1 {
+		prev = max(prev, f.free) // a cancelled tail may have left the worker free earlier
+	}
+	for _, x := range f.jobs[i:] {
+		start := max(x.at, prev)
+		if x != j && start == x.start {
+			break // the rest keep their times
+		}
+		x.start, x.end = start, start+x.cost
+		if x != j {
+			moved = append(moved, x)
+		}
+		prev = x.end
+	}
+	f.free = max(f.free, f.jobs[len(f.jobs)-1].end)
+	return moved
 }
 
 // submit hands a request to the engine that reaches it at model time
@@ -237,6 +367,9 @@ func (e *engine) submit(r *request, ready float64) error {
 	defer e.mu.Unlock()
 	if e.dead {
 		return errEngineDead
+	}
+	if r.fe != nil { // its times may have moved since the handler read them
+		ready, r.arrival = r.fe.ready(), r.fe.start
 	}
 	e.inbox = append(e.inbox, inboxEntry{r, ready})
 	e.signal()
@@ -407,6 +540,7 @@ func (e *engine) finishStep(st *step, end float64, gen int) {
 		return
 	}
 	done := e.c.complete(st, end)
+	e.finished(done, end)
 	for _, r := range done {
 		if r.batchSeqs > 1 {
 			e.batched++
@@ -466,6 +600,10 @@ func (e *engine) drain(at float64) int {
 			keep = append(keep, in)
 			continue
 		}
+		if in.r.fe != nil {
+			in.r.fe.fixed = true // in the engine core: its frontend times stand
+		}
+		in.r.reached = in.ready
 		e.c.add(in.r, at+float64(n)*e.t.admitPerRequest)
 		n++
 	}
@@ -482,7 +620,11 @@ func (e *engine) processAborts(now float64) {
 				break
 			}
 		}
-		e.fe.cancel(r.arrival, now)
+		if r.fe != nil {
+			e.fe.cancelJob(r.fe, now)
+		} else {
+			e.fe.cancel(r.arrival, now)
+		}
 		e.c.abort(r, now)
 	}
 	e.aborts = nil

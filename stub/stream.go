@@ -211,9 +211,16 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, c *chatCall) {
 	}
 	// vLLM's handler returns its StreamingResponse once the engine has the
 	// request, and the server sends the status and headers then.
-	if c.eng.clock.sleepUntil(ctx, c.ready+c.rt/2) != nil {
-		gone()
-		return
+	for ready := c.ready; ; { // until its place in the frontend stops moving
+		if c.eng.clock.sleepUntil(ctx, ready+c.rt/2) != nil {
+			gone()
+			return
+		}
+		now := c.eng.readyOf(c.r, ready)
+		if now <= ready {
+			break
+		}
+		ready = now
 	}
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
