@@ -25,10 +25,13 @@ type feJob struct {
 // ready is when the job's request reaches the engine.
 func (j *feJob) ready() float64 { return j.end + j.extra }
 
-// trim drops the reservations over by now that can no longer move.
+// trim drops the reservations over by now that can no longer move; the
+// worker stays busy until the last of them ends (floor), for an earlier
+// arrival whose handler comes later still.
 func (f *frontendModel) trim(now float64) {
 	i := 0
 	for i < len(f.jobs) && f.jobs[i].end <= now && f.jobs[i].fixed {
+		f.floor = max(f.floor, f.jobs[i].end)
 		i++
 	}
 	f.jobs = f.jobs[i:]

@@ -268,6 +268,8 @@ type frontendModel struct {
 	m    *metrics
 	mm   *lru
 	free float64 // model time the worker is free again
+	// floor is when the last job trim dropped ended: no job starts before.
+	floor float64
 	// jobs are the reservations not yet over, in the worker's order.
 	jobs []*feJob
 }
@@ -336,7 +338,7 @@ func (f *frontendModel) reserveInOrder(at, now float64, digests []string, load, 
 // returns the jobs after j whose times moved.
 func (f *frontendModel) place(j *feJob, i int) (moved []*feJob) {
 	f.jobs = slices.Insert(f.jobs, i, j)
-	prev := math.Inf(-1)
+	prev := f.floor
 	if i > 0 {
 		prev = f.jobs[i-1].end
 	}
