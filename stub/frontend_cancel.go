@@ -30,7 +30,7 @@ func (j *feJob) ready() float64 { return j.end + j.extra }
 // arrival whose handler comes later still.
 func (f *frontendModel) trim(now float64) {
 	i := 0
-	for i < len(f.jobs) && f.jobs[i].end <= now && f.jobs[i].fixed {
+	for i < len(f.jobs) && f.jobs[i].end <= now && (f.jobs[i].fixed || f.jobs[i].dead) {
 		f.floor = max(f.floor, f.jobs[i].end)
 		i++
 	}

@@ -129,6 +129,11 @@ func lateHandlersTTFT(t *testing.T, c int, late time.Duration, stamp bool) (twin
 		batch()
 		m1, n1 := firsts()
 		twin = (m1 - m0) / (n1 - n0)
+		s.eng.mu.Lock()
+		for _, j := range s.eng.fe.jobs {
+			require.True(t, j.fixed, "every answered request's job stops moving, and goes at the next trim")
+		}
+		s.eng.mu.Unlock()
 	})
 	st := tr
 	st.PromptTokens = httpPromptTokens(t, p, tr)
@@ -162,4 +167,43 @@ func TestLateHandlersKeepTheModel(t *testing.T) {
 		twin, sim := lateHandlersTTFT(t, c, 10*time.Millisecond, true)
 		require.GreaterOrEqual(t, twin, sim*0.999, "c=%d, handlers up to 10 ms late", c)
 	}
+}
+
+// TestAbortedRequestsLeaveTheQueue: a stream whose client goes away while
+// its request is still in the frontend or its ingest leaves no job that
+// keeps moving: the queue forgets it once it has ended. Control: the
+// request was in the queue when the client left.
+func TestAbortedRequestsLeaveTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := ProfileE2BH200NVL()
+		p.Network, p.NetworkJitter = 0, 0
+		s, err := New(Config{Profile: p, TimeScale: 10})
+		require.NoError(t, err)
+		defer s.Close()
+		hc := &http.Client{Transport: twintest.Transport(s)}
+		ctx, cancel := context.WithCancel(t.Context())
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://twin/v1/chat/completions", strings.NewReader(httpBody(s.Model(), 1, TokensRun{PromptTokens: 32, Output: 16})))
+		require.NoError(t, err)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if res, err := hc.Do(req); err == nil {
+				_ = res.Body.Close()
+			}
+		}()
+		time.Sleep(time.Millisecond) // 10 ms of model time: in the frontend's ingest
+		s.eng.mu.Lock()
+		queued := len(s.eng.fe.jobs)
+		s.eng.mu.Unlock()
+		require.Equal(t, 1, queued, "control: the request is in the queue")
+		cancel()
+		<-done
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		s.eng.mu.Lock()
+		defer s.eng.mu.Unlock()
+		for _, j := range s.eng.fe.jobs {
+			require.True(t, j.fixed || j.dead, "an aborted request's job moves no more")
+		}
+	})
 }

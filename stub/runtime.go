@@ -233,8 +233,10 @@ func (e *engine) held(at float64) int {
 type heldSpan struct{ reached, finished float64 }
 
 // goneHorizon is how long (wall time) finished requests are kept for
-// held: longer than a handler on a busy machine is late.
-const goneHorizon = time.Second
+// held: far longer than a handler on a busy machine is late (a few ms),
+// short enough that a twin answering thousands of requests a second
+// keeps a short list.
+const goneHorizon = 100 * time.Millisecond
 
 // finished keeps the requests a step finished for held, and forgets those
 // that finished more than goneHorizon ago. Called with e.mu held.
@@ -368,6 +370,9 @@ func (e *engine) submit(r *request, ready float64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.dead {
+		if r.fe != nil {
+			r.fe.fixed = true // never queued: the job moves no more
+		}
 		return errEngineDead
 	}
 	if r.fe != nil { // its times may have moved since the handler read them
@@ -624,6 +629,7 @@ func (e *engine) processAborts(now float64) {
 		}
 		if r.fe != nil {
 			e.fe.cancelJob(r.fe, now)
+			r.fe.fixed = true // its request is gone: the job moves no more
 		} else {
 			e.fe.cancel(r.arrival, now)
 		}
