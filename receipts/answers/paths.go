@@ -49,6 +49,13 @@ func ComparePaths(base, cand string, p Policy) (Judged, error) {
 	if bok && cok && bdir != cdir {
 		return nil, errors.New("BASELINE and CANDIDATE must both be receipts or both be directories")
 	}
+	if bok && !cok {
+		// Read the missing side first, so that its error is the one
+		// given (not the baseline directory read as a receipt).
+		if _, err := typevet.ReadAny(cand); err != nil {
+			return nil, fmt.Errorf("candidate: %w", err)
+		}
+	}
 	if bdir && cdir {
 		b, err := typevet.ReadDir(base)
 		if err != nil {

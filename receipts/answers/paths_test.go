@@ -35,6 +35,12 @@ func TestComparePathsRefuses(t *testing.T) {
 	require.ErrorContains(t, err, "baseline: ")
 	_, err = answers.ComparePaths(dir, t.TempDir(), answers.DefaultPolicy())
 	require.ErrorContains(t, err, "baseline: ")
+	// A missing candidate beside a baseline directory is the candidate's
+	// error, not the directory read as a receipt.
+	_, err = answers.ComparePaths(dir, filepath.Join(dir, "nope"), answers.DefaultPolicy())
+	require.ErrorContains(t, err, "candidate: ")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NotContains(t, err.Error(), "a directory")
 	_, err = answers.CompareLevelsDir(filepath.Join(dir, "nope"), answers.DefaultPolicy())
 	require.Error(t, err)
 }
