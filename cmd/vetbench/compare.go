@@ -52,12 +52,16 @@ func runCompare(_ context.Context, e *env, args []string) int {
 	case *levels && len(pos) != 1:
 		return failure(e, "compare -levels", *asJSON, exitNoVerdict, "want one sweep directory")
 	case *levels:
-		rep, err = answers.CompareLevelsDir(pos[0], p)
+		rep, err = answers.CompareLevelsDir(receiptsArg(pos[0]), p)
 	case len(pos) != 2:
 		fs.Usage()
 		return fail(fmt.Errorf("want BASELINE and CANDIDATE, got %d argument(s)", len(pos)))
 	default:
-		rep, err = answers.ComparePaths(pos[0], pos[1], p)
+		base, cand := receiptsArg(pos[0]), receiptsArg(pos[1])
+		if err := sameRun(base, cand); err != nil {
+			return fail(err)
+		}
+		rep, err = answers.ComparePaths(base, cand, p)
 	}
 	if ie := (*receipts.IdentityError)(nil); errors.As(err, &ie) {
 		details := append(slices.Clone(ie.Differences), "use -allow-identity-drift to compare them anyway")

@@ -166,10 +166,16 @@ func TestCompareLevelsAndSweepDirs(t *testing.T) {
 	_, _, code = run(t, "compare", "-levels", "-policy", "strict", sweep)
 	require.Equal(t, exitFail, code)
 
-	// Sweep against sweep: the same directory passes; a sweep missing a
-	// level cannot be fully compared.
-	_, stderr, code = run(t, "compare", sweep, sweep)
+	// Sweep against sweep: a copy of the sweep passes, the same directory
+	// is refused (a run compared with itself says nothing); a sweep
+	// missing a level cannot be fully compared.
+	sweepCopy := t.TempDir()
+	require.NoError(t, os.CopyFS(sweepCopy, os.DirFS(sweep)))
+	_, stderr, code = run(t, "compare", sweep, sweepCopy)
 	require.Equal(t, exitPass, code, stderr)
+	_, stderr, code = run(t, "compare", sweep, sweep)
+	require.Equal(t, exitNoVerdict, code)
+	require.Contains(t, stderr, "BASELINE and CANDIDATE are the same")
 	partial := t.TempDir()
 	data, err := os.ReadFile(tv("signature_match_vllm_throughput_c1.json"))
 	require.NoError(t, err)

@@ -66,6 +66,9 @@ func runGate(ctx context.Context, e *env, args []string) int {
 	case err != nil:
 		return fail("%v", err)
 	}
+	if err := sameRun(files[0], files[1]); err != nil && !o.run {
+		return fail("%v", err)
+	}
 	return decideGate(ctx, e, o, base, cand, files, runErrs)
 }
 

@@ -24,6 +24,11 @@ func runReport(ctx context.Context, e *env, args []string) int {
 		fs.Usage()
 		return exitNoVerdict
 	}
+	if len(pos) == 2 {
+		if err := sameRun(pos[0], pos[1]); err != nil {
+			return failure(e, "report", false, exitNoVerdict, err.Error())
+		}
+	}
 	opt := report.DefaultOptions()
 	opt.Answers.AllowIdentityDrift = *allowDrift
 	w, err := report.Make(pos, opt, out)
