@@ -1,6 +1,7 @@
 package speed
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,9 @@ func TestFellBehind(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "receipts"), 0o755))
 		for name, body := range receiptsJSON {
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "receipts", name), []byte(body), 0o644))
+			path := filepath.Join(dir, "receipts", filepath.FromSlash(name))
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
 		}
 		return filepath.Join(dir, "bench.txt")
 	}
@@ -31,6 +34,14 @@ func TestFellBehind(t *testing.T) {
 	require.Len(t, notes, 1)
 	require.Equal(t, "candidate: the twin fell behind its model in 1 of 2 receipts (checks_c4.json): part of a difference may be the machine that ran it, not the software (docs/hygiene.md)", notes[0])
 	require.Empty(t, FellBehind([2]string{base, filepath.Join(t.TempDir(), "bench.txt")}), "no receipts beside it")
+	// A later pass's receipt counts too (the output holds its lines), and
+	// a long list is cut.
+	passes := map[string]string{"checks_c4.json": `{}`, "pass2/checks_c4.json": behind}
+	for k := 3; k <= 9; k++ {
+		passes[fmt.Sprintf("pass%d/checks_c4.json", k)] = behind
+	}
+	later := FellBehind([2]string{base, run(t, passes)})
+	require.Equal(t, []string{"candidate: the twin fell behind its model in 8 of 9 receipts (pass2/checks_c4.json, pass3/checks_c4.json, pass4/checks_c4.json, pass5/checks_c4.json, pass6/checks_c4.json, pass7/checks_c4.json, … 2 more): part of a difference may be the machine that ran it, not the software (docs/hygiene.md)"}, later)
 	both := FellBehind([2]string{cand, cand})
 	require.Len(t, both, 2)
 	require.True(t, strings.HasPrefix(both[0], "baseline: "))
