@@ -125,7 +125,7 @@ func TestTokensImagesRefused(t *testing.T) {
 	require.ErrorIs(t, err, decode.ErrRefused)
 	require.NotErrorIs(t, err, decode.ErrStopped)
 	require.ErrorContains(t, err, "one_image: the server takes at most 0 image(s) a prompt")
-	require.ErrorContains(t, err, "the model takes no images: run -workloads text")
+	require.ErrorContains(t, err, "the model takes no images: run -workload text (VETBENCH_TOKENS_WORKLOADS=text)")
 	require.Nil(t, rec)
 	pt.Workload = tokens.WorkloadText
 	rec, err = r.Measure(ctx, pt)

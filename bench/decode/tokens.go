@@ -485,13 +485,13 @@ func refused(p Point, results []*stream.Result) error {
 		if !ok {
 			return nil
 		}
-		fix := "start vLLM with a larger --limit-mm-per-prompt, or run -workloads text"
+		fix := "start vLLM with a larger --limit-mm-per-prompt, or run -workload text (VETBENCH_TOKENS_WORKLOADS=text)"
 		switch {
 		case raisable:
 		case limit == 0:
-			fix = "the model takes no images: run -workloads text"
+			fix = "the model takes no images: run -workload text (VETBENCH_TOKENS_WORKLOADS=text)"
 		default:
-			fix = "the model takes no more: run -workloads text"
+			fix = "the model takes no more: run -workload text (VETBENCH_TOKENS_WORKLOADS=text)"
 		}
 		return fmt.Errorf("%w: %s: the server takes at most %d image(s) a prompt (%v); %s", ErrRefused, p.Workload, limit, res.Err, fix)
 	}
