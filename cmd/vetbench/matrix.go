@@ -21,7 +21,8 @@ func runMatrix(ctx context.Context, e *env, args []string) int {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	bf := baselineFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return exitNoVerdict
+		// Again after the usage it follows, where it is seen.
+		return failure(e, "matrix", false, exitNoVerdict, err.Error())
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(e.stderr, "vetbench matrix: %v\n", err)

@@ -18,11 +18,12 @@ func runReport(ctx context.Context, e *env, args []string) int {
 	allowDrift := fs.Bool("allow-identity-drift", false, "compare answers and show the speed verdict of runs whose identities differ")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return exitNoVerdict
+		// Again after the usage it follows, where it is seen.
+		return failure(e, "report", false, exitNoVerdict, err.Error())
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		fs.Usage()
-		return exitNoVerdict
+		return failure(e, "report", false, exitNoVerdict, fmt.Sprintf("want DIR or DIR CANDIDATE_DIR, got %d argument(s)", len(pos)))
 	}
 	if len(pos) == 2 {
 		if err := sameRun(pos[0], pos[1]); err != nil {

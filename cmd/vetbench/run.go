@@ -14,7 +14,8 @@ func runRun(ctx context.Context, e *env, args []string) int {
 	flags := config.Flags(fs)
 	count := fs.Int("count", 1, "measure every point `n` times (passes)")
 	if err := fs.Parse(args); err != nil {
-		return exitNoVerdict
+		// Again after the usage it follows, where it is seen.
+		return failure(e, "run", false, exitNoVerdict, err.Error())
 	}
 	fail := func(err error) int { return failure(e, "run", false, exitNoVerdict, err.Error()) }
 	switch {

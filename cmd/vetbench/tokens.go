@@ -27,10 +27,11 @@ func runTokens(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&b.SaveResult, "save-result", "", "also write the points as vllm bench serve --save-result does, to this new `file`")
 	asJSON := fs.Bool("json", false, "print the receipts (or the comparison) as JSON")
 	if err := fs.Parse(args); err != nil {
-		if wantsJSON(args) && !errors.Is(err, flag.ErrHelp) {
-			return failure(e, "tokens", true, exitNoVerdict, err.Error())
+		if errors.Is(err, flag.ErrHelp) {
+			return exitNoVerdict
 		}
-		return exitNoVerdict
+		// Again after the usage it follows, where it is seen.
+		return failure(e, "tokens", wantsJSON(args), exitNoVerdict, err.Error())
 	}
 	fail := func(err error) int { return failure(e, "tokens", *asJSON, exitNoVerdict, err.Error()) }
 	if fs.NArg() > 0 {
