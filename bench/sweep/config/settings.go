@@ -338,7 +338,7 @@ func dispatchSettings() []setting {
 // budgetSettings are what a point may lose to failures and what an hour of the GPU costs.
 func budgetSettings() []setting {
 	return []setting{
-		{env: EnvMaxFailed, flag: "max-failed", key: "max_failed", usage: "accepted `share` of failed judgments per point, 0..1 or a percentage (" + EnvMaxFailed + ", default 0)", def: "0",
+		{env: EnvMaxFailed, flag: "max-failed", key: "max_failed", usage: "accepted `share` of failed judgments per point, 0..1 or a percentage (" + EnvMaxFailed + ")", def: "0",
 			set: func(c *Config, v string) error {
 				v = strings.TrimSpace(v)
 				scale := 1.0
