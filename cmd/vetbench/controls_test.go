@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -183,4 +184,5 @@ func TestCompareLevelsAndSweepDirs(t *testing.T) {
 	stdout, _, code = run(t, "compare", sweep, partial)
 	require.Equal(t, exitNoVerdict, code)
 	require.Contains(t, stdout, "NOT COMPARED: set signatures c=16: no candidate receipt")
+	require.True(t, strings.HasSuffix(stdout, "\nNOT COMPARED: 2 of 3 point(s)\n"), "the closing line says what exit 2 says, not FAIL: %s", stdout)
 }

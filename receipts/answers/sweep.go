@@ -175,9 +175,19 @@ func (s *SweepReport) WriteText(w io.Writer) error {
 			}
 		}
 	}
-	if s.Passed {
+	switch {
+	case s.Incomparable():
+		// vetbench compare exits 2 then (could not compare), not 1.
+		n := 0
+		for _, e := range s.Entries {
+			if e.Err != "" {
+				n++
+			}
+		}
+		ew.printf("NOT COMPARED: %d of %d point(s)\n", n, len(s.Entries))
+	case s.Passed:
 		ew.printf("PASS\n")
-	} else {
+	default:
 		ew.printf("FAIL\n")
 	}
 	return ew.err
