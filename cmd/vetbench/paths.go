@@ -8,21 +8,22 @@ import (
 	"github.com/vetbench/vetbench/bench/sweep/rundir"
 )
 
-// sameRun refuses a baseline and a candidate that name one file or
+// sameRun is a warning when a baseline and a candidate name one file or
 // directory (the same path, a link to it, a run directory and its own
-// bench.txt): a run compared with itself always passes and says nothing
-// about a change, so it is a mistaken argument, not a pass. Two copies of
-// one run are two files and compare (an A/A on purpose).
-func sameRun(base, cand string) error {
+// bench.txt): a run compared with itself passes and says nothing about a
+// change, which is what a null control wants and a mistyped argument does
+// not; the comparison goes on, and the warning says which it was. "" when
+// they differ (two copies of one run are two files).
+func sameRun(base, cand string) string {
 	bs, err := os.Stat(base)
 	if err != nil {
-		return nil // the reader says why it cannot be read
+		return "" // the reader says why it cannot be read
 	}
 	cs, err := os.Stat(cand)
 	if err != nil || !os.SameFile(bs, cs) {
-		return nil
+		return ""
 	}
-	return fmt.Errorf("BASELINE and CANDIDATE are the same (%s): a run compared with itself always passes; name the baseline's and the candidate's", cand)
+	return fmt.Sprintf("warning: BASELINE and CANDIDATE are the same (%s): a run compared with itself passes and says nothing about a change", cand)
 }
 
 // receiptsArg is where compare reads a sweep from: a run directory
