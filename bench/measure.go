@@ -62,7 +62,7 @@ func (s *Session) Measure(ctx context.Context, p Point) (*receipts.Receipt, erro
 	rec.Pins.Load = s.loadPins(p)
 	ctl := s.controlClient()
 	s.prepare()
-	if err := s.warm(ctx, max(c, 1), p.Warmup); err != nil {
+	if err := s.warm(ctx, min(max(c, 1), max(len(s.Set.Cases), 1)), p.Warmup); err != nil {
 		if refused := s.imagesRefused(err); refused != nil {
 			return nil, refused
 		}
@@ -100,8 +100,9 @@ func (s *Session) prepare() {
 }
 
 // warm runs the point's warmup outside the window: rounds of c judgments
-// at once at every endpoint, so the window opens on as many connections,
-// open and exercised, as it holds in flight (a first pass measures what
+// at once at every endpoint (c no more than the set's items), so the
+// window opens on as many connections, open and exercised, as it holds
+// in flight (a first pass measures what
 // the tenth does), and the server has compiled what it compiles. The
 // first error ends it.
 func (s *Session) warm(ctx context.Context, c, rounds int) error {

@@ -135,12 +135,14 @@ type job struct {
 }
 
 // slots is how many workers the pool runs: Concurrency, at least 1 in a
-// closed loop; in an open loop without a cap, one per case.
+// closed loop; in an open loop without a cap, one per case. Never more
+// than the cases: no more can be in flight, and a level of 1e8 would
+// otherwise start 1e8 workers and buffer 1e8 results.
 func (p Pool) slots(cases int) int {
 	if p.Arrivals != nil && p.Concurrency <= 0 {
 		return max(cases, 1)
 	}
-	return max(p.Concurrency, 1)
+	return max(min(p.Concurrency, cases), 1)
 }
 
 // arrival is case i's arrival time in an open loop; a schedule shorter than

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -287,4 +288,35 @@ func TestPoolProgress(t *testing.T) {
 		}
 		require.Equal(t, 1, got[12].failed, "i05 failed; the run went on")
 	})
+}
+
+// A level far above the set's items (levels = [100000000] in a run file)
+// starts no more workers, and buffers no more results, than the set has
+// items: the closed loop never holds more in flight than that. Before, the
+// pool made a channel of c results and c workers (24 GB at 1e8).
+func TestPoolLevelAboveItemsIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		c     int
+		rate  bool
+		items int
+	}{
+		{"closed 1<<45", 1 << 45, false, 8},
+		{"closed MaxInt", math.MaxInt, false, 3},
+		{"open capped 1<<45", 1 << 45, true, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeJudge{delay: time.Millisecond}
+				p := Pool{Concurrency: tc.c}
+				if tc.rate {
+					p.Arrivals = make([]time.Duration, tc.items)
+				}
+				require.Equal(t, tc.items, p.slots(tc.items), "no more slots than items")
+				o := p.Run(t.Context(), f, fakeSet(tc.items), nil)
+				require.Len(t, o.Results, tc.items)
+				require.EqualValues(t, tc.items, f.peak.Load(), "every item in flight at once")
+			})
+		})
+	}
 }

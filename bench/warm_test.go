@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -103,4 +104,20 @@ func TestWindowOpensPrepared(t *testing.T) {
 	_, err := sess.Measure(t.Context(), bench.Point{Concurrency: 4, Arm: receipts.ArmWarm, Warmup: 0})
 	require.NoError(t, err)
 	require.Equal(t, len(set.Cases), n, "one image per check, each encoded before the window")
+}
+
+// A level far above the set's items warms as many judgments at once as
+// the window can hold in flight, the set's items, not c: before, a run
+// file's levels = [100000000] sent 1e8 warm-up judgments at once (24 GB,
+// killed). The point measures, and the receipt keeps the level asked for.
+func TestWarmLevelAboveItemsIsBounded(t *testing.T) {
+	s := getSuite(t)
+	set := firstCases(s.set(t, "checks"), 4)
+	for _, c := range []int{1 << 45, math.MaxInt} {
+		sess := inProcess(t, set, testConfig(), stub.Config{})
+		rec, err := sess.Measure(t.Context(), bench.Point{Concurrency: c, Arm: receipts.ArmWarm, Warmup: 1})
+		require.NoError(t, err, "c=%d", c)
+		require.Equal(t, len(set.Cases), rec.Throughput.Judgments)
+		require.Equal(t, c, rec.Throughput.Concurrency)
+	}
 }
