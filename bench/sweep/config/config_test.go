@@ -510,3 +510,31 @@ func TestDispatch(t *testing.T) {
 		require.Equal(t, d, load(map[string]string{EnvConfig: writeRunFile(t, b.String())}).Dispatch, "settings.toml reads back")
 	}
 }
+
+// A concurrency level is at most MaxLevel, for run, tokens and matrix
+// alike: tokens -levels 100000000 made 1e8 prompts at once and died out
+// of memory (fatal error, exit 2 with a stack, no message of ours).
+func TestLevelsAreBounded(t *testing.T) {
+	for _, tt := range []struct {
+		name, value string
+		want        string // "" = accepted
+	}{
+		{EnvLevels, "1,4096", ""},
+		{EnvLevels, "1,4097", `VETBENCH_LEVELS="1,4097": level 4097 is over 4096`},
+		{EnvLevels, "100000000", `VETBENCH_LEVELS="100000000": level 100000000 is over 4096`},
+		{EnvTokensLevels, "4096", ""},
+		{EnvTokensLevels, "99999999999999999999", `level 99999999999999999999 is over 4096`},
+		{EnvTokensLevels, "-99999999999999999999", `"-99999999999999999999" is not a concurrency level >= 1`},
+		{EnvTokensLevels, "100000000", `VETBENCH_TOKENS_LEVELS="100000000": level 100000000 is over 4096`},
+		{EnvMatrixLevels, "9223372036854775807", `VETBENCH_MATRIX_LEVELS="9223372036854775807": level 9223372036854775807 is over 4096`},
+	} {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			_, err := Load(Env(env(map[string]string{tt.name: tt.value})))
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}

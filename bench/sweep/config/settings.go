@@ -217,9 +217,9 @@ func pointSettings() []setting {
 			set: func(c *Config, v string) error {
 				var levels []int
 				for _, s := range splitList(v) {
-					n, err := strconv.Atoi(s)
-					if err != nil || n < 1 {
-						return fmt.Errorf("%q is not a concurrency level >= 1", s)
+					n, err := level(s)
+					if err != nil {
+						return err
 					}
 					if slices.Contains(levels, n) {
 						return fmt.Errorf("level %d given twice (its receipts would share a name)", n)

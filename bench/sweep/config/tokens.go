@@ -494,14 +494,33 @@ func showWait(d time.Duration) string {
 	return tomlString(d.String())
 }
 
-// uniqueLevels reads "1,4,8" as concurrency levels ≥ 1; a level given
-// twice is refused (its second point would replace the first's receipt).
+// MaxLevel bounds a concurrency level (run, tokens, matrix): four times
+// the largest --max-num-seqs vLLM defaults to (1024). A point sends that
+// many requests at once, each with its own prompt (a one_image prompt
+// holds a ~200 KB data URL): tokens -levels 100000000 died out of memory.
+const MaxLevel = 4096
+
+// level reads one concurrency level: a whole number from 1 to MaxLevel.
+func level(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil && (!errors.Is(err, strconv.ErrRange) || strings.HasPrefix(s, "-")), err == nil && n < 1:
+		return 0, fmt.Errorf("%q is not a concurrency level >= 1", s)
+	case err != nil || n > MaxLevel:
+		return 0, fmt.Errorf("level %s is over %d (MaxLevel)", s, MaxLevel)
+	}
+	return n, nil
+}
+
+// uniqueLevels reads "1,4,8" as concurrency levels from 1 to MaxLevel; a
+// level given twice is refused (its second point would replace the
+// first's receipt).
 func uniqueLevels(v string) ([]int, error) {
 	var levels []int
 	for _, s := range splitList(v) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a concurrency level >= 1", s)
+		n, err := level(s)
+		if err != nil {
+			return nil, err
 		}
 		if slices.Contains(levels, n) {
 			return nil, fmt.Errorf("level %d given twice", n)
