@@ -547,6 +547,10 @@ func validateLogprobs(p *Problems, path string, a judgments.Answer) {
 			p.Add(joinKey(path+".logprobs", l), "not finite")
 			return
 		}
+		if v > 0 { // a probability above 1: no server sends one
+			p.Add(joinKey(path+".logprobs", l), "above 0, not a log-probability")
+			return
+		}
 		top = max(top, v)
 	}
 	if len(a.Logprobs) != len(a.Labels) {

@@ -2,6 +2,7 @@ package receipts_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -53,6 +54,12 @@ func TestValidateAnswerRules(t *testing.T) {
 			".value: 0.8999999999999999, but the winner's probability is 0.2"}},
 		{"noul value", 0, func(a *judgments.Answer) { a.Value = 0.5 }, []string{".value: 0.5, but P(true) is 0.98"}},
 		{"score value", 2, func(a *judgments.Answer) { a.Value = 1 }, []string{".value: 1, but the expected level is 3.72"}},
+		{"logprobs above 0, probabilities agree", 1, func(a *judgments.Answer) {
+			a.Logprobs = map[string]float64{}
+			for l, p := range a.Probabilities {
+				a.Logprobs[l] = math.Log(p) + 10 // the same softmax
+			}
+		}, []string{".logprobs.a: above 0, not a log-probability"}},
 		{"logprobs disagree", 1, func(a *judgments.Answer) { a.Logprobs["a"] = 0 }, []string{
 			".probabilities.a: 0.8999999999999999, but its logprob gives 0.9090909090909091",
 			".probabilities.b: 0.07, but its logprob gives 0.06363636363636364",
