@@ -115,6 +115,9 @@ func TestReadNamesFileAndField(t *testing.T) {
 			at(m, "pins").(map[string]any)["concurrency"] = 0
 			at(m, "throughput").(map[string]any)["concurrency"] = 0
 		}), "pins.concurrency", "below 1", false},
+		{"gold not a label", viaTree(func(m map[string]any) {
+			at(m, "items", 2).(map[string]any)["gold"] = map[string]any{"verdict": []any{"nonexistent"}}
+		}), "items[2].gold.verdict", `"nonexistent" is not one of the labels [a b c]`, false},
 		{"duplicate item", viaTree(func(m map[string]any) { at(m, "items", 1).(map[string]any)["id"] = "i0" }), "items[1].id", "duplicate item id", false},
 		{"probability above 1", viaTree(func(m map[string]any) { at(m, "items", 3, "answers", 1, "probabilities").(map[string]any)["b"] = 1.5 }), "items[3].answers[1].probabilities.b", "not a probability", false},
 		{"sum not 1", viaTree(func(m map[string]any) {

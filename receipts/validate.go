@@ -388,6 +388,26 @@ func (r *Receipt) validateItems(p *Problems) {
 			}
 		}
 	}
+	validateGold(p, r.Items, shapes)
+}
+
+// validateGold checks that every gold label is one of its question's
+// labels: a gold label no answer can take would count every answer wrong,
+// and the quality figures would say so without saying why.
+func validateGold(p *Problems, items []Item, shapes map[string]judgments.Answer) {
+	for i, it := range items {
+		for _, q := range sortedKeys(it.Gold) {
+			shape, ok := shapes[q]
+			if !ok {
+				continue // no item answered q: nothing to hold its gold against
+			}
+			for _, g := range it.Gold[q] {
+				if !slices.Contains(shape.Labels, g) {
+					p.Add(joinKey(joinIndex("items", i)+".gold", q), "%q is not one of the labels %v", g, shape.Labels)
+				}
+			}
+		}
+	}
 }
 
 // ValueOnly reports an answer recorded without probabilities: a Score
