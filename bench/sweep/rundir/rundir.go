@@ -126,6 +126,9 @@ func Named(path string, force bool) (*Dir, error) {
 func named(path string, force, locked bool) (*Dir, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("run directory %s: not a directory", path)
+	} else if target, lerr := os.Readlink(path); err != nil && lerr == nil {
+		// MkdirAll would say only "file exists" of a link to nowhere.
+		return nil, fmt.Errorf("run directory %s: a symbolic link to %s, which does not exist: create it, or name another directory", path, target)
 	}
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)

@@ -100,6 +100,13 @@ func TestNamed(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	_, err = openClosed(t, file, true)
 	require.ErrorContains(t, err, "not a directory")
+
+	// A link to nowhere is named as one (MkdirAll said "file exists").
+	dangling := filepath.Join(base, "dangling")
+	require.NoError(t, os.Symlink(filepath.Join(base, "nowhere"), dangling))
+	_, err = openClosed(t, dangling, true)
+	require.ErrorContains(t, err, "a symbolic link to "+filepath.Join(base, "nowhere")+", which does not exist")
+	require.NoDirExists(t, filepath.Join(base, "nowhere"), "nothing is created behind the link")
 }
 
 func TestOpen(t *testing.T) {
