@@ -36,3 +36,29 @@ func TestHostileStreamsFailThePointWithTheirClass(t *testing.T) {
 		})
 	}
 }
+
+// A repeat's prompts are built before its clock starts, so a batch too
+// large to hold (-num-prompts 100000000 died out of memory) is refused
+// before anything is built or sent, naming the flags; a large batch that
+// fits is measured (the control).
+func TestBatchTooLargeToHoldIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, w := range []string{tokens.WorkloadText, tokens.WorkloadOneImage} {
+		b, err := decode.BatchBytes(w, 100_000_000, 128)
+		require.NoError(t, err)
+		require.Greater(t, b, int64(decode.MaxBatchBytes), w)
+	}
+	srv := start(t, tokenstest.Config{TokenDelay: time.Millisecond})
+	r := runner(t, srv)
+	p := point(tokens.WorkloadText, 4, 2, 1, 0)
+	p.NumPrompts = 100_000_000
+	_, err := r.Measure(t.Context(), p)
+	require.ErrorContains(t, err, "100000000 text requests a repeat hold about")
+	require.ErrorContains(t, err, "send fewer (-num-prompts, -levels)")
+	require.Empty(t, srv.Requests(), "nothing was sent")
+
+	p.NumPrompts = 64
+	rec, err := r.Measure(t.Context(), p)
+	require.NoError(t, err)
+	require.Len(t, rec.Runs[0].Requests, 64)
+}

@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"image/png"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/vetbench/vetbench/bench/stream"
 	"github.com/vetbench/vetbench/receipts/tokens"
@@ -58,10 +59,38 @@ func (p *Prompts) Isolation() string {
 	return tokens.CacheUniquePrompts
 }
 
+// MaxBatchBytes bounds what one repeat's prompts hold in memory: they are
+// all built before its clock starts (as vllm bench serve samples its
+// requests before sending), so a batch past it is refused before any
+// request is built (-num-prompts 100000000 died out of memory).
+const MaxBatchBytes = 2 << 30
+
+// BatchBytes is about what n requests of workload for outputTokens each
+// hold while a repeat runs: n times the first one's prompt, image, request
+// and result, and a gap timed for every token.
+func BatchBytes(workload string, n, outputTokens int) (int64, error) {
+	one, err := NewSharedPrompts("size").Batch(workload, 1, 1)
+	if err != nil {
+		return 0, err
+	}
+	q := one[0]
+	per := int64(len(q.Messages[0].Text)+len(q.Messages[0].ImageURL)+len(q.ID)) +
+		int64(unsafe.Sizeof(q)+unsafe.Sizeof(stream.Message{})+unsafe.Sizeof(stream.Result{})) + 8*int64(max(outputTokens, 0))
+	return int64(n) * per, nil
+}
+
 // Batch returns n requests of workload for outputTokens each: greedy,
 // ignore_eos, every prompt fresh (or, shared, the batch's first n of one
 // fixed list).
 func (p *Prompts) Batch(workload string, n, outputTokens int) ([]stream.Request, error) {
+	if n > 1 {
+		if b, err := BatchBytes(workload, n, outputTokens); err != nil {
+			return nil, err
+		} else if b > MaxBatchBytes {
+			return nil, fmt.Errorf("%d %s requests hold about %d MiB, over %d MiB (decode.MaxBatchBytes): every prompt is built before the clock starts; send fewer (-num-prompts, -levels)",
+				n, workload, b>>20, MaxBatchBytes>>20)
+		}
+	}
 	out := make([]stream.Request, n)
 	for i := range n {
 		k := int(p.n.Add(1))

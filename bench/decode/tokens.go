@@ -383,6 +383,10 @@ func (p Point) validate() error {
 	if p.NumPrompts < 0 || (p.NumPrompts == 0 && p.RequestRate != 0) {
 		errs = append(errs, fmt.Errorf("num prompts %d with request rate %g: a rate needs refilled slots (num prompts > 0)", p.NumPrompts, p.RequestRate))
 	}
+	if b, err := BatchBytes(p.Workload, p.receiptPoint().Requests(), p.OutputTokens); err == nil && b > MaxBatchBytes {
+		errs = append(errs, fmt.Errorf("%d %s requests a repeat hold about %d MiB, over %d MiB (decode.MaxBatchBytes): every prompt is built before the clock starts; send fewer (-num-prompts, -levels)",
+			p.receiptPoint().Requests(), p.Workload, b>>20, MaxBatchBytes>>20))
+	}
 	if p.RequestRate > 0 {
 		a := bench.Arrivals{Rate: p.RequestRate, Burstiness: p.Burstiness, Seed: p.Seed}
 		if err := a.Validate(); err != nil || math.IsInf(p.Burstiness, 0) {
