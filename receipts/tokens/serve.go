@@ -36,8 +36,8 @@ type Serve struct {
 	OutputTokensFrom string  `json:"output_tokens_from"`
 	Duration         float64 `json:"duration"`
 	// Completed counts requests that got a chunk with choices and no
-	// transport, HTTP or in-stream error (a short stream is completed for
-	// vLLM); Failed the others.
+	// transport or HTTP error (a short stream, and one that then brought
+	// an error object, are completed for vLLM); Failed the others.
 	Completed         int `json:"completed"`
 	Failed            int `json:"failed"`
 	TotalInputTokens  int `json:"total_input_tokens"`
@@ -89,13 +89,19 @@ var ServeMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 
 // servedOK is vLLM's success: a chunk with choices arrived and nothing
 // failed the transport. A count that differs from the ask (short, long,
-// no usage) is still a completed request for vLLM.
+// no usage) is still a completed request for vLLM, and so is one whose
+// stream then brought an error object (`data: {"error": ...}`, then
+// [DONE], as vLLM's server ends a stream that failed): vLLM's client
+// skips a chunk with neither choices nor usage
+// (async_request_openai_chat_completions, endpoint_request_func.py), so
+// its latency ends at the last chunk with choices and its tokens are those
+// counted before the error.
 func servedOK(q Request) bool {
 	if q.TTFTSeconds == nil {
 		return false
 	}
 	switch q.ErrorClass {
-	case "", ClassShort, "long", "no_usage":
+	case "", ClassShort, "long", "no_usage", ClassStreamError:
 		return true
 	}
 	return false

@@ -11,6 +11,10 @@ import (
 // than asked (stream.ErrorClass names it the same).
 const ClassShort = "short"
 
+// ClassStreamError is a request whose stream brought an error object
+// after its 200 header (stream.ServerError).
+const ClassStreamError = "stream_error"
+
 // NewRun computes a run's figures from its requests: generated tokens
 // (the server's count, every request), verified tokens (requests without
 // error that produced exactly p.OutputTokens), failed and short counts,

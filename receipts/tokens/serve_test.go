@@ -1,0 +1,83 @@
+package tokens
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// goldenRun is a mini-run of five requests over 2 s, timestamps binary
+// fractions so every sum is exact, with what vLLM's benchmark records for
+// each (vllm/benchmarks/lib/endpoint_request_func.py @ 02cfb534,
+// async_request_openai_chat_completions):
+//
+//	A  sent 0      ttft 0.125, gaps 0.125 0.125 0.25, last chunk 0.625, 4 tokens: success
+//	B  sent 0.375  ttft 0.25, no gap, last chunk 0.625, 1 token (short): success
+//	C  sent 0.625  ttft 0.25, gap 0.25 (a 2-token chunk), then an error object
+//	   in the stream (data: {"error": ...}, [DONE]): vLLM skips a chunk with
+//	   neither choices nor usage, so a success of 3 tokens
+//	D  sent 0.75   HTTP 500: failed
+//	E  sent 1      ttft 0.125, gap 0.125, then the connection reset: failed
+func goldenRun() Run {
+	return Run{WallSeconds: 2, Requests: []Request{
+		{ID: "A", PromptTokens: 10, OutputTokens: 4, StartSeconds: 0, TTFTSeconds: f64(0.125), ITLSeconds: []float64{0.125, 0.125, 0.25}, LatencySeconds: 0.625},
+		{ID: "B", PromptTokens: 10, OutputTokens: 1, StartSeconds: 0.375, TTFTSeconds: f64(0.25), LatencySeconds: 0.25, ErrorClass: ClassShort, Error: "short stream: 1 output tokens, asked 4"},
+		{ID: "C", PromptTokens: 12, OutputTokens: 3, StartSeconds: 0.625, TTFTSeconds: f64(0.25), ITLSeconds: []float64{0.25}, LatencySeconds: 0.5,
+			ErrorClass: "stream_error", Error: "error in stream (code 500) InternalServerError: engine dead"},
+		{ID: "D", StartSeconds: 0.75, ErrorClass: "http_500", Error: "HTTP 500"},
+		{ID: "E", PromptTokens: 12, OutputTokens: 2, StartSeconds: 1, TTFTSeconds: f64(0.125), ITLSeconds: []float64{0.125}, LatencySeconds: 0.25,
+			ErrorClass: "cut", Error: "stream cut before [DONE] after 2 tokens: connection reset by peer"},
+	}}
+}
+
+// TestServeFiguresGolden is calculate_metrics (vllm/benchmarks/serve.py @
+// 009e6d4a) over goldenRun, worked by hand: A, B, C completed (C's error
+// object is no failure to vLLM), D and E failed. TTFT 125 250 250 ms; TPOT
+// of A (0.5 s ÷ 3) and C (0.25 s ÷ 2), B's one token none (0 for
+// goodput); ITL A's three gaps and C's one, pooled; E2EL 625 250 500 ms.
+// Goodput ttft:250 tpot:150: B (ttft = the limit, good as s >= r) and C;
+// A's TPOT is over. Peak tokens: bucket [0, 1) holds A's 4 chunks, B's 1
+// and C's first (0.875); peak concurrency 2, as A and B leave at 0.625
+// before C arrives then (departures first).
+func TestServeFiguresGolden(t *testing.T) {
+	p := Point{Workload: WorkloadText, Concurrency: 2, OutputTokens: 4, Repeats: 1, NumPrompts: 5,
+		ServeGoodput: map[string]float64{"ttft": 250, "tpot": 150}, MetricPercentiles: []float64{90, 99}}
+	s := ServeFigures(p, []Run{goldenRun()})
+	require.NotNil(t, s)
+	require.Equal(t, 3, s.Completed, "completed")
+	require.Equal(t, 2, s.Failed, "failed")
+	require.Equal(t, 32, s.TotalInputTokens, "total_input_tokens: usage prompt_tokens of A, B, C")
+	require.Equal(t, 8, s.TotalOutputTokens, "total_output_tokens")
+	for _, c := range []struct {
+		name      string
+		want, got float64
+	}{
+		{"duration", 2, s.Duration},
+		{"request_throughput", 1.5, s.RequestThroughput},
+		{"output_throughput", 4, s.OutputThroughput},
+		{"total_token_throughput", 20, s.TotalTokenThroughput},
+		{"request_goodput", 1, *s.RequestGoodput},
+		{"max_output_tokens_per_s", 6, s.MaxOutputTokensPerS},
+		{"max_concurrent_requests", 2, float64(s.MaxConcurrentRequests)},
+		{"mean_ttft_ms", 625.0 / 3, s.MeanTTFTMs},
+		{"median_ttft_ms", 250, s.MedianTTFTMs},
+		{"std_ttft_ms", 58.92556509887896, s.StdTTFTMs},
+		{"p99_ttft_ms", 250, s.P99TTFTMs},
+		{"mean_tpot_ms", 875.0 / 6, s.MeanTPOTMs},
+		{"median_tpot_ms", 875.0 / 6, s.MedianTPOTMs},
+		{"std_tpot_ms", 125.0 / 6, s.StdTPOTMs},
+		{"p99_tpot_ms", 125 + 0.99*(500.0/3-125), s.P99TPOTMs},
+		{"p90_tpot_ms", 162.5, s.Percentiles["p90_tpot_ms"]},
+		{"mean_itl_ms", 187.5, s.MeanITLMs},
+		{"median_itl_ms", 187.5, s.MedianITLMs},
+		{"std_itl_ms", 62.5, s.StdITLMs},
+		{"p99_itl_ms", 250, s.P99ITLMs},
+		{"mean_e2el_ms", 1375.0 / 3, s.MeanE2ELMs},
+		{"median_e2el_ms", 500, s.MedianE2ELMs},
+		{"std_e2el_ms", 155.90239111558088, s.StdE2ELMs},
+		{"p99_e2el_ms", 622.5, s.P99E2ELMs},
+		{"p90_e2el_ms", 600, s.Percentiles["p90_e2el_ms"]},
+	} {
+		require.InDelta(t, c.want, c.got, 1e-9, c.name)
+	}
+}
