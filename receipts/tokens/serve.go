@@ -126,7 +126,10 @@ func ServeFigures(p Point, runs []Run) *Serve {
 				continue
 			}
 			s.Completed++
-			n := max(q.OutputTokens, 1) // vLLM without a tokenizer counts 1
+			// vLLM's output_len: usage's completion_tokens; 0 is its
+			// tokenizer's count of no text (the 1 it takes without a
+			// tokenizer goes with saving no TTFT, TPOT or ITL).
+			n := q.OutputTokens
 			s.TotalOutputTokens += n
 			s.TotalInputTokens += q.PromptTokens
 			tpot := 0.0

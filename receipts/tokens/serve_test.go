@@ -81,3 +81,29 @@ func TestServeFiguresGolden(t *testing.T) {
 		require.InDelta(t, c.want, c.got, 1e-9, c.name)
 	}
 }
+
+// A completed request the server counts no token for (usage
+// completion_tokens 0 after the role chunk) has output_len 0 in vLLM:
+// calculate_metrics takes `not output_len` to its tokenizer, whose count
+// of the empty text is 0 (the 1 is only for --skip-tokenizer-init, which
+// saves no TTFT, TPOT or ITL at all). It adds nothing to
+// total_output_tokens, no TPOT sample, TPOT 0 for goodput, and 0 to the
+// result file's output_lens.
+func TestServeFiguresZeroOutputTokens(t *testing.T) {
+	p := Point{Workload: WorkloadText, Concurrency: 1, OutputTokens: 4, Repeats: 1}
+	run := Run{WallSeconds: 1, Requests: []Request{
+		{ID: "A", PromptTokens: 10, OutputTokens: 4, TTFTSeconds: f64(0.125), ITLSeconds: []float64{0.125, 0.125, 0.125}, LatencySeconds: 0.5},
+		{ID: "Z", PromptTokens: 10, OutputTokens: 0, StartSeconds: 0.5, TTFTSeconds: f64(0.25), LatencySeconds: 0.25,
+			ErrorClass: ClassShort, Error: "short stream: 0 output tokens, asked 4"},
+	}}
+	s := ServeFigures(p, []Run{run})
+	require.Equal(t, 2, s.Completed)
+	require.Equal(t, 4, s.TotalOutputTokens, "Z adds 0 output tokens")
+	require.InDelta(t, 4.0, s.OutputThroughput, 1e-12)
+	require.InDelta(t, 24.0, s.TotalTokenThroughput, 1e-12, "(20 input + 4 output) ÷ 1 s")
+	require.InDelta(t, 125.0, s.MeanTPOTMs, 1e-9, "A's TPOT alone")
+	r := &Receipt{Point: p, Runs: []Run{run}, Summary: Summary{Requests: 2, Serve: s}}
+	m, err := ServeResult(r)
+	require.NoError(t, err)
+	require.Equal(t, []int{4, 0}, m["output_lens"])
+}

@@ -90,7 +90,7 @@ func addRequestLists(out map[string]any, r *Receipt) {
 			ok := servedOK(q)
 			n, t := 0, 0.0
 			if ok {
-				n, t = max(q.OutputTokens, 1), *q.TTFTSeconds
+				n, t = q.OutputTokens, *q.TTFTSeconds
 			}
 			outl, ttfts = append(outl, n), append(ttfts, t)
 			itls = append(itls, append([]float64{}, q.ITLSeconds...))
