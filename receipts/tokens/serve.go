@@ -287,7 +287,7 @@ func (s *Serve) setStats(samples map[string][]float64, percentiles []float64) {
 // PercentileKey is vLLM's result key for percentile p of metric m:
 // "p99_itl_ms", "p99.9_ttft_ms".
 func PercentileKey(p float64, m string) string {
-	w := strconv.FormatFloat(p, 'f', -1, 64)
+	w := strconv.FormatFloat(p, 'g', -1, 64) // Python's str(float) from 0 to 100
 	return fmt.Sprintf("p%s_%s_ms", w, m)
 }
 

@@ -107,3 +107,16 @@ func TestServeFiguresZeroOutputTokens(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int{4, 0}, m["output_lens"])
 }
+
+// PercentileKey names percentile p as vLLM's result file does:
+// str(int(p)) when whole, else Python's str(p), which writes below 1e-4
+// with an exponent ("1e-05").
+func TestPercentileKeyIsVLLMs(t *testing.T) {
+	for p, want := range map[float64]string{
+		99: "p99_itl_ms", 50: "p50_itl_ms", 100: "p100_itl_ms", 0: "p0_itl_ms",
+		99.9: "p99.9_itl_ms", 12.5: "p12.5_itl_ms", 0.0001: "p0.0001_itl_ms",
+		0.00001: "p1e-05_itl_ms", 0.000015: "p1.5e-05_itl_ms",
+	} {
+		require.Equal(t, want, PercentileKey(p, "itl"), "%v", p)
+	}
+}
