@@ -120,3 +120,25 @@ func TestPercentileKeyIsVLLMs(t *testing.T) {
 		require.Equal(t, want, PercentileKey(p, "itl"), "%v", p)
 	}
 }
+
+// The result file's per-request lists hold every request, failed ones
+// as vLLM's RequestFuncOutput leaves them: a failure never sets latency
+// (an exception, an HTTP error, or no chunk with choices: 0.0), while a
+// TTFT taken before the failure stays (E's 0.125; D, refused, has none);
+// output_lens 0, the gaps that arrived, the error text.
+func TestServeResultListsFailedAsVLLM(t *testing.T) {
+	p := Point{Workload: WorkloadText, Concurrency: 2, OutputTokens: 4, Repeats: 1, NumPrompts: 5}
+	runs := []Run{goldenRun()}
+	r := &Receipt{Point: p, Runs: runs, Summary: Summary{Requests: 5, Serve: ServeFigures(p, runs)}}
+	m, err := ServeResult(r)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0.625, 0.25, 0.5, 0, 0}, m["latencies"])
+	require.Equal(t, []float64{0.125, 0.25, 0.25, 0, 0.125}, m["ttfts"])
+	require.Equal(t, []int{4, 1, 3, 0, 0}, m["output_lens"])
+	require.Equal(t, []int{10, 10, 12, 0, 12}, m["input_lens"])
+	require.Equal(t, [][]float64{{0.125, 0.125, 0.25}, {}, {0.25}, {}, {0.125}}, m["itls"])
+	errs := m["errors"].([]string)
+	require.Equal(t, []string{"", "", ""}, errs[:3])
+	require.Equal(t, "HTTP 500", errs[3])
+	require.Contains(t, errs[4], "connection reset")
+}

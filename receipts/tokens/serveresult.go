@@ -87,14 +87,19 @@ func addRequestLists(out map[string]any, r *Receipt) {
 	for _, run := range r.Runs {
 		for _, q := range run.Requests {
 			in = append(in, q.PromptTokens)
+			// As vLLM's RequestFuncOutput: a failed request keeps the TTFT
+			// and gaps it got, never a latency, and counts no output.
 			ok := servedOK(q)
-			n, t := 0, 0.0
+			n, t, l := 0, 0.0, 0.0
+			if q.TTFTSeconds != nil {
+				t = *q.TTFTSeconds
+			}
 			if ok {
-				n, t = q.OutputTokens, *q.TTFTSeconds
+				n, l = q.OutputTokens, q.LatencySeconds
 			}
 			outl, ttfts = append(outl, n), append(ttfts, t)
 			itls = append(itls, append([]float64{}, q.ITLSeconds...))
-			lat, starts, queue = append(lat, q.LatencySeconds), append(starts, offset+q.StartSeconds), append(queue, 0)
+			lat, starts, queue = append(lat, l), append(starts, offset+q.StartSeconds), append(queue, 0)
 			texts = append(texts, "")
 			e := ""
 			if !ok {
