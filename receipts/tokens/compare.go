@@ -136,6 +136,16 @@ func figures(r *Receipt, def string) []Figure {
 	return out
 }
 
+// held reports whether the receipt holds the figure: every one but a
+// statistic a vllm bench serve result file did not save.
+func held(r *Receipt, def, name string) bool {
+	if def != DefinitionsServe || !strings.HasSuffix(name, "_ms") {
+		return true
+	}
+	_, ok := r.Summary.Serve.Stat(name)
+	return ok
+}
+
 // ComparePoint compares two receipts of the same point key over the
 // definitions both sides' figures follow; none in common is an error
 // wrapping ErrDefinitions.
@@ -163,6 +173,9 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 		}
 		cf := figures(cand, def)
 		for i, f := range figures(base, def) {
+			if !held(base, def, f.Name) || !held(cand, def, f.Name) {
+				continue // a --save-result file without that statistic
+			}
 			f.Definitions, f.Delta = def, delta(f.Delta.Base, cf[i].Delta.Base)
 			pc.Figures = append(pc.Figures, f)
 		}

@@ -82,6 +82,11 @@ type Serve struct {
 	// Percentiles holds the asked percentiles other than 99 under vLLM's
 	// keys ("p90_itl_ms", "p99.9_ttft_ms").
 	Percentiles map[string]float64 `json:"percentiles,omitempty"`
+
+	// absent are the statistics a --save-result file did not hold (vLLM
+	// saves those of --percentile-metrics only): Stat reports them
+	// missing, so they are never compared as 0.
+	absent map[string]bool
 }
 
 // ServeMetrics are the four per-request figures vLLM summarises.
@@ -294,6 +299,9 @@ func PercentileKey(p float64, m string) string {
 // Stat is the figure named by a --save-result key (mean_itl_ms,
 // p90_ttft_ms, ...); false when the block has no such figure.
 func (s *Serve) Stat(key string) (float64, bool) {
+	if s.absent[key] {
+		return 0, false
+	}
 	for _, m := range ServeMetrics {
 		for i, pre := range []string{"mean_", "median_", "std_", "p99_"} {
 			if key == pre+m+"_ms" {

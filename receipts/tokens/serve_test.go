@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -141,4 +142,47 @@ func TestServeResultListsFailedAsVLLM(t *testing.T) {
 	require.Equal(t, []string{"", "", ""}, errs[:3])
 	require.Equal(t, "HTTP 500", errs[3])
 	require.Contains(t, errs[4], "connection reset")
+}
+
+// vllm bench serve saves the statistics of --percentile-metrics only
+// (default "ttft,tpot,itl": no e2el key at all). A figure the file does
+// not hold is not compared, and not shown as a baseline of 0.
+func TestServeResultWithoutE2ELComparesNoE2EL(t *testing.T) {
+	r := sample()
+	m, err := ServeResult(r)
+	require.NoError(t, err)
+	for _, k := range []string{"mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p99_e2el_ms"} {
+		delete(m, k)
+	}
+	data, err := json.Marshal(m)
+	require.NoError(t, err)
+	back, err := DecodeServeResult(data, "r.json")
+	require.NoError(t, err)
+	pc, err := ComparePoint(back[0], r)
+	require.NoError(t, err)
+	_, has := pc.Figure("median_e2el_ms")
+	require.False(t, has, "the file holds no median_e2el_ms")
+	f, has := pc.Figure("median_itl_ms")
+	require.True(t, has)
+	require.InDelta(t, 0, f.Delta.Rel, 1e-12)
+	pc, err = ComparePoint(r, back[0])
+	require.NoError(t, err)
+	_, has = pc.Figure("median_e2el_ms")
+	require.False(t, has, "nor as the candidate")
+}
+
+// A result file read and written back keeps its keys: no e2el statistic
+// appears as 0.
+func TestServeResultWrittenBackHoldsWhatItRead(t *testing.T) {
+	m, err := ServeResult(sample())
+	require.NoError(t, err)
+	delete(m, "median_e2el_ms")
+	data, err := json.Marshal(m)
+	require.NoError(t, err)
+	back, err := DecodeServeResult(data, "r.json")
+	require.NoError(t, err)
+	out, err := ServeResult(back[0])
+	require.NoError(t, err)
+	require.NotContains(t, out, "median_e2el_ms")
+	require.Contains(t, out, "mean_e2el_ms")
 }

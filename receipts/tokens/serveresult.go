@@ -66,7 +66,9 @@ func ServeResult(r *Receipt) (map[string]any, error) {
 	}
 	for _, m := range ServeMetrics {
 		for _, pre := range []string{"mean_", "median_", "std_", "p99_"} {
-			out[pre+m+"_ms"], _ = v.Stat(pre + m + "_ms")
+			if x, ok := v.Stat(pre + m + "_ms"); ok {
+				out[pre+m+"_ms"] = x
+			}
 		}
 	}
 	for k, x := range v.Percentiles {
@@ -289,8 +291,8 @@ func serveRate(raw json.RawMessage, p *Point) error {
 }
 
 // readStats takes mean/median/std/p<P>_<metric>_ms for the four metrics;
-// a metric the file lacks (not in --percentile-metrics) stays 0 and is
-// not compared (see figures).
+// a statistic the file lacks (its metric not in --percentile-metrics)
+// stays 0, is marked absent and is not compared (see ComparePoint).
 func (s *Serve) readStats(all map[string]any) error {
 	fields := map[string]*float64{}
 	for _, m := range ServeMetrics {
@@ -307,6 +309,14 @@ func (s *Serve) readStats(all map[string]any) error {
 		}
 		for i, pre := range []string{"mean_", "median_", "std_", "p99_"} {
 			fields[pre+m+"_ms"] = f[i]
+		}
+	}
+	for k := range fields {
+		if x, ok := all[k].(float64); !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+			if s.absent == nil {
+				s.absent = map[string]bool{}
+			}
+			s.absent[k] = true
 		}
 	}
 	for k, v := range all {

@@ -296,6 +296,9 @@ func serveDiff(a, b *Serve) string {
 	}
 	av, bv := reflect.ValueOf(*a), reflect.ValueOf(*b)
 	for i := range av.NumField() {
+		if !av.Type().Field(i).IsExported() {
+			continue // not in the receipt
+		}
 		name := strings.Split(av.Type().Field(i).Tag.Get("json"), ",")[0]
 		if !sameValue(av.Field(i).Interface(), bv.Field(i).Interface()) {
 			return name
