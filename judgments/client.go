@@ -665,12 +665,13 @@ func clip(s string) string {
 // {"error": {message, type, param, code}} since 0.10.1, flat before, and
 // {"error": "Unauthorized"} from the --api-key middleware; code may be an
 // int or a string; any other body is its text. Retry-After is kept. Its
-// strings have the key redacted, then are clipped to MaxMessage
-// characters (in that order: a key cut in two would no longer match).
+// strings have the key redacted, are made Printable (they reach the
+// terminal), then are clipped to MaxMessage characters (in that order: a
+// key cut in two would no longer match).
 func ParseStatusError(path string, res *http.Response, data []byte, key Secret) *StatusError {
 	e := statusError(path, res, data)
-	e.Message = clip(key.Redact(e.Message))
-	e.Type, e.Param = clip(key.Redact(e.Type)), clip(key.Redact(e.Param))
+	safe := func(s string) string { return clip(Printable(key.Redact(s))) }
+	e.Message, e.Type, e.Param = safe(e.Message), safe(e.Type), safe(e.Param)
 	return e
 }
 
