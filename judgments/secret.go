@@ -29,6 +29,22 @@ func (k Secret) Redact(s string) string {
 	return s
 }
 
+// SentKey is the key authorize puts on a request ("Authorization: Bearer
+// <key>"; the whole header value for another scheme), "" for none or a
+// nil authorize: what to redact from a server's text in a caller that
+// holds only authorize.
+func SentKey(authorize func(*http.Request)) Secret {
+	if authorize == nil {
+		return ""
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://probe.invalid/", nil)
+	if err != nil {
+		return ""
+	}
+	authorize(req)
+	return Secret(strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "))
+}
+
 // patterns are the key's spellings: as sent, and JSON-escaped when that
 // differs (a key with '"', '\' or '<' is escaped in a JSON body).
 func (k Secret) patterns() [][]byte {

@@ -206,7 +206,7 @@ func tokenizeCounter(hc *http.Client, base, model string, auth func(*http.Reques
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		if resp.StatusCode != http.StatusOK {
-			return 0, judgments.ParseStatusError("/tokenize", resp, data, "")
+			return 0, judgments.ParseStatusError("/tokenize", resp, data, judgments.SentKey(auth))
 		}
 		var out struct {
 			Count *int `json:"count"`

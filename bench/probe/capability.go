@@ -75,7 +75,7 @@ func LogprobTokenIDs(ctx context.Context, hc *http.Client, baseURL string, autho
 	case res.StatusCode == http.StatusUnauthorized:
 		return out, judgments.Unauthorized("POST "+shown, req.Header.Get("Authorization") != "")
 	case res.StatusCode != http.StatusOK:
-		return out, fmt.Errorf("POST %s (logprob_token_ids probe): HTTP %d: %s", shown, res.StatusCode, snippet(data))
+		return out, fmt.Errorf("POST %s (logprob_token_ids probe): HTTP %d: %s", shown, res.StatusCode, snippet(authorize, data))
 	}
 	var resp struct {
 		Choices []struct {

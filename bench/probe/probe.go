@@ -57,7 +57,7 @@ func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func
 		return info, judgments.Unauthorized("GET "+shown+"/v1/models", keySent(authorize))
 	}
 	if status != http.StatusOK {
-		return info, fmt.Errorf("GET %s/v1/models: HTTP %d: %s", shown, status, snippet(body))
+		return info, fmt.Errorf("GET %s/v1/models: HTTP %d: %s", shown, status, snippet(authorize, body))
 	}
 	if err := json.Unmarshal(body, &models); err != nil {
 		return info, fmt.Errorf("GET %s/v1/models: decode %d-byte body: %w", shown, len(body), err)
@@ -82,7 +82,7 @@ func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func
 	case status == http.StatusUnauthorized:
 		return info, judgments.Unauthorized("GET "+shown+"/version", keySent(authorize))
 	case status != http.StatusOK:
-		return info, fmt.Errorf("GET %s/version: HTTP %d: %s", shown, status, snippet(body))
+		return info, fmt.Errorf("GET %s/version: HTTP %d: %s", shown, status, snippet(authorize, body))
 	default:
 		var v struct {
 			Version string `json:"version"`
@@ -91,7 +91,7 @@ func Server(ctx context.Context, hc *http.Client, baseURL string, authorize func
 			return info, fmt.Errorf("GET %s/version: decode %d-byte body: %w", shown, len(body), err)
 		}
 		if v.Version == "" {
-			return info, fmt.Errorf("GET %s/version: no version in %s", shown, snippet(body))
+			return info, fmt.Errorf("GET %s/version: no version in %s", shown, snippet(authorize, body))
 		}
 		info.Version = v.Version
 	}
@@ -170,24 +170,20 @@ func callFinal(ctx context.Context, hc *http.Client, method, target string, auth
 // redact hides a URL's user info and query: errors end up in logs.
 func redact(raw string) string { return judgments.RedactURL(raw) }
 
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
+// snippet is the start of a server's body fit for a message: the key
+// authorize sends redacted (a server may echo it, and one shorter than
+// judgments.MinMaskedKey is not masked on the wire), at most 200 bytes,
+// Printable (the message reaches the terminal).
+func snippet(authorize func(*http.Request), b []byte) string {
+	s := judgments.SentKey(authorize).Redact(strings.TrimSpace(string(b)))
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}
-	return s
+	return judgments.Printable(s)
 }
 
 // keySent says whether authorize puts a bearer token on a request: what a
 // 401 means depends on it (judgments.AuthHint). The key is not kept.
 func keySent(authorize func(*http.Request)) bool {
-	if authorize == nil {
-		return false
-	}
-	req, err := http.NewRequest(http.MethodGet, "http://probe.invalid/", nil)
-	if err != nil {
-		return false
-	}
-	authorize(req)
-	return req.Header.Get("Authorization") != ""
+	return judgments.SentKey(authorize) != ""
 }

@@ -138,7 +138,7 @@ func resetOne(ctx context.Context, hc *http.Client, target string, authorize fun
 				Success *bool `json:"success"`
 			}
 			if err := json.Unmarshal(trimmed, &v); err != nil || v.Success == nil {
-				return resetResult{}, fmt.Errorf("POST %s: 200 with unexpected body %s (want empty or {\"success\": bool})", shown, snippet(body))
+				return resetResult{}, fmt.Errorf("POST %s: 200 with unexpected body %s (want empty or {\"success\": bool})", shown, snippet(authorize, body))
 			}
 			if *v.Success {
 				return resetResult{done: true}, nil
@@ -147,11 +147,11 @@ func resetOne(ctx context.Context, hc *http.Client, target string, authorize fun
 		case http.StatusNotFound:
 			return resetResult{notFound: true}, nil
 		case http.StatusConflict:
-			refused = "409 " + snippet(body)
+			refused = "409 " + snippet(authorize, body)
 		case http.StatusUnauthorized:
 			return resetResult{}, judgments.Unauthorized("POST "+shown, keySent(authorize))
 		default:
-			return resetResult{}, fmt.Errorf("POST %s: HTTP %d: %s", shown, status, snippet(body))
+			return resetResult{}, fmt.Errorf("POST %s: HTTP %d: %s", shown, status, snippet(authorize, body))
 		}
 		if try >= attempts {
 			return resetResult{note: fmt.Sprintf("not reset: refused %d time(s), last %s (requests still hold KV blocks?)", try, refused)}, nil

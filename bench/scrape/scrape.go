@@ -126,7 +126,7 @@ func fetch(ctx context.Context, hc *http.Client, target string, cfg fetchConfig)
 		return nil, judgments.Unauthorized("", req.Header.Get("Authorization") != "")
 	}
 	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d: %s", res.StatusCode, snippet(body))
+		return nil, fmt.Errorf("HTTP %d: %s", res.StatusCode, snippet(cfg.authorize, body))
 	}
 	if int64(len(body)) > cfg.maxBytes {
 		return nil, fmt.Errorf("body exceeds %d bytes", cfg.maxBytes)
@@ -190,10 +190,14 @@ func FromText(r io.Reader, at time.Time) (Snapshot, error) {
 // receipts and logs.
 func redact(raw string) string { return judgments.RedactURL(raw) }
 
-func snippet(b []byte) string {
-	s := string(bytes.TrimSpace(b))
+// snippet is the start of a server's body fit for a message: the key
+// authorize sends redacted (one shorter than judgments.MinMaskedKey is
+// not masked on the wire), at most 200 bytes, Printable (it reaches the
+// terminal and the receipt's notes).
+func snippet(authorize func(*http.Request), b []byte) string {
+	s := judgments.SentKey(authorize).Redact(string(bytes.TrimSpace(b)))
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}
-	return s
+	return judgments.Printable(s)
 }

@@ -205,3 +205,25 @@ func TestFetchUnauthorized(t *testing.T) {
 	require.ErrorContains(t, err, "HTTP 401: the key was refused")
 	require.NotContains(t, err.Error(), "sk-scrape-secret")
 }
+
+// TestFetchHostileErrorBody: a /metrics error body reaches the terminal
+// (a closing scrape's error is printed) and the receipt's notes: its
+// terminal escapes, carriage return and bidi override are escaped, and
+// the key it echoes is redacted, a short one (not masked on the wire)
+// too.
+func TestFetchHostileErrorBody(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"escapes", "\x1b]0;PWNED\a\x1b[2J\x1b[31mEVIL\r\x1b[Kfake ok\u202e"},
+		{"echoed key", "\x1b[2J auth=Bearer sk-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, 500, "text/plain", tc.body)
+			_, err := Fetch(t.Context(), srv.Client(), srv.URL+"/metrics",
+				WithAuthorize(func(r *http.Request) { r.Header.Set("Authorization", "Bearer sk-1") }))
+			require.ErrorContains(t, err, `\x1b[2J`, "the text is escaped, not dropped")
+			for _, bad := range []string{"\x1b", "\r", "\a", "\u202e", "sk-1"} {
+				require.NotContains(t, err.Error(), bad)
+			}
+		})
+	}
+}
