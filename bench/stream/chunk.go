@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vetbench/vetbench/judgments"
 )
 
 // chunk is the part of a chat.completion.chunk (or a text_completion
@@ -185,8 +187,17 @@ func (c *collector) choices(t time.Time, ch *chunk, up *Update) {
 }
 
 // serverError reads the error member of a chunk: an object {message,
-// type, param, code} (code an int or a string), or a bare string.
+// type, param, code} (code an int or a string), or a bare string. Its
+// strings are made printable (judgments.Printable): they reach the
+// terminal.
 func serverError(raw json.RawMessage) *ServerError {
+	e := readServerError(raw)
+	e.Message, e.Type, e.Param = judgments.Printable(e.Message), judgments.Printable(e.Type), judgments.Printable(e.Param)
+	return e
+}
+
+// readServerError is serverError before its strings are made printable.
+func readServerError(raw json.RawMessage) *ServerError {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return &ServerError{Message: s}

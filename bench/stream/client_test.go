@@ -178,6 +178,9 @@ func TestFailedRequestsKeepWhatTheyMeasured(t *testing.T) {
 	gen := genStream(4, 6)
 	errObj := sse(`{"error": {"message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}`)
 	flatErr := sse(`{"object": "error", "message": "engine died", "type": "InternalServerError", "code": 500}`)
+	// A hostile server's message: terminal escapes, a carriage return, a
+	// bidi override; they reach the terminal and are kept escaped.
+	hostileErr := sse(`{"error": {"message": "\u001b]0;PWNED\u0007\u001b[2Jdied\r\u202e", "type": "X\u001b[31m", "code": 500}}`)
 	tests := []struct {
 		name  string
 		s     *script
@@ -194,6 +197,11 @@ func TestFailedRequestsKeepWhatTheyMeasured(t *testing.T) {
 			name:  "flat_error_mid_stream",
 			s:     &script{Steps: pieces(append(gen[:4:4], flatErr, sse(done)), splitters["whole"])},
 			class: "stream_error", msg: "engine died",
+		},
+		{
+			name:  "hostile_error_mid_stream",
+			s:     &script{Steps: pieces(append(gen[:4:4], hostileErr, sse(done)), splitters["whole"])},
+			class: "stream_error", msg: `\x1b]0;PWNED\a\x1b[2Jdied\r\u202e`,
 		},
 		{
 			name:  "cut_between_events",
@@ -225,6 +233,7 @@ func TestFailedRequestsKeepWhatTheyMeasured(t *testing.T) {
 				require.ErrorAs(t, res.Err, &se)
 				require.Equal(t, tc.msg, se.Message)
 				require.Equal(t, 500, se.Code)
+				require.NotContains(t, res.Err.Error(), "\x1b", "nothing raw reaches the terminal")
 			}
 			require.False(t, res.Done)
 			require.Equal(t, genText(3), res.Content, "partial text is kept")
