@@ -45,3 +45,29 @@ func TestHostileStreamsFailTheCell(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileModelNameKeepsTheMatrix: a served model whose name holds a
+// line break, a carriage return or a terminal escape (a hostile
+// /v1/models) went raw into the matrix's one-line description, which the
+// matrix's own check then refused at the end of the run: 'write matrix:
+// description: holds a line break', exit 2, every cell measured lost.
+// The description names the model escaped; the identity keeps it as
+// served.
+func TestHostileModelNameKeepsTheMatrix(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, root, shown string }{
+		{"line break", "org/evil\nfake line", `org/evil\nfake line`},
+		{"carriage return and escape", "org/evil\r\x1b[31mRED\u202e", `org/evil\r\x1b[31mRED\u202e`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := start(t, tokenstest.Config{TokenDelay: 2 * time.Millisecond, GPUBlocks: 100000, BlockSize: 16, Root: tc.root})
+			m, err := runner(t, srv).Run(t.Context(), quick([]int{1000}, []int{1}))
+			require.NoError(t, err)
+			require.Equal(t, tc.root, m.Identity.Model, "the identity is the server's own")
+			require.Contains(t, m.Description, " on "+tc.shown+":")
+			_, err = matrix.Marshal(m)
+			require.NoError(t, err, "the matrix validates and can be written")
+		})
+	}
+}

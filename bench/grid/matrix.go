@@ -318,8 +318,9 @@ func (r *Runner) Run(ctx context.Context, o Options) (*matrix.Matrix, error) {
 		Prefill: []matrix.Prefill{}, Cells: []matrix.Cell{},
 		Warnings: slices.Clone(r.Notes),
 	}
+	// One line whatever the server calls its model (judgments.Printable).
 	m.Description = fmt.Sprintf("vetbench %s on %s: sustained decode %s per cell, max_tokens %d, ignore_eos",
-		bench.HarnessVersion, m.Identity.Model, o.Duration, o.OutputTokens)
+		bench.HarnessVersion, judgments.Printable(m.Identity.Model), o.Duration, o.OutputTokens)
 	if s := r.TimeScale; s > 1 {
 		m.Description += fmt.Sprintf("; twin at ×%g time scale, every figure in model time", s)
 	}

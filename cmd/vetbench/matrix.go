@@ -9,6 +9,7 @@ import (
 	"github.com/vetbench/vetbench/bench/grid"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts/matrix"
 )
 
@@ -90,7 +91,7 @@ func matrixRun(ctx context.Context, e *env, cfg config.Config, out matrix.Output
 		fmt.Fprintf(e.stderr, "vetbench matrix: results in %s\n", dir.Path)
 	} else {
 		r.Log = e.stderr
-		fmt.Fprintf(e.stderr, "vetbench matrix: target %s, model %s; results in %s\n", run.Describe(), r.Model, dir.Path)
+		fmt.Fprintf(e.stderr, "vetbench matrix: target %s, model %s; results in %s\n", run.Describe(), judgments.Printable(r.Model), dir.Path)
 	}
 	m, runErr := r.Run(ctx, opts)
 	if m == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/vetbench/vetbench/bench/decode"
 	"github.com/vetbench/vetbench/bench/sweep"
 	"github.com/vetbench/vetbench/bench/sweep/config"
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts/speed"
 	"github.com/vetbench/vetbench/receipts/tokens"
 )
@@ -89,7 +90,7 @@ func tokenRun(ctx context.Context, e *env, cfg config.Config, b *tokens.Baseline
 	if err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(e.stderr, "vetbench tokens: target %s, model %s; results in %s\n", run.Describe(), tr.Model, dir.Path)
+	fmt.Fprintf(e.stderr, "vetbench tokens: target %s, model %s; results in %s\n", run.Describe(), judgments.Printable(tr.Model), dir.Path)
 	code, recs := measureTokens(ctx, e, run, tr, asJSON)
 	if code == exitNoVerdict {
 		return code
