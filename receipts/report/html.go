@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -46,7 +48,7 @@ func (r *Report) CSVFiles() ([]File, error) {
 			}
 			var buf bytes.Buffer
 			cw := csv.NewWriter(&buf)
-			cw.Write(t.Header)
+			cw.Write(cellsSafe(slices.Clone(t.Header)))
 			for _, row := range t.Rows {
 				rec := make([]string, len(row))
 				for i, c := range row {
@@ -55,7 +57,7 @@ func (r *Report) CSVFiles() ([]File, error) {
 						rec[i] = c.Raw
 					}
 				}
-				cw.Write(rec)
+				cw.Write(cellsSafe(rec))
 			}
 			cw.Flush()
 			if err := cw.Error(); err != nil {
@@ -68,11 +70,34 @@ func (r *Report) CSVFiles() ([]File, error) {
 	cw := csv.NewWriter(&buf)
 	cw.Write([]string{"warning"})
 	for _, w := range r.Warnings {
-		cw.Write([]string{w})
+		cw.Write([]string{cellSafe(w)})
 	}
 	cw.Flush()
 	out = append(out, File{Name: "warnings.csv", Data: buf.Bytes()})
 	return out, nil
+}
+
+// cellsSafe makes each cell of rec safe to open in a spreadsheet
+// (cellSafe), in place, and returns rec.
+func cellsSafe(rec []string) []string {
+	for i, c := range rec {
+		rec[i] = cellSafe(c)
+	}
+	return rec
+}
+
+// cellSafe is c with a leading ' when a spreadsheet would read it as a
+// formula or a DDE command (it starts with =, +, -, @, TAB or CR: OWASP's
+// CSV injection rule) and it is not a number: a report's cells hold what
+// servers and receipts say (a model name, a server build, a message).
+func cellSafe(c string) string {
+	if c == "" || !strings.ContainsRune("=+-@\t\r", rune(c[0])) {
+		return c
+	}
+	if _, err := strconv.ParseFloat(c, 64); err == nil {
+		return c
+	}
+	return "'" + c
 }
 
 // check refuses what would make a broken page or clobbering files:
