@@ -390,8 +390,11 @@ func (r *Report) missing(cand *receipts.Receipt, baseIDs map[string]bool) {
 	}
 }
 
+// fail adds a failure line, made printable (judgments.Printable): it
+// quotes receipts written by others (a stopped message, an item's error)
+// and is printed on the terminal.
 func (r *Report) fail(format string, args ...any) {
-	r.FailureLines = append(r.FailureLines, fmt.Sprintf(format, args...))
+	r.FailureLines = append(r.FailureLines, judgments.Printable(fmt.Sprintf(format, args...)))
 }
 
 func (r *Report) incomparable(item, q, reason string) {

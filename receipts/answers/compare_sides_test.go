@@ -48,6 +48,18 @@ func TestCompareItemWalk(t *testing.T) {
 		}, 2, answers.Missing{BaselineOnly: []string{}, CandidateOnly: []string{}},
 			[]answers.FailedItem{{Item: "i1", Side: "baseline", Error: "x"}, {Item: "i1", Side: "candidate", Error: "y"}, {Item: "i2", Side: "candidate", Error: "z"}},
 			0, []string{"same", "verdict", "quality"}},
+		{"a receipt's own text is printed escaped", func(base, cand *receipts.Receipt) {
+			// Terminal escapes, a carriage return and a bidi override in a
+			// receipt from someone else (a typevet run, an edited file):
+			// the failure lines reach the terminal.
+			cand.Stopped = &receipts.Stopped{Item: "i3", Reason: "error", Message: "HTTP 500: \x1b]0;PWNED\a\x1b[2J\rok\u202e"}
+			cand.Items[1].Error, cand.Items[1].Answers = "\x1b[31mEVIL\r", nil
+		}, []string{
+			`candidate stopped at item i3 (error): HTTP 500: \x1b]0;PWNED\a\x1b[2J\rok\u202e`,
+			`item i1: failed in the candidate: \x1b[31mEVIL\r`,
+		}, 3, answers.Missing{BaselineOnly: []string{}, CandidateOnly: []string{}},
+			[]answers.FailedItem{{Item: "i1", Side: "candidate", Error: "\x1b[31mEVIL\r"}},
+			0, []string{"same", "verdict", "quality"}},
 		{"items held by one side only, each way", func(base, cand *receipts.Receipt) {
 			base.Items[3].ID = "b9"
 			cand.Items[2].ID = "c7"
