@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -194,14 +195,14 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 			probs = append(probs, fmt.Sprintf("%s: %d of %d requests failed, %d short", side.name, s.Failed, s.Requests, s.Short))
 		}
 		if st := side.r.Stopped; st != nil {
-			probs = append(probs, fmt.Sprintf("%s: stopped after %d of %d repeats (%s: %s)", side.name, st.Runs, side.r.Point.Repeats, st.Reason, st.Message))
+			probs = append(probs, fmt.Sprintf("%s: stopped after %d of %d repeats (%s: %s)", side.name, st.Runs, side.r.Point.Repeats, judgments.Printable(st.Reason), judgments.Printable(st.Message)))
 		}
 		if side.name == "candidate" {
 			pc.CandProblems = len(probs)
 		}
 		pc.Problems = append(pc.Problems, probs...)
 		for _, w := range receipts.FellBehind(side.r.Warnings) {
-			pc.FellBehind = append(pc.FellBehind, side.name+": "+w)
+			pc.FellBehind = append(pc.FellBehind, side.name+": "+judgments.Printable(w))
 		}
 	}
 	return pc, nil

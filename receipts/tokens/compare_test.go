@@ -93,6 +93,13 @@ func TestComparePointFlagsProblemsAndRefusesOtherPoints(t *testing.T) {
 	require.Contains(t, pc.Problems, "baseline: 1 of 4 requests failed, 0 short")
 	require.Empty(t, pc.IdentityDiff)
 
+	// A receipt written by someone else is quoted escaped: its ESC and CR
+	// would redraw the terminal compare prints to.
+	b.Stopped = &Stopped{Reason: "error", Message: "boom\x1b[2J\rPASS", Runs: 1}
+	pc, err = ComparePoint(a, b)
+	require.NoError(t, err)
+	require.Contains(t, pc.Problems, `candidate: stopped after 1 of 2 repeats (error: boom\x1b[2J\rPASS)`)
+
 	other := sample()
 	other.Point.Concurrency = 4
 	_, err = ComparePoint(a, other)
