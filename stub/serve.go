@@ -17,6 +17,20 @@ func (s *Server) serving(cfg Config, addr net.Addr) string {
 		Version, s.Model(), s.Profile().Name, s.TimeScale(), cfg.DevMode, len(cfg.APIKeys) > 0, max(cfg.DataParallel, 1), len(cfg.Faults), addr)
 }
 
+// KeepAliveTimeout is how long a served twin keeps an idle keep-alive
+// connection open for its next request: vLLM passes uvicorn
+// timeout_keep_alive=VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s by default, and
+// uvicorn then closes it. (Without it, every connection a client opened
+// and forgot stayed open, and held its goroutine and buffers, for good.)
+const KeepAliveTimeout = 5 * time.Second
+
+// httpServer is the HTTP server of a served twin (Serve, Start): a
+// client gets ReadHeaderTimeout to send a request's header, and an idle
+// connection is closed after KeepAliveTimeout.
+func httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: KeepAliveTimeout}
+}
+
 // ShutdownGrace bounds how long Serve waits, once its context ends, for
 // requests in flight to finish before it closes their connections.
 const ShutdownGrace = 10 * time.Second
@@ -33,7 +47,7 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) e
 		return err
 	}
 	defer s.Close()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpServer(s)
 	fmt.Fprintln(stdout, s.serving(cfg, ln.Addr()))
 	errc := make(chan error, 1)
 	sl := withArrivals(srv, ln)

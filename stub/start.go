@@ -33,7 +33,7 @@ func Start(cfg Config) (*Running, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("stub: listen: %w", err)
 	}
-	rs := &Running{Server: s, srv: &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String()}
+	rs := &Running{Server: s, srv: httpServer(s), url: "http://" + ln.Addr().String()}
 	if cfg.Log != nil {
 		// Its log starts as a served twin's output does (Serve).
 		fmt.Fprintln(s.cfg.Log, s.serving(cfg, ln.Addr()))

@@ -1,0 +1,98 @@
+package stub_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vetbench/vetbench/stub"
+)
+
+// pipeListener hands out in-memory connections (net.Pipe), whose
+// deadlines run on a synctest bubble's fake clock.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error { l.once.Do(func() { close(l.done) }); return nil }
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000} }
+
+// dial is a client's new connection to the listener's server.
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+// health sends GET /health on c and reads its answer; false when the
+// server had closed the connection.
+func health(t *testing.T, c net.Conn, br *bufio.Reader) bool {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: twin\r\n\r\n"); err != nil {
+		return false
+	}
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	return true
+}
+
+// TestIdleKeepAliveConnectionsClose: a served twin closes a keep-alive
+// connection that stays idle for KeepAliveTimeout, as vLLM's uvicorn does
+// (timeout_keep_alive = VLLM_HTTP_TIMEOUT_KEEP_ALIVE, 5 s), and serves a
+// next request that comes sooner on the same connection. On fake time.
+func TestIdleKeepAliveConnectionsClose(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		idle     time.Duration
+		answered bool
+	}{
+		{"next request within the keep-alive", stub.KeepAliveTimeout - time.Second, true},
+		{"idle past the keep-alive", stub.KeepAliveTimeout + time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ln := newPipeListener()
+				ctx, cancel := context.WithCancel(t.Context())
+				errc := make(chan error, 1)
+				go func() { errc <- stub.Serve(ctx, stub.Config{}, ln, io.Discard) }()
+				c := ln.dial()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				require.True(t, health(t, c, br), "the first request is answered")
+				time.Sleep(tc.idle)
+				require.Equal(t, tc.answered, health(t, c, br), "a request after %v idle on the connection", tc.idle)
+				cancel()
+				require.NoError(t, <-errc)
+			})
+		})
+	}
+}
