@@ -250,9 +250,11 @@ func (r *chatRequest) validate() (topLogprobs int, err *apiError) {
 }
 
 // checkStreamOptions is the validator chat and completion requests share:
-// stream_options only with stream.
+// stream_options only with stream. vLLM's validate_stream_options tests
+// `data.get("stream_options") and not data.get("stream")`, so a falsy
+// value ({}, null) passes it without stream.
 func (r *generateFields) checkStreamOptions() *apiError {
-	if len(r.StreamOptions) > 0 && string(r.StreamOptions) != "null" && !r.streaming() {
+	if pyTruthy(r.StreamOptions) && !r.streaming() {
 		return validationError("stream_options", "Value error, Stream options can only be defined when `stream=True`.")
 	}
 	return nil
@@ -474,4 +476,28 @@ func tokenBytes(s string) []int {
 func entry(token string, lp float64) logprobEntry {
 	v := lp
 	return logprobEntry{Token: token, Logprob: &v, Bytes: tokenBytes(token)}
+}
+
+// pyTruthy is whether Python finds JSON value v (absent: None) true: not
+// null, false, 0, "", [] or {}.
+func pyTruthy(v json.RawMessage) bool {
+	var x any
+	if len(v) == 0 || json.Unmarshal(v, &x) != nil {
+		return len(v) > 0
+	}
+	switch x := x.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package stub_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -95,4 +96,36 @@ func TestIdleKeepAliveConnectionsClose(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStreamOptionsWithoutStream: vLLM refuses stream_options without
+// stream only when they are truthy in Python (validate_stream_options:
+// `data.get("stream_options") and not data.get("stream")`): {} and null
+// pass and are answered; a value that is no object fails the field's type.
+func TestStreamOptionsWithoutStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := streamTwin(t, stub.Config{})
+		for _, tc := range []struct {
+			name, opts string
+			status     int
+			msg        string
+		}{
+			{"include_usage", `{"include_usage":true}`, http.StatusBadRequest, "Stream options can only be defined when `stream=True`."},
+			{"empty object", `{}`, http.StatusOK, ""},
+			{"null", `null`, http.StatusOK, ""},
+			{"false", `false`, http.StatusBadRequest, "Input should be a valid dictionary or instance of StreamOptions"},
+		} {
+			for _, ep := range []struct{ path, body string }{
+				{"/v1/chat/completions", fmt.Sprintf(`{"model":%q,"max_tokens":2,"stream_options":%s,"messages":[{"role":"user","content":"hi"}]}`, tw.Model(), tc.opts)},
+				{"/v1/completions", fmt.Sprintf(`{"model":%q,"max_tokens":2,"stream_options":%s,"prompt":"hi"}`, tw.Model(), tc.opts)},
+			} {
+				code, out := tw.post(t, ep.path, ep.body)
+				require.Equal(t, tc.status, code, "%s %s: %s", ep.path, tc.name, out)
+				if tc.msg != "" {
+					require.Contains(t, out, tc.msg, "%s %s", ep.path, tc.name)
+					require.Contains(t, out, `"param":"stream_options"`, "%s %s", ep.path, tc.name)
+				}
+			}
+		}
+	})
 }
