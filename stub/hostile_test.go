@@ -129,3 +129,37 @@ func TestStreamOptionsWithoutStream(t *testing.T) {
 		}
 	})
 }
+
+// TestServeShutdownClosesWhatOutlivesTheGrace: once Serve's context ends,
+// a request still in flight after ShutdownGrace — here a stream whose
+// client stopped reading — has its connection closed and Serve returns
+// nil (exit status 0), as its doc says; it returned "shutdown: context
+// deadline exceeded" (vllmstub exit 2) and left the handler writing. On
+// fake time.
+func TestServeShutdownClosesWhatOutlivesTheGrace(t *testing.T) {
+	for _, tc := range []struct{ name, send string }{
+		{"idle connection", ""},
+		{"stream whose client does not read", "POST /v1/chat/completions HTTP/1.1\r\nHost: twin\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ln := newPipeListener()
+				ctx, cancel := context.WithCancel(t.Context())
+				errc := make(chan error, 1)
+				go func() { errc <- stub.Serve(ctx, stub.Config{}, ln, io.Discard) }()
+				c := ln.dial()
+				defer c.Close()
+				if tc.send != "" {
+					body := `{"max_tokens":4000,"stream":true,"ignore_eos":true,"messages":[{"role":"user","content":"Write."}]}`
+					_, err := fmt.Fprintf(c, tc.send, len(body), body)
+					require.NoError(t, err)
+					time.Sleep(time.Second) // the stream is under way, blocked on its first write
+				}
+				cancel()
+				require.NoError(t, <-errc, "Serve after the grace")
+				_, err := io.Copy(io.Discard, c)
+				require.NoError(t, err, "the server closed the connection (EOF)")
+			})
+		})
+	}
+}

@@ -60,7 +60,13 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) e
 	fmt.Fprintln(stdout, "vllmstub: shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err = srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The grace is over: close what is still open (a stream whose
+		// client stopped reading would otherwise never end).
+		err = srv.Close()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
