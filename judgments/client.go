@@ -164,11 +164,19 @@ func WithRequestIDPrefix(p string) ClientOption { return func(c *Client) { c.idP
 // once) pays for a new connection.
 const DefaultIdleConnsPerHost = 256
 
+// IdleConnTimeout is how long a client keeps an idle connection: under
+// vLLM's keep-alive (uvicorn's timeout_keep_alive, VLLM_HTTP_TIMEOUT_KEEP_ALIVE,
+// 5 s), so the client drops a connection before the server closes it and
+// never sends a request down one the server is closing (a POST is not
+// retried by net/http: the request would fail).
+const IdleConnTimeout = 4 * time.Second
+
 // NewTransport is an HTTP transport that keeps an idle connection for
 // each of inFlight requests (at least DefaultIdleConnsPerHost): net/http
 // keeps 2 by default, and every request beyond them would dial anew.
+// Idle connections are dropped after IdleConnTimeout.
 func NewTransport(inFlight int) *http.Transport {
-	return &http.Transport{MaxIdleConnsPerHost: max(inFlight, DefaultIdleConnsPerHost)}
+	return &http.Transport{MaxIdleConnsPerHost: max(inFlight, DefaultIdleConnsPerHost), IdleConnTimeout: IdleConnTimeout}
 }
 
 // NewClient returns a client for the server at baseURL (no trailing /v1).

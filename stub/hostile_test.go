@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/stub"
 )
 
@@ -96,6 +97,15 @@ func TestIdleKeepAliveConnectionsClose(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestClientsDropIdleConnectionsFirst: the measuring clients drop an idle
+// connection before the twin (or vLLM, whose keep-alive the twin keeps)
+// closes it, so no request is written down a connection being closed: a
+// POST caught there is not retried by net/http and would fail.
+func TestClientsDropIdleConnectionsFirst(t *testing.T) {
+	require.Less(t, judgments.IdleConnTimeout, stub.KeepAliveTimeout)
+	require.Equal(t, judgments.IdleConnTimeout, judgments.NewTransport(1).IdleConnTimeout)
 }
 
 // TestStreamOptionsWithoutStream: vLLM refuses stream_options without

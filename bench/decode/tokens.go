@@ -187,7 +187,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 		o(r)
 	}
 	if r.hc == nil {
-		r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+		r.hc = &http.Client{Transport: judgments.NewTransport(1024)}
 	}
 	switch r.api {
 	case "":

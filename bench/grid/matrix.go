@@ -216,7 +216,7 @@ func NewRunner(ctx context.Context, ep bench.Endpoint, opts ...Option) (*Runner,
 	}
 	hc, auth := o.hc, ep.Authorize
 	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+		hc = &http.Client{Transport: judgments.NewTransport(1024)}
 	}
 	// The key masked in what the server sends, no redirect out of the
 	// origin; the probes, /tokenize and /metrics (r.hc) bounded by the

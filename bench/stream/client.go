@@ -84,7 +84,7 @@ func WithMaxStreamBytes(n int64) Option { return func(c *Client) { c.maxBytes = 
 func New(baseURL string, opts ...Option) *Client {
 	c := &Client{
 		baseURL:  strings.TrimRight(baseURL, "/"),
-		http:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}},
+		http:     &http.Client{Transport: judgments.NewTransport(1024)},
 		now:      time.Now,
 		maxEvent: DefaultMaxEventBytes,
 		budget:   DefaultBudget,
