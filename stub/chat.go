@@ -327,17 +327,24 @@ func (s *Server) countServed() {
 	s.mu.Unlock()
 }
 
+// maxBodyReserve is the most of a claimed Content-Length readBody sets
+// aside before the bytes arrive: a client may claim 64 MiB and send 4
+// (900 such connections reserved 61 GB of address space); past it the
+// buffer grows with what has been read, as vLLM holds only what it got.
+const maxBodyReserve = 1 << 20
+
 // readBody reads a request body (at most maxBody bytes, as io.ReadAll
-// of a LimitReader would) into a pooled buffer sized by Content-Length;
-// release returns the buffer, once nothing refers to the body any more.
+// of a LimitReader would) into a pooled buffer sized by Content-Length
+// (up to maxBodyReserve); release returns the buffer, once nothing refers
+// to the body any more.
 func (s *Server) readBody(r *http.Request) (body []byte, release func(), err error) {
 	bp, _ := s.bodies.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
 	buf := (*bp)[:0]
-	if n := r.ContentLength; n > 0 && int64(cap(buf)) < min(n, maxBody)+1 {
-		buf = make([]byte, 0, min(n, maxBody)+1) // +1: io.EOF without a regrowth
+	if n := min(r.ContentLength, maxBody, maxBodyReserve); n > 0 && int64(cap(buf)) < n+1 {
+		buf = make([]byte, 0, n+1) // +1: io.EOF without a regrowth
 	}
 	lr := io.LimitReader(r.Body, maxBody)
 	for {
