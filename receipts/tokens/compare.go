@@ -168,19 +168,7 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 	if d := promptTokensDiff(base, cand); d != "" {
 		pc.IdentityDiff = append(pc.IdentityDiff, d)
 	}
-	for _, def := range pc.BaseDefinitions {
-		if !slices.Contains(pc.CandDefinitions, def) {
-			continue
-		}
-		cf := figures(cand, def)
-		for i, f := range figures(base, def) {
-			if !held(base, def, f.Name) || !held(cand, def, f.Name) {
-				continue // a --save-result file without that statistic
-			}
-			f.Definitions, f.Delta = def, delta(f.Delta.Base, cf[i].Delta.Base)
-			pc.Figures = append(pc.Figures, f)
-		}
-	}
+	missing := pc.compareFigures(base, cand)
 	if len(pc.Figures) == 0 {
 		return nil, fmt.Errorf("compare %s: %w: the baseline's follow %s, the candidate's %s; nothing is compared",
 			pc.Key, ErrDefinitions, strings.Join(pc.BaseDefinitions, " + "), strings.Join(pc.CandDefinitions, " + "))
@@ -198,6 +186,7 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 			probs = append(probs, fmt.Sprintf("%s: stopped after %d of %d repeats (%s: %s)", side.name, st.Runs, side.r.Point.Repeats, judgments.Printable(st.Reason), judgments.Printable(st.Message)))
 		}
 		if side.name == "candidate" {
+			probs = append(probs, missing...)
 			pc.CandProblems = len(probs)
 		}
 		pc.Problems = append(pc.Problems, probs...)
@@ -206,6 +195,32 @@ func ComparePoint(base, cand *Receipt) (*PointComparison, error) {
 		}
 	}
 	return pc, nil
+}
+
+// compareFigures adds the figures of the definitions both sides follow,
+// matched by name, and returns a problem for each baseline figure the
+// candidate lacks (mean_batch_ms_per_token of a point stopped before its
+// first repeat).
+func (pc *PointComparison) compareFigures(base, cand *Receipt) (missing []string) {
+	for _, def := range pc.BaseDefinitions {
+		if !slices.Contains(pc.CandDefinitions, def) {
+			continue
+		}
+		cf := figures(cand, def)
+		for _, f := range figures(base, def) {
+			if !held(base, def, f.Name) || !held(cand, def, f.Name) {
+				continue // a --save-result file without that statistic
+			}
+			i := slices.IndexFunc(cf, func(c Figure) bool { return c.Name == f.Name })
+			if i < 0 {
+				missing = append(missing, fmt.Sprintf("candidate: no %s (%s)", f.Name, def))
+				continue
+			}
+			f.Definitions, f.Delta = def, delta(f.Delta.Base, cf[i].Delta.Base)
+			pc.Figures = append(pc.Figures, f)
+		}
+	}
+	return missing
 }
 
 // Comparison is a baseline run against a candidate run, point by point.

@@ -171,3 +171,39 @@ func TestCompareSaysTwinFellBehind(t *testing.T) {
 		require.NotContains(t, r, "fell behind")
 	}
 }
+
+// TestComparePointWithAPointStoppedBeforeARun: a point interrupted before
+// its first repeat (Ctrl-C in the warm-up) has a receipt with no runs and
+// so no mean_batch_ms_per_token; compared with a whole point it is a
+// problem of its side, never a panic on the figure it lacks.
+func TestComparePointWithAPointStoppedBeforeARun(t *testing.T) {
+	t.Parallel()
+	whole := func() *Receipt {
+		r := sample()
+		r.Runs[1] = NewRun(r.Point, 2.0, []Request{ok("r2-0", 0.3, 0.2, 1.0, 4), ok("r2-1", 0.3, 0.2, 1.0, 4)})
+		r.Summary = Summarize(r.Point, r.Runs)
+		return r
+	}
+	stopped := func() *Receipt {
+		r := sample()
+		r.Runs, r.Summary = nil, Summarize(r.Point, nil)
+		r.Stopped = &Stopped{Reason: "canceled", Message: "warm-up 1: run of 2: context canceled"}
+		return r
+	}
+	for _, tc := range []struct {
+		name         string
+		base, cand   *Receipt
+		want, reason string
+	}{
+		{"candidate stopped", whole(), stopped(), Worse, "candidate: no mean_batch_ms_per_token"},
+		{"baseline stopped", stopped(), whole(), CouldNotCompare, "baseline: stopped after 0 of 2 repeats"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Compare([]*Receipt{tc.base}, []*Receipt{tc.cand})
+			require.NoError(t, err)
+			v := c.Verdict(0.05)
+			require.Equal(t, tc.want, v.Outcome, "%v", v.Reasons)
+			require.Contains(t, strings.Join(v.Reasons, "\n"), tc.reason)
+		})
+	}
+}
