@@ -38,8 +38,9 @@ func checkBaseline(fs *flag.FlagSet, b *matrix.Baseline) error {
 
 // compareMatrix prints cand against base and returns the exit status: 0
 // every status equal and every figure within the tolerance, 1 a status
-// changed or a figure beyond it, 2 a baseline cell or figure the
-// candidate lacks, or no cell in common.
+// changed or a figure beyond it or a candidate that stopped early, 2 a
+// baseline cell or figure the candidate lacks, a baseline that stopped
+// early, or no cell in common.
 func compareMatrix(stdout, stderr io.Writer, b *matrix.Baseline, base, cand *matrix.Matrix) int {
 	c, err := b.Compare(base, cand)
 	if err == nil {
@@ -51,6 +52,9 @@ func compareMatrix(stdout, stderr io.Writer, b *matrix.Baseline, base, cand *mat
 	}
 	n := c.Counts()
 	switch {
+	case c.BaseStopped != "":
+		fmt.Fprintf(stderr, "vetbench matrix: the baseline %s: no verdict\n", c.BaseStopped)
+		return exitNoVerdict
 	case c.Incomplete():
 		fmt.Fprintf(stderr, "vetbench matrix: the candidate lacks %d of the baseline's cells and %d figures: no verdict (-baseline-subset compares the cells measured)\n", n.Missing, n.Absent)
 		return exitNoVerdict

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/vetbench/vetbench/judgments"
 	"github.com/vetbench/vetbench/receipts"
 )
 
@@ -81,6 +82,10 @@ type Comparison struct {
 	// Notes say what differs between the two runs' settings, then which
 	// compared cells' twin fell behind its model, on which side.
 	Notes []string `json:"notes,omitempty"`
+	// BaseStopped and CandStopped say a side stopped early (its Stopped):
+	// a stopped baseline is no verdict, a stopped candidate worse.
+	BaseStopped string `json:"baseline_stopped,omitempty"`
+	CandStopped string `json:"candidate_stopped,omitempty"`
 }
 
 // CompareOptions tune Compare.
@@ -110,7 +115,8 @@ func Compare(base, cand *Matrix, o CompareOptions) (*Comparison, error) {
 	if bad(tol) || tol < 0 {
 		return nil, fmt.Errorf("tolerance %v: want a finite number >= 0", tol)
 	}
-	c := &Comparison{Tolerance: tol, Subset: o.Subset, Notes: settingsNotes(base, cand)}
+	c := &Comparison{Tolerance: tol, Subset: o.Subset, Notes: settingsNotes(base, cand),
+		BaseStopped: base.Stopped.text(), CandStopped: cand.Stopped.text()}
 	common := 0
 	for _, p := range base.Prefill {
 		d := Diff{Phase: PhasePrefill, Context: p.Context, Concurrency: p.Requests, Base: p.Status}
@@ -167,6 +173,14 @@ func behindNotes(name string, base, cand *Cell) []string {
 		}
 	}
 	return out
+}
+
+// text is how a comparison quotes the stop ("" for none).
+func (s *Stopped) text() string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf("stopped early (%s: %s)", judgments.Printable(s.Reason), judgments.Printable(s.Message))
 }
 
 func (c *Comparison) add(d Diff) {
@@ -247,16 +261,18 @@ func (c *Comparison) Counts() Counts {
 }
 
 // Incomplete reports a comparison that cannot pass for want of data: a
-// baseline cell or figure the candidate lacks.
+// baseline cell or figure the candidate lacks, or a baseline that stopped
+// early.
 func (c *Comparison) Incomplete() bool {
 	n := c.Counts()
-	return n.Missing > 0 || n.Absent > 0
+	return n.Missing > 0 || n.Absent > 0 || c.BaseStopped != ""
 }
 
-// Worse reports a status change or a figure beyond the tolerance.
+// Worse reports a status change, a figure beyond the tolerance or a
+// candidate that stopped early.
 func (c *Comparison) Worse() bool {
 	n := c.Counts()
-	return n.StatusChanged > 0 || n.OverTolerance > 0
+	return n.StatusChanged > 0 || n.OverTolerance > 0 || c.CandStopped != ""
 }
 
 // Verdict is the comparison in a word: INCOMPLETE (a cell or figure
@@ -297,6 +313,11 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}
 	if len(c.Extra) > 0 {
 		fmt.Fprintf(&b, "not in the baseline: %s\n", strings.Join(c.Extra, ", "))
+	}
+	for _, s := range []struct{ side, text string }{{"baseline", c.BaseStopped}, {"candidate", c.CandStopped}} {
+		if s.text != "" {
+			fmt.Fprintf(&b, "%s %s\n", s.side, s.text)
+		}
 	}
 	n := c.Counts()
 	fmt.Fprintf(&b, "%d cells compared: %d with a status changed, %d with a figure beyond ±%s, %d missing from the candidate",

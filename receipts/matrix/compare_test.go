@@ -208,3 +208,36 @@ func TestComparisonText(t *testing.T) {
 	require.Regexp(t, `(?m)^8K c=1 +Valid = +244.6 → 293.5 \(\+20.0%\) !`, b.String())
 	require.Contains(t, b.String(), "not in the baseline: 2K c=1")
 }
+
+// TestCompareAStoppedMatrixNeverPasses: a matrix that stopped early (Ctrl-C,
+// a server that died) never passes, also under Subset, which leaves out the
+// cells it never measured: a stopped candidate is worse (as vetbench matrix
+// exits 1 on a run that stops early), a stopped baseline no verdict.
+func TestCompareAStoppedMatrixNeverPasses(t *testing.T) {
+	t.Parallel()
+	base, err := ReadCSVFile(deepseekCSV)
+	require.NoError(t, err)
+	stopped := func(m *Matrix) *Matrix {
+		m.Cells = m.Cells[:len(m.Cells)/2]
+		m.Stopped = &Stopped{Reason: "canceled", Message: "context canceled"}
+		return m
+	}
+	for _, tc := range []struct {
+		name       string
+		base, cand *Matrix
+		want, says string
+	}{
+		{"whole", base, scaled(t, 1, nil), "SAME", ""},
+		{"candidate stopped", base, stopped(scaled(t, 1, nil)), "DIFFERENT", "candidate stopped early (canceled: context canceled)"},
+		{"baseline stopped", stopped(scaled(t, 1, nil)), scaled(t, 1, nil), "INCOMPLETE", "baseline stopped early (canceled: context canceled)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Compare(tc.base, tc.cand, CompareOptions{Subset: true})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, c.Verdict())
+			var b strings.Builder
+			require.NoError(t, c.WriteText(&b))
+			require.Contains(t, b.String(), tc.says)
+		})
+	}
+}
