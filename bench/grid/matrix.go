@@ -329,14 +329,7 @@ func (r *Runner) Run(ctx context.Context, o Options) (*matrix.Matrix, error) {
 	m.Sort()
 	m.Identity.Digest = m.IdentityDigest()
 	if err != nil {
-		reason := "error"
-		switch {
-		case errors.Is(err, context.Canceled):
-			reason = "canceled"
-		case errors.Is(err, context.DeadlineExceeded):
-			reason = "timeout"
-		}
-		m.Stopped = &matrix.Stopped{Reason: reason, Message: err.Error()}
+		m.Stopped = matrix.StoppedBy(err)
 		return m, fmt.Errorf("%w: %w", ErrStopped, err)
 	}
 	return m, nil

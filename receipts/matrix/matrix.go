@@ -9,6 +9,8 @@ package matrix
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -171,6 +173,22 @@ type Cell struct {
 type Stopped struct {
 	Reason  string `json:"reason"` // error | canceled | timeout
 	Message string `json:"message"`
+}
+
+// StoppedBy is the stopped block of a matrix that err ended early (nil
+// for none): canceled (Ctrl-C, SIGTERM), timeout, or error.
+func StoppedBy(err error) *Stopped {
+	if err == nil {
+		return nil
+	}
+	reason := "error"
+	switch {
+	case errors.Is(err, context.Canceled):
+		reason = "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = "timeout"
+	}
+	return &Stopped{Reason: reason, Message: err.Error()}
 }
 
 // ContextLabel names a context length as the pages do: floor(tokens ÷

@@ -2,8 +2,10 @@ package matrix
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -326,4 +328,25 @@ func TestTextAsTheSeedPagesShowIt(t *testing.T) {
 	require.Contains(t, text, "Looped")
 	v := Text(vetbenchMatrix())
 	require.Contains(t, v, "123K c=128: Skipped: 128 × (126912 + 4096) tokens exceed the KV capacity of 16000")
+}
+
+// TestStoppedBy: why a matrix ended early becomes its stopped block, by the
+// one rule vetbench matrix and BenchmarkMatrix share; nothing ended it, no
+// block.
+func TestStoppedBy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want *Stopped
+	}{
+		{"none", nil, nil},
+		{"Ctrl-C", fmt.Errorf("cell 1K c=4: %w", context.Canceled), &Stopped{Reason: "canceled", Message: "cell 1K c=4: context canceled"}},
+		{"deadline", context.DeadlineExceeded, &Stopped{Reason: "timeout", Message: "context deadline exceeded"}},
+		{"server", errors.New("connection refused"), &Stopped{Reason: "error", Message: "connection refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, StoppedBy(tc.err))
+		})
+	}
 }
