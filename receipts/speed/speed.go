@@ -432,7 +432,8 @@ type Metric struct {
 }
 
 // Summary is one side of a metric: benchmath's center (median) and
-// confidence interval over N runs.
+// confidence interval over N runs; for an exact count whose runs differ,
+// its mean and range (summarize).
 type Summary struct {
 	Center float64 `json:"center"`
 	Lo     float64 `json:"lo"`
@@ -736,14 +737,29 @@ func MinUTestP(n1, n2 int) float64 {
 	return math.Min(1, 2/math.Exp(lc-l1-l2))
 }
 
+// summarize is benchmath's summary of s under a, but for an exact count
+// whose runs differ (benchmath warns): its mean, not benchmath's mode, so a
+// count of bad events (failed-items) in fewer than half of the runs is not
+// read as none.
 func summarize(a benchmath.Assumption, s *benchmath.Sample, confidence float64) *Summary {
 	sm := a.Summary(s, confidence)
+	if vs := s.Values; a == benchmath.AssumeExact && vs[0] != vs[len(vs)-1] {
+		sm.Center = mean(vs)
+	}
 	lo, hi := sm.Lo, sm.Hi
 	// Too few samples give an infinite interval; JSON cannot hold that.
 	if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 		lo, hi = sm.Center, sm.Center
 	}
 	return &Summary{Center: sm.Center, Lo: lo, Hi: hi, N: len(s.Values), Range: "±" + sm.PctRangeString()}
+}
+
+func mean(vs []float64) float64 {
+	sum := 0.0
+	for _, v := range vs {
+		sum += v
+	}
+	return sum / float64(len(vs))
 }
 
 func pct(d *float64) string {
