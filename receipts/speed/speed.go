@@ -414,8 +414,8 @@ type Metric struct {
 	Better    string   `json:"better"` // higher, lower or "" (not gated)
 	Baseline  *Summary `json:"baseline"`
 	Candidate *Summary `json:"candidate"`
-	// Delta is candidate/baseline − 1 of the centers; null when the
-	// baseline center is 0.
+	// Delta is (candidate − baseline)/|baseline| of the centers; null when
+	// the baseline center is 0.
 	Delta   *float64 `json:"delta"`
 	P       *float64 `json:"p"`
 	Verdict Verdict  `json:"verdict"`
@@ -573,7 +573,9 @@ func compareMetric(base, cand *Samples, bench, unit string, thr *benchmath.Thres
 	}
 	switch {
 	case m.Baseline.Center != 0:
-		d := m.Candidate.Center/m.Baseline.Center - 1
+		// Relative to the baseline's size: c/b − 1 flips the sign of a
+		// change below 0 (−100 → −200 is −100%, not +100%).
+		d := (m.Candidate.Center - m.Baseline.Center) / math.Abs(m.Baseline.Center)
 		m.Delta = &d
 	case m.Candidate.Center == 0:
 		d := 0.0
@@ -697,16 +699,21 @@ func judge(m *Metric, p Policy, rep *Report) {
 		bad = math.Inf(-1)
 	}
 	switch {
-	case m.Significant && bad > p.Margin:
+	case m.Significant && bad > p.Margin+marginSlack:
 		m.Verdict = Worse
 		rep.Worse++
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: candidate %s worse (%s → %s, p=%.3f)", m.Benchmark, m.Unit, pct(m.Delta), fmtVal(b), fmtVal(c), *m.P))
-	case m.Significant && -bad > p.Margin:
+	case m.Significant && -bad > p.Margin+marginSlack:
 		m.Verdict = Better
 	default:
 		m.Verdict = Same
 	}
 }
+
+// marginSlack is what a delta must exceed the margin by to be beyond it:
+// the rounding of (c − b)/|b| (2 → 2.1 is 0.050000000000000044), so a
+// change of exactly the margin is not "more than" it.
+const marginSlack = 1e-12
 
 // direction merges the better= metadata of both sides: +1 higher is
 // better, −1 lower is better, 0 unknown. Built-in defaults apply (sec/op,
