@@ -62,3 +62,31 @@ func TestNewExactCountInSomeRunsFails(t *testing.T) {
 	require.True(t, rep.Failed(), "%v %v", rep.Failures, rep.Problems)
 	require.Contains(t, strings.Join(rep.Failures, "\n"), "X-2 failed-items: 0.5 in the candidate, not recorded in the baseline")
 }
+
+// assume= declared by one side only holds for both, as better= does: a
+// baseline without the Unit line read the candidate's exact failed-items
+// with a U test, and one failed run in ten passed (p = 1).
+func TestAssumptionDeclaredBySideOnlyHolds(t *testing.T) {
+	t.Parallel()
+	bare := func(vs ...int) string {
+		return strings.SplitN(exactRuns("failed-items", vs...), "\n", 2)[1]
+	}
+	zeros := []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	oneFailed := []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 1}
+	cases := []struct {
+		name       string
+		base, cand string
+	}{
+		{"the candidate declares it", bare(zeros...), exactRuns("failed-items", oneFailed...)},
+		{"the baseline declares it", exactRuns("failed-items", zeros...), bare(oneFailed...)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rep := speed.Decide(loadText(t, c.base), loadText(t, c.cand), speed.DefaultPolicy())
+			require.Len(t, rep.Metrics, 1)
+			require.Equal(t, speed.Worse, rep.Metrics[0].Verdict)
+			require.True(t, rep.Failed(), "%v %v", rep.Failures, rep.Problems)
+		})
+	}
+}

@@ -545,7 +545,7 @@ func compareMetric(base, cand *Samples, bench, unit string, thr *benchmath.Thres
 	m := Metric{Benchmark: bench, Unit: unit}
 	dir, conflict := direction(base.units, cand.units, unit)
 	m.Better = map[int]string{1: "higher", -1: "lower"}[dir]
-	assume := base.units.GetAssumption(unit)
+	assume := assumption(base.units, cand.units, unit)
 	bs := benchmath.NewSample(slices.Clone(base.values[bench][unit]), thr)
 	m.Baseline = summarize(assume, bs, p.Confidence)
 	cv, ok := cand.values[bench][unit]
@@ -708,6 +708,16 @@ func judge(m *Metric, p Policy, rep *Report) {
 	default:
 		m.Verdict = Same
 	}
+}
+
+// assumption is the baseline's assume= for unit, or the candidate's where
+// only the candidate declares one: as better= merges (direction), a side
+// without the Unit line takes the other's.
+func assumption(base, cand benchfmt.UnitMetadataMap, unit string) benchmath.Assumption {
+	if base.Get(unit, "assume") == nil && cand.Get(unit, "assume") != nil {
+		return cand.GetAssumption(unit)
+	}
+	return base.GetAssumption(unit)
 }
 
 // marginSlack is what a delta must exceed the margin by to be beyond it:
