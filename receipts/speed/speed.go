@@ -40,6 +40,8 @@ type Samples struct {
 	names  []string            // benchmarks, first-seen order
 	unitsO map[string][]string // units per benchmark, first-seen order
 	config map[string][]string // file config key -> distinct values
+	// failed says the output ends FAIL: a point of its run did not pass.
+	failed bool
 }
 
 // Load reads go test -bench output; name is what errors call it. A
@@ -99,6 +101,7 @@ func Load(r io.Reader, name string) (*Samples, error) {
 		return nil, fmt.Errorf("%s: malformed benchmark lines:\n  %s", name, strings.Join(bad, "\n  "))
 	}
 	s.units = rd.Units()
+	s.failed = tail.failed()
 	legacyDispatch(s.config)
 	if len(s.names) == 0 {
 		return nil, fmt.Errorf("%s: no benchmark results", name)
@@ -170,6 +173,12 @@ func (t *tailReader) endLine() {
 		t.goTest = t.goTest || strings.HasPrefix(l, "pkg:")
 	}
 	t.line, t.open = t.line[:0], false
+}
+
+// failed says the output ends as go test ends a run that failed.
+func (t *tailReader) failed() bool {
+	l := t.last
+	return l == "FAIL" || strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "FAIL\t")
 }
 
 // cut says why the output read looks cut short, or nil.
@@ -512,6 +521,7 @@ func Decide(base, cand *Samples, p Policy) *Report {
 		}
 		rep.Identity.Allowed = true
 	}
+	failedRuns(base, cand, rep)
 	thr := &benchmath.Thresholds{CompareAlpha: p.Alpha}
 	for _, bench := range base.names {
 		for _, unit := range base.unitsO[bench] {
@@ -535,6 +545,19 @@ func Decide(base, cand *Samples, p Policy) *Report {
 	}
 	rep.Passed = len(rep.Failures) == 0 && len(rep.Problems) == 0
 	return rep
+}
+
+// failedRuns reads an output that ends FAIL as gate -run reads a run that
+// failed (Report.AddRuns): a baseline with a point that did not pass leaves
+// nothing to compare with, a candidate's fails whatever its figures.
+func failedRuns(base, cand *Samples, rep *Report) {
+	const why = "the output ends FAIL: a point of its run did not pass (failed or stopped work)"
+	if base.failed {
+		rep.Problems = append(rep.Problems, "baseline: "+why)
+	}
+	if cand.failed {
+		rep.Failures = append(rep.Failures, "candidate: "+why)
+	}
 }
 
 // compareMetric compares one baseline metric with the candidate's: its

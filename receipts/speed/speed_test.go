@@ -183,7 +183,7 @@ func TestLoadRefusesCutOutput(t *testing.T) {
 	withFail := strings.Replace(full, "PASS\nok  \tgithub.com/vetbench/vetbench/bench\t60.1s\n", "--- FAIL: BenchmarkJudgments/set=faces\nFAIL\nexit status 1\nFAIL\tgithub.com/vetbench/vetbench/bench\t3.1s\n", 1)
 	require.NotEqual(t, full, withFail)
 	_, err = speed.Load(strings.NewReader(withFail), "failed run")
-	require.NoError(t, err, "a run that failed ended: its lines load (the gate fails it on failed-items)")
+	require.NoError(t, err, "a run that failed ended: its lines load (Decide fails it: TestOutputThatEndsFailIsAFailedRun)")
 	for _, cut := range []int{len(full) / 2, strings.LastIndex(full[:len(full)/2], "\n") + 1, strings.Index(full, "PASS")} {
 		_, err := speed.Load(strings.NewReader(full[:cut]), "cut")
 		require.ErrorIs(t, err, speed.ErrCut, "cut at %d", cut)
